@@ -1,0 +1,1 @@
+"""fairmedfm_fast: the FairMedFM fairness metrics, exact and fast."""

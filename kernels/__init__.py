@@ -1,0 +1,18 @@
+"""Numba kernels of fairmedfm_fast, installed as ``fairmedfm_fast.kernels``.
+
+Plain loops over contiguous NumPy arrays and scalars. Nothing here imports pandas or pyarrow, and
+nothing validates: the API layer (``fairmedfm_fast``) hands over clean arrays.
+
+Groups are integer codes. A *grouping* (one sensitive attribute) is one row of a ``(K, n)`` code
+matrix with values ``0 .. n_groups[k] - 1``, or a negative code for a sample left out of that
+grouping (missing attribute value). Every per-group result is laid out in *slots*: grouping ``k``
+owns ``n_groups[k] + 1`` consecutive slots, one per group followed by one for all of the
+grouping's present samples (its "overall"). :func:`slot_offsets` gives where each grouping starts.
+
+Modules, one per kernel family:
+
+- :mod:`.ranking`: AUC (needs scores sorted ascending), the best-F1 threshold sweep, and
+  confusion counts above thresholds.
+- :mod:`.calibration`: score ranges, pandas.cut-equivalent bin edges, binned calibration sums
+  (ECE) and log-loss sums (BCE).
+"""

@@ -1,0 +1,37 @@
+"""Slot layout shared by the kernels: grouping ``k`` owns ``n_groups[k] + 1`` consecutive slots."""
+import numpy as np
+
+from ._config import kernel
+
+
+@kernel
+def slot_offsets(n_groups):
+    """First slot of each grouping, and the total number of slots.
+
+    Parameters
+    ----------
+    n_groups : int64 array of shape (K,)
+
+    Returns
+    -------
+    offsets : int64 array of shape (K,)
+    n_slots : int
+    """
+    offsets = np.empty(n_groups.shape[0], np.int64)
+    total = 0
+    for k in range(n_groups.shape[0]):
+        offsets[k] = total
+        total += n_groups[k] + 1
+    return offsets, total
+
+
+@kernel
+def neumaier_add(sums, compensations, index, value):
+    """Add ``value`` to ``sums[index]`` with Neumaier's compensated summation."""
+    total = sums[index]
+    updated = total + value
+    if abs(total) >= abs(value):
+        compensations[index] += (total - updated) + value
+    else:
+        compensations[index] += (value - updated) + total
+    sums[index] = updated

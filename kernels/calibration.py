@@ -1,0 +1,208 @@
+"""Calibration kernels: score ranges, pandas.cut-equivalent bin edges, binned ECE sums, BCE sums.
+
+Every kernel here works on samples in any order.
+"""
+import numpy as np
+
+from ._config import kernel
+from ._slots import neumaier_add, slot_offsets
+
+
+@kernel
+def score_ranges(scores, codes, n_groups):
+    """Sample count, smallest and largest score of every slot.
+
+    Returns
+    -------
+    count : int64 array of shape (n_slots,)
+    low, high : float64 arrays of shape (n_slots,); NaN for an empty slot
+    """
+    offsets, n_slots = slot_offsets(n_groups)
+    n_groupings, n = codes.shape
+    count = np.zeros(n_slots, np.int64)
+    low = np.full(n_slots, np.inf)
+    high = np.full(n_slots, -np.inf)
+    for i in range(n):
+        score = float(scores[i])
+        for k in range(n_groupings):
+            code = codes[k, i]
+            if code < 0:
+                continue
+            for slot in (offsets[k] + code, offsets[k] + n_groups[k]):
+                count[slot] += 1
+                if score < low[slot]:
+                    low[slot] = score
+                if score > high[slot]:
+                    high[slot] = score
+    for slot in range(n_slots):
+        if count[slot] == 0:
+            low[slot] = np.nan
+            high[slot] = np.nan
+    return count, low, high
+
+
+@kernel
+def _linspace_into(out, start, stop, n_bins):
+    # numpy.linspace(start, stop, n_bins + 1), reproduced operation by operation so that the edges
+    # are bit-identical: y[i] = i * step + start, or (i / n) * delta + start when step underflows.
+    delta = stop - start
+    step = delta / n_bins
+    for i in range(n_bins + 1):
+        if step == 0.0:
+            out[i] = (float(i) / n_bins) * delta + start
+        else:
+            out[i] = float(i) * step + start
+    out[n_bins] = stop
+
+
+@kernel
+def equal_width_edges(low, high, n_bins):
+    """Bin edges of ``pandas.cut(x, n_bins)`` for each slot's score range, bit for bit.
+
+    pandas takes ``numpy.linspace(min, max, n_bins + 1)`` and lowers the first edge by 0.1% of the
+    range; when ``min == max`` it first widens the range by 0.1% of each end's absolute value (0.001
+    at zero) and leaves the edges as they are. Bins are right-closed, ``(edge[b], edge[b + 1]]``.
+
+    Parameters
+    ----------
+    low, high : float64 arrays of shape (n_slots,), from :func:`score_ranges`
+    n_bins : int
+
+    Returns
+    -------
+    edges : float64 array of shape (n_slots, n_bins + 1); NaN rows for empty slots
+    """
+    n_slots = low.shape[0]
+    edges = np.full((n_slots, n_bins + 1), np.nan)
+    for slot in range(n_slots):
+        lo = low[slot]
+        hi = high[slot]
+        if np.isnan(lo):
+            continue
+        if lo == hi:
+            lo -= 0.001 * abs(lo) if lo != 0.0 else 0.001
+            hi += 0.001 * abs(hi) if hi != 0.0 else 0.001
+            _linspace_into(edges[slot], lo, hi, n_bins)
+        else:
+            _linspace_into(edges[slot], lo, hi, n_bins)
+            edges[slot, 0] -= (hi - lo) * 0.001
+    return edges
+
+
+@kernel
+def _bin_of(edges_row, score, include_lowest):
+    # pandas: searchsorted(edges, x, side="left") - 1, i.e. right-closed bins; the lowest edge itself
+    # belongs to bin 0 only with include_lowest (pandas.qcut). -1 when outside every bin.
+    n_edges = edges_row.shape[0]
+    if include_lowest and score == edges_row[0]:
+        return 0
+    lo = 0
+    hi = n_edges
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if edges_row[mid] < score:
+            lo = mid + 1
+        else:
+            hi = mid
+    if lo == 0 or lo == n_edges:
+        return -1
+    return lo - 1
+
+
+@kernel
+def binned_calibration(scores, labels, codes, n_groups, edges, include_lowest):
+    """Per slot and bin: sample count, sum of scores (compensated) and number of positives.
+
+    Parameters
+    ----------
+    scores, labels : arrays of shape (n,), any order
+    codes : intp array of shape (K, n)
+    n_groups : int64 array of shape (K,)
+    edges : float64 array of shape (n_slots, n_bins + 1), one row of edges per slot
+    include_lowest : bool
+        Whether a score equal to the lowest edge falls in the first bin (``pandas.qcut``) or in no
+        bin (``pandas.cut``, whose lowest edge lies below every score).
+
+    Returns
+    -------
+    count, positives : int64 arrays of shape (n_slots, n_bins)
+    score_sum : float64 array of shape (n_slots, n_bins)
+    """
+    offsets, n_slots = slot_offsets(n_groups)
+    n_groupings, n = codes.shape
+    n_bins = edges.shape[1] - 1
+    count = np.zeros(n_slots * n_bins, np.int64)
+    positives = np.zeros(n_slots * n_bins, np.int64)
+    sums = np.zeros(n_slots * n_bins)
+    compensation = np.zeros(n_slots * n_bins)
+    for i in range(n):
+        score = float(scores[i])
+        positive = labels[i] != 0
+        for k in range(n_groupings):
+            code = codes[k, i]
+            if code < 0:
+                continue
+            for slot in (offsets[k] + code, offsets[k] + n_groups[k]):
+                b = _bin_of(edges[slot], score, include_lowest)
+                if b < 0:
+                    continue
+                cell = slot * n_bins + b
+                count[cell] += 1
+                if positive:
+                    positives[cell] += 1
+                neumaier_add(sums, compensation, cell, score)
+    score_sum = (sums + compensation).reshape((n_slots, n_bins))
+    return count.reshape((n_slots, n_bins)), positives.reshape((n_slots, n_bins)), score_sum
+
+
+@kernel
+def calibration_error(count, positives, score_sum, variant):
+    """ECE of every slot from its bin sums: ``sum_b n_b * err_b / sum_b n_b`` over non-empty bins.
+
+    ``err_b`` is ``|mean score - fraction positive|`` for ``variant`` 0 ("abs"), its square for 1
+    ("squared"), and for 2 ("rmse") the square root of the squared version. NaN for an empty slot.
+    """
+    n_slots, n_bins = count.shape
+    out = np.full(n_slots, np.nan)
+    for slot in range(n_slots):
+        weighted = 0.0
+        total = 0
+        for b in range(n_bins):
+            size = count[slot, b]
+            if size == 0:
+                continue
+            difference = score_sum[slot, b] / size - positives[slot, b] / size
+            error = abs(difference) if variant == 0 else difference * difference
+            weighted += error * size
+            total += size
+        if total > 0:
+            out[slot] = weighted / total
+            if variant == 2:
+                out[slot] = np.sqrt(out[slot])
+    return out
+
+
+@kernel
+def log_loss_sums(scores, labels, codes, n_groups):
+    """Per slot, the compensated sum of ``y log p + (1 - y) log(1 - p)``, logs clamped below at -100.
+
+    The clamp is ``torch.nn.BCELoss``'s, so scores of exactly 0 or 1 give finite terms. BCE is
+    ``-sum / count``.
+    """
+    offsets, n_slots = slot_offsets(n_groups)
+    n_groupings, n = codes.shape
+    sums = np.zeros(n_slots)
+    compensation = np.zeros(n_slots)
+    for i in range(n):
+        p = float(scores[i])
+        if labels[i] != 0:
+            term = max(np.log(p), -100.0)
+        else:
+            term = max(np.log(1.0 - p), -100.0)
+        for k in range(n_groupings):
+            code = codes[k, i]
+            if code < 0:
+                continue
+            neumaier_add(sums, compensation, offsets[k] + code, term)
+            neumaier_add(sums, compensation, offsets[k] + n_groups[k], term)
+    return sums + compensation

@@ -1,0 +1,178 @@
+"""Ranking kernels: per-group AUC, the best-F1 threshold sweep, confusion counts above thresholds.
+
+``rank_statistics`` and ``best_f1_thresholds`` need the samples in ascending score order (one sort
+in the caller serves every grouping); ``confusion_above`` works in any order.
+"""
+import numpy as np
+
+from ._config import kernel
+from ._slots import slot_offsets
+
+
+@kernel
+def _tally_rank(slot, block, positive, count, positives, last_block, block_pos, block_neg, neg_below, u2):
+    # A slot's tie block is closed lazily, the first time the slot is seen in a later block.
+    if last_block[slot] != block:
+        u2[slot] += block_pos[slot] * (2 * neg_below[slot] + block_neg[slot])
+        neg_below[slot] += block_neg[slot]
+        block_pos[slot] = 0
+        block_neg[slot] = 0
+        last_block[slot] = block
+    if positive:
+        block_pos[slot] += 1
+        positives[slot] += 1
+    else:
+        block_neg[slot] += 1
+    count[slot] += 1
+
+
+@kernel
+def rank_statistics(sorted_scores, sorted_labels, sorted_codes, n_groups):
+    """Sample counts, positives and twice the Mann-Whitney U of every slot, in one pass.
+
+    Parameters
+    ----------
+    sorted_scores : float32 or float64 array of shape (n,), ascending
+    sorted_labels : uint8 array of shape (n,), 0 or 1, in the same order
+    sorted_codes : intp array of shape (K, n), in the same order; negative = not in the grouping
+    n_groups : int64 array of shape (K,)
+
+    Returns
+    -------
+    count, positives, u2 : int64 arrays of shape (n_slots,)
+        ``u2`` counts, over positive samples, twice the negatives with a lower score plus the
+        negatives with an equal score, so that ``AUC = u2 / (2 * positives * negatives)``, ties
+        counted as one half (scikit-learn's ``roc_auc_score``). Integer, hence exact.
+    """
+    offsets, n_slots = slot_offsets(n_groups)
+    n_groupings, n = sorted_codes.shape
+    count = np.zeros(n_slots, np.int64)
+    positives = np.zeros(n_slots, np.int64)
+    u2 = np.zeros(n_slots, np.int64)
+    last_block = np.full(n_slots, -1, np.int64)
+    block_pos = np.zeros(n_slots, np.int64)
+    block_neg = np.zeros(n_slots, np.int64)
+    neg_below = np.zeros(n_slots, np.int64)
+    block = -1
+    for i in range(n):
+        if i == 0 or sorted_scores[i] != sorted_scores[i - 1]:
+            block += 1
+        positive = sorted_labels[i] != 0
+        for k in range(n_groupings):
+            code = sorted_codes[k, i]
+            if code < 0:
+                continue
+            _tally_rank(offsets[k] + code, block, positive, count, positives, last_block, block_pos,
+                        block_neg, neg_below, u2)
+            _tally_rank(offsets[k] + n_groups[k], block, positive, count, positives, last_block,
+                        block_pos, block_neg, neg_below, u2)
+    for slot in range(n_slots):
+        u2[slot] += block_pos[slot] * (2 * neg_below[slot] + block_neg[slot])
+    return count, positives, u2
+
+
+@kernel
+def f1_at(tp, fp, n_pos):
+    """F1 from counts, with the FairMedFM formula ``2PR / (P + R + 1e-8)`` in its order of operations."""
+    tp = float(tp)
+    fp = float(fp)
+    predicted = tp + fp
+    precision = tp / predicted if predicted != 0.0 else 0.0
+    recall = tp / float(n_pos) if n_pos != 0 else 1.0
+    return 2.0 * precision * recall / (precision + recall + 1e-8)
+
+
+@kernel
+def best_f1_thresholds(sorted_scores, sorted_labels, sorted_codes, n_pos, n_neg):
+    """Decision threshold with the highest F1 in each grouping (over its present samples).
+
+    Candidate thresholds are the distinct scores; at threshold ``t`` a sample counts as predicted
+    positive when its score is ``>= t`` (scikit-learn's ``precision_recall_curve``). Among equal F1
+    the lowest threshold wins.
+
+    Parameters
+    ----------
+    sorted_scores, sorted_labels, sorted_codes : as in :func:`rank_statistics`
+    n_pos, n_neg : int64 arrays of shape (K,)
+        Positives and negatives among each grouping's present samples.
+
+    Returns
+    -------
+    thresholds : float64 array of shape (K,); NaN for a grouping with no present sample
+    best_f1 : float64 array of shape (K,)
+    """
+    n_groupings, n = sorted_codes.shape
+    thresholds = np.full(n_groupings, np.nan)
+    best = np.full(n_groupings, -np.inf)
+    pos_below = np.zeros(n_groupings, np.int64)
+    neg_below = np.zeros(n_groupings, np.int64)
+    block_pos = np.zeros(n_groupings, np.int64)
+    block_neg = np.zeros(n_groupings, np.int64)
+    start = 0
+    while start < n:
+        value = sorted_scores[start]
+        stop = start
+        while stop < n and sorted_scores[stop] == value:
+            positive = sorted_labels[stop] != 0
+            for k in range(n_groupings):
+                if sorted_codes[k, stop] >= 0:
+                    if positive:
+                        block_pos[k] += 1
+                    else:
+                        block_neg[k] += 1
+            stop += 1
+        for k in range(n_groupings):
+            if block_pos[k] + block_neg[k] == 0:
+                continue
+            f1 = f1_at(n_pos[k] - pos_below[k], n_neg[k] - neg_below[k], n_pos[k])
+            if f1 > best[k]:
+                best[k] = f1
+                thresholds[k] = value
+            pos_below[k] += block_pos[k]
+            neg_below[k] += block_neg[k]
+            block_pos[k] = 0
+            block_neg[k] = 0
+        start = stop
+    return thresholds, best
+
+
+@kernel
+def confusion_above(scores, labels, codes, n_groups, thresholds):
+    """Positives and negatives scoring strictly above each threshold, for every slot.
+
+    Parameters
+    ----------
+    scores, labels : arrays of shape (n,), any order
+    codes : intp array of shape (K, n)
+    n_groups : int64 array of shape (K,)
+    thresholds : float64 array of shape (K, T); grouping ``k`` uses row ``k``
+
+    Returns
+    -------
+    pos_above, neg_above : int64 arrays of shape (n_slots, T)
+        With the slot's positives P and negatives N: TP = pos_above, FP = neg_above,
+        FN = P - TP, TN = N - FP (prediction ``score > threshold``).
+    """
+    offsets, n_slots = slot_offsets(n_groups)
+    n_groupings, n = codes.shape
+    n_thresholds = thresholds.shape[1]
+    pos_above = np.zeros((n_slots, n_thresholds), np.int64)
+    neg_above = np.zeros((n_slots, n_thresholds), np.int64)
+    for i in range(n):
+        score = scores[i]
+        positive = labels[i] != 0
+        for k in range(n_groupings):
+            code = codes[k, i]
+            if code < 0:
+                continue
+            group = offsets[k] + code
+            overall = offsets[k] + n_groups[k]
+            for t in range(n_thresholds):
+                if score > thresholds[k, t]:
+                    if positive:
+                        pos_above[group, t] += 1
+                        pos_above[overall, t] += 1
+                    else:
+                        neg_above[group, t] += 1
+                        neg_above[overall, t] += 1
+    return pos_above, neg_above
