@@ -374,8 +374,17 @@ def _is_numeric(values: pd.Series) -> bool:
     return pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype)
 
 
-def _encode_values(values: pd.Series) -> tuple[np.ndarray, list[str]]:
-    """Codes (intp, -1 missing) in report order, and the group names, of one attribute column."""
+def _small_range(array: np.ndarray) -> bool:
+    span = int(array.max()) - int(array.min())
+    return span <= max(1 << 16, 2 * len(array))
+
+
+def _encode_values(values: pd.Series, max_distinct: int | None = None) -> tuple[np.ndarray, list[str]] | None:
+    """Codes (intp, -1 missing) in report order, and the group names, of one attribute column.
+
+    None when the column has more than ``max_distinct`` distinct values (checked before any name is
+    made, so a continuous column fails fast).
+    """
     if isinstance(values.dtype, pd.CategoricalDtype):
         raw_codes = values.cat.codes.to_numpy()
         names = pd.Series(values.cat.categories).map(group_name).tolist()
@@ -384,8 +393,24 @@ def _encode_values(values: pd.Series) -> tuple[np.ndarray, list[str]]:
         for name, here in zip(names, present):
             if here and name is not None and name not in ordered:
                 ordered.append(name)
+    elif values.dtype.kind in "iu" and len(values) and _small_range(values.to_numpy()):
+        # Integers over a short range: offsets and a bincount instead of hashing every value.
+        array = values.to_numpy()
+        low = int(array.min())
+        offsets = (array - low).astype(np.intp, copy=False)
+        present_offsets = np.flatnonzero(np.bincount(offsets))
+        if max_distinct is not None and len(present_offsets) > max_distinct:
+            return None
+        position = np.full(offsets.max() + 1, -1, np.intp)
+        position[present_offsets] = np.arange(len(present_offsets))
+        raw_codes = position[offsets]
+        uniques = pd.Series(present_offsets + low, dtype=values.dtype)
+        names = uniques.map(group_name).tolist()
+        ordered = sorted(set(names), key=_order_key)
     else:
         raw_codes, uniques = pd.factorize(values, use_na_sentinel=True)
+        if max_distinct is not None and len(uniques) > max_distinct:
+            return None
         names = pd.Series(uniques, copy=False).map(group_name).tolist() if len(uniques) else []
         ordered = sorted({name for name in names if name is not None}, key=_order_key)
     position = {name: i for i, name in enumerate(ordered)}
@@ -499,13 +524,13 @@ def encode_attributes(sensitive_features: Any, n_samples: int, bins: Bins | None
         if name in bins:
             codes, groups = _binned(values, bins[name], name)
         else:
-            if _is_numeric(values):
-                n_distinct = values.nunique(dropna=True)
-                if n_distinct > MAX_NUMERIC_GROUPS:
-                    raise ValueError(
-                        f"attribute {name!r} looks continuous ({n_distinct} distinct numbers); group it with "
-                        f"bins={{{name!r}: [40, 60]}} (cut points) or bins={{{name!r}: 4}} (quantile groups)")
-            codes, groups = _encode_values(values)
+            encoded = _encode_values(values, MAX_NUMERIC_GROUPS if _is_numeric(values) else None)
+            if encoded is None:
+                raise ValueError(
+                    f"attribute {name!r} looks continuous (more than {MAX_NUMERIC_GROUPS} distinct numbers); "
+                    f"group it with bins={{{name!r}: [40, 60]}} (cut points) or bins={{{name!r}: 4}} "
+                    "(quantile groups)")
+            codes, groups = encoded
         attributes.append(Attribute(name, codes, groups))
     if intersectional and len(attributes) > 1:
         attributes.append(_combine(attributes))

@@ -84,14 +84,17 @@ def assess(prepared: Prepared, attributes: list[_inputs.Attribute], warnings: li
     labels = prepared.labels
     rows = [attribute.codes for attribute in attributes]
     sizes = [attribute.n_groups for attribute in attributes]
-    if with_overall:
+    # "All samples" is the present-samples slot of any attribute without missing values; only when
+    # every attribute has some does it need a grouping of its own.
+    complete = next((k for k, attribute in enumerate(attributes) if attribute.codes.min(initial=0) >= 0), None)
+    if with_overall and complete is None:
         rows.append(np.zeros(len(labels), np.intp))
         sizes.append(1)
+        complete = len(rows) - 1
     groupings = _engine.compute(prepared.scores, labels, rows, sizes, wanted)
     overall = {}
     if with_overall:
-        everything = groupings[-1]
-        overall = {key: _as_python(values[-1]) for key, values in everything.values.items()}
+        overall = {key: _as_python(values[-1]) for key, values in groupings[complete].values.items()}
     results = []
     for attribute, grouping in zip(attributes, groupings):
         results.append(_attribute_result(attribute, grouping, len(labels), warnings))

@@ -5,25 +5,8 @@ in the caller serves every grouping); ``confusion_above`` works in any order.
 """
 import numpy as np
 
-from ._config import kernel
+from ._config import inline_kernel, kernel
 from ._slots import slot_offsets
-
-
-@kernel
-def _tally_rank(slot, block, positive, count, positives, last_block, block_pos, block_neg, neg_below, u2):
-    # A slot's tie block is closed lazily, the first time the slot is seen in a later block.
-    if last_block[slot] != block:
-        u2[slot] += block_pos[slot] * (2 * neg_below[slot] + block_neg[slot])
-        neg_below[slot] += block_neg[slot]
-        block_pos[slot] = 0
-        block_neg[slot] = 0
-        last_block[slot] = block
-    if positive:
-        block_pos[slot] += 1
-        positives[slot] += 1
-    else:
-        block_neg[slot] += 1
-    count[slot] += 1
 
 
 @kernel
@@ -49,29 +32,62 @@ def rank_statistics(sorted_scores, sorted_labels, sorted_codes, n_groups):
     count = np.zeros(n_slots, np.int64)
     positives = np.zeros(n_slots, np.int64)
     u2 = np.zeros(n_slots, np.int64)
-    last_block = np.full(n_slots, -1, np.int64)
+    neg_below = np.zeros(n_slots, np.int64)  # negatives with a score below the current tie block
     block_pos = np.zeros(n_slots, np.int64)
     block_neg = np.zeros(n_slots, np.int64)
-    neg_below = np.zeros(n_slots, np.int64)
-    block = -1
-    for i in range(n):
-        if i == 0 or sorted_scores[i] != sorted_scores[i - 1]:
-            block += 1
-        positive = sorted_labels[i] != 0
-        for k in range(n_groupings):
-            code = sorted_codes[k, i]
-            if code < 0:
-                continue
-            _tally_rank(offsets[k] + code, block, positive, count, positives, last_block, block_pos,
-                        block_neg, neg_below, u2)
-            _tally_rank(offsets[k] + n_groups[k], block, positive, count, positives, last_block,
-                        block_pos, block_neg, neg_below, u2)
-    for slot in range(n_slots):
-        u2[slot] += block_pos[slot] * (2 * neg_below[slot] + block_neg[slot])
+    start = 0
+    while start < n:
+        stop = start + 1
+        while stop < n and sorted_scores[stop] == sorted_scores[start]:
+            stop += 1
+        if stop == start + 1:  # a score of its own: no tie to split
+            positive = sorted_labels[start] != 0
+            for k in range(n_groupings):
+                code = sorted_codes[k, start]
+                if code < 0:
+                    continue
+                group = offsets[k] + code
+                overall = offsets[k] + n_groups[k]
+                count[group] += 1
+                count[overall] += 1
+                if positive:
+                    positives[group] += 1
+                    positives[overall] += 1
+                    u2[group] += 2 * neg_below[group]
+                    u2[overall] += 2 * neg_below[overall]
+                else:
+                    neg_below[group] += 1
+                    neg_below[overall] += 1
+        else:  # a tie block: count it per slot, then credit each of its positives half the tied negatives
+            for i in range(start, stop):
+                positive = sorted_labels[i] != 0
+                for k in range(n_groupings):
+                    code = sorted_codes[k, i]
+                    if code < 0:
+                        continue
+                    for slot in (offsets[k] + code, offsets[k] + n_groups[k]):
+                        count[slot] += 1
+                        if positive:
+                            positives[slot] += 1
+                            block_pos[slot] += 1
+                        else:
+                            block_neg[slot] += 1
+            for i in range(start, stop):
+                for k in range(n_groupings):
+                    code = sorted_codes[k, i]
+                    if code < 0:
+                        continue
+                    for slot in (offsets[k] + code, offsets[k] + n_groups[k]):
+                        if block_pos[slot] + block_neg[slot] > 0:
+                            u2[slot] += block_pos[slot] * (2 * neg_below[slot] + block_neg[slot])
+                            neg_below[slot] += block_neg[slot]
+                            block_pos[slot] = 0
+                            block_neg[slot] = 0
+        start = stop
     return count, positives, u2
 
 
-@kernel
+@inline_kernel
 def f1_at(tp, fp, n_pos):
     """F1 from counts, with the FairMedFM formula ``2PR / (P + R + 1e-8)`` in its order of operations."""
     tp = float(tp)
