@@ -109,8 +109,9 @@ def _attribute_result(attribute: _inputs.Attribute, grouping: _engine.Grouping, 
     if missing:
         warnings.append(f"{name}: {missing} samples have no value for this attribute and were left out of it")
     positives, negatives = grouping.positives[:g], grouping.negatives[:g]
-    valid = [i for i in range(g) if positives[i] > 0 and negatives[i] > 0]
-    skipped = {i: f"only label {1 if positives[i] else 0}" for i in range(g) if i not in set(valid)}
+    both = (positives > 0) & (negatives > 0)
+    valid = np.flatnonzero(both).tolist()
+    skipped = {i: f"only label {1 if positives[i] else 0}" for i in np.flatnonzero(~both).tolist()}
     for i, reason in skipped.items():
         warnings.append(f"{name}={attribute.groups[i]}: skipped, {reason} among its "
                         f"{int(grouping.count[i])} samples (AUC, TPR and TNR need both labels)")
