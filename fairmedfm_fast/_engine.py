@@ -43,6 +43,25 @@ def _code_dtype(largest: int) -> np.dtype:
     return np.dtype(np.intp)
 
 
+def sort_scores(scores: np.ndarray, ranking) -> tuple[np.ndarray, np.ndarray]:
+    """Ascending order of non-negative scores, and the sorted scores.
+
+    Large inputs sort 64-bit words (score bits above, sample index below) with NumPy's integer sort,
+    about twice as fast as ``argsort``; ``ranking.finish_packed_sort`` unpacks them.
+    """
+    n = len(scores)
+    if n < 1 << 16 or n >= 1 << 32:
+        order = np.argsort(scores)
+        return order, scores[order]
+    if scores.dtype == np.float32:
+        high = scores.view(np.uint32).astype(np.uint64) & np.uint64(0x7FFFFFFF)  # -0.0 sorts as 0.0
+    else:
+        high = (scores.view(np.uint64) >> np.uint64(32)) & np.uint64(0x7FFFFFFF)
+    packed = (high << np.uint64(32)) | np.arange(n, dtype=np.uint64)
+    packed.sort()
+    return ranking.finish_packed_sort(packed, scores, scores.dtype == np.float32)
+
+
 def _kernels():
     # Imported on first use, so that `import fairmedfm_fast` does not load numba.
     from .kernels import calibration, ranking
@@ -80,8 +99,8 @@ def compute(scores: np.ndarray, labels: np.ndarray, code_rows: list[np.ndarray],
     code_type = _code_dtype(int(sizes.max(initial=1)))
     codes = np.empty((len(code_rows), len(scores)), code_type)
     if need_auc or at_best:  # the one sort, shared by every grouping
-        order = np.argsort(scores)
-        scores, labels = scores[order], labels[order]
+        order, scores = sort_scores(scores, ranking)
+        labels = labels[order]
         for k, row in enumerate(code_rows):
             np.take(row.astype(code_type, copy=False), order, out=codes[k])
     else:

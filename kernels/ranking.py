@@ -192,3 +192,61 @@ def confusion_above(scores, labels, codes, n_groups, thresholds):
                         neg_above[group, t] += 1
                         neg_above[overall, t] += 1
     return pos_above, neg_above
+
+
+@kernel
+def finish_packed_sort(packed, scores, keys_are_exact):
+    """Permutation and sorted scores from sorted ``(score key << 32) | index`` words.
+
+    The caller sorts 64-bit words whose high half orders the scores (the bits of a non-negative
+    float32, or the high half of a non-negative float64) and whose low half is the sample index:
+    a plain integer sort, much faster than an argsort. With float64 scores the high half ties
+    scores that differ only in their low 32 bits; those runs are put in full order here.
+
+    Parameters
+    ----------
+    packed : uint64 array of shape (n,), sorted ascending
+    scores : float32 or float64 array of shape (n,), the unsorted scores
+    keys_are_exact : bool
+        True when the high half holds the whole score (float32): no run needs ordering.
+
+    Returns
+    -------
+    order : intp array of shape (n,)
+    sorted_scores : array of shape (n,), the dtype of ``scores``
+    """
+    n = packed.shape[0]
+    low_mask = np.uint64(0xFFFFFFFF)
+    order = np.empty(n, np.intp)
+    sorted_scores = np.empty(n, scores.dtype)
+    for i in range(n):
+        index = np.intp(packed[i] & low_mask)
+        order[i] = index
+        sorted_scores[i] = scores[index]
+    if keys_are_exact:
+        return order, sorted_scores
+    shift = np.uint64(32)
+    start = 0
+    while start < n:
+        high = packed[start] >> shift
+        stop = start + 1
+        while stop < n and (packed[stop] >> shift) == high:
+            stop += 1
+        if stop - start > 1:
+            if stop - start <= 16:  # insertion sort of a short run
+                for i in range(start + 1, stop):
+                    value = sorted_scores[i]
+                    index = order[i]
+                    j = i - 1
+                    while j >= start and sorted_scores[j] > value:
+                        sorted_scores[j + 1] = sorted_scores[j]
+                        order[j + 1] = order[j]
+                        j -= 1
+                    sorted_scores[j + 1] = value
+                    order[j + 1] = index
+            else:
+                within = np.argsort(sorted_scores[start:stop])
+                sorted_scores[start:stop] = sorted_scores[start:stop][within]
+                order[start:stop] = order[start:stop][within]
+        start = stop
+    return order, sorted_scores
