@@ -99,7 +99,8 @@ def f1_at(tp, fp, n_pos):
 
 
 @kernel
-def best_f1_thresholds(sorted_scores, sorted_labels, sorted_codes, n_pos, n_neg):
+def best_f1_thresholds(sorted_scores, sorted_labels, sorted_codes, n_pos, n_neg, pos_before=None,
+                       neg_before=None):
     """Decision threshold with the highest F1 in each grouping (over its present samples).
 
     Candidate thresholds are the distinct scores; at threshold ``t`` a sample counts as predicted
@@ -111,6 +112,10 @@ def best_f1_thresholds(sorted_scores, sorted_labels, sorted_codes, n_pos, n_neg)
     sorted_scores, sorted_labels, sorted_codes : as in :func:`rank_statistics`
     n_pos, n_neg : int64 arrays of shape (K,)
         Positives and negatives among each grouping's present samples.
+    pos_before, neg_before : int64 arrays of shape (K,), optional
+        For a slice of a larger sorted sample (one partition of a distributed sort, where equal
+        scores never straddle two slices): the positives and negatives of the earlier slices.
+        The global best is then the highest F1 over slices, the earliest slice on ties.
 
     Returns
     -------
@@ -122,6 +127,10 @@ def best_f1_thresholds(sorted_scores, sorted_labels, sorted_codes, n_pos, n_neg)
     best = np.full(n_groupings, -np.inf)
     pos_below = np.zeros(n_groupings, np.int64)
     neg_below = np.zeros(n_groupings, np.int64)
+    if pos_before is not None:
+        pos_below[:] = pos_before
+    if neg_before is not None:
+        neg_below[:] = neg_before
     block_pos = np.zeros(n_groupings, np.int64)
     block_neg = np.zeros(n_groupings, np.int64)
     start = 0
