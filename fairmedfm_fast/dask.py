@@ -22,7 +22,7 @@ from __future__ import annotations
 import glob
 import math
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from . import _engine, _inputs
-from .evaluation import _attribute_result, _by_group_frame, transform_note
+from .evaluation import _attribute_result, _by_group_frame, check_threshold, transform_note
 from .report import FairnessReport, summary_frame
 
 __all__ = ["evaluate", "evaluate_segmentation", "read_parquet", "score_command"]
@@ -175,7 +175,7 @@ def _present_combinations(local: list[tuple[np.ndarray, list[str]]]) -> list[tup
     found = []
     for value in keys.tolist():
         parts = []
-        for codes, names in reversed(local):
+        for _, names in reversed(local):
             width = len(names) + 1
             parts.append(names[value % width - 1])
             value //= width
@@ -412,17 +412,19 @@ def _arrays(part: pd.DataFrame, names: list[str]) -> tuple[np.ndarray, np.ndarra
     return scores, labels, codes
 
 
-def _first_pass(part: pd.DataFrame, names: list[str], sizes: np.ndarray, threshold: float) -> dict[str, Any]:
-    """Order-free sums and the partition's own Mann-Whitney sums."""
+def _first_pass(part: pd.DataFrame, names: list[str], sizes: np.ndarray, thresholds: list[float]
+                ) -> dict[str, Any]:
+    """Order-free sums (counts above the fixed thresholds too) and the partition's own Mann-Whitney sums."""
     ranking, calibration, _ = _kernels()
     scores, labels, codes = _arrays(part, names)
     count, positives, low, high = calibration.score_ranges(scores, labels, codes, sizes)
     u2 = ranking.rank_statistics(scores, labels, codes, sizes)[2]
-    table = np.full((len(sizes), 1), threshold)
+    table = np.empty((len(sizes), len(thresholds)))
+    table[:] = thresholds
     pos_above, neg_above = ranking.confusion_above(scores, labels, codes, sizes, table)
     return {"count": count, "positives": positives, "low": low, "high": high, "u2": u2,
             "log_sums": calibration.log_loss_sums(scores, labels, codes, sizes),
-            "pos_above": pos_above[:, 0], "neg_above": neg_above[:, 0],
+            "pos_above": pos_above, "neg_above": neg_above,
             "first": float(scores[0]) if len(scores) else math.nan,
             "last": float(scores[-1]) if len(scores) else math.nan}
 
@@ -443,21 +445,23 @@ def _between(firsts: list[dict[str, Any]], sizes: np.ndarray) -> dict[str, Any]:
 
 
 def _second_pass(part: pd.DataFrame, names: list[str], sizes: np.ndarray, between: dict[str, Any],
-                 index: int) -> dict[str, Any]:
+                 index: int, sweep: bool) -> dict[str, Any]:
     """The partition's best-F1 candidates (counting the earlier partitions), counts above them, ECE bins."""
     ranking, calibration, _ = _kernels()
     scores, labels, codes = _arrays(part, names)
+    bins = calibration.binned_calibration(scores, labels, codes, sizes, between["edges"], False)
+    if not sweep:
+        return {"bins": bins}
     thresholds, best = ranking.best_f1_thresholds(scores, labels, codes, between["n_pos"], between["n_neg"],
                                                   between["pos_before"][index], between["neg_before"][index])
     pos_above, neg_above = ranking.confusion_above(scores, labels, codes, sizes,
                                                  np.ascontiguousarray(thresholds[:, None]))
-    bins = calibration.binned_calibration(scores, labels, codes, sizes, between["edges"], False)
     return {"thresholds": thresholds, "best": best, "pos_above": pos_above[:, 0], "neg_above": neg_above[:, 0],
             "bins": bins}
 
 
 def _groupings(firsts: list[dict[str, Any]], seconds: list[dict[str, Any]], sizes: np.ndarray,
-               threshold: float) -> list[_engine.Grouping]:
+               fixed_best: float | None) -> list[_engine.Grouping]:
     """Per-slot metrics from the per-partition sums, as ``_engine.compute`` lays them out."""
     _, calibration, _slots = _kernels()
     offsets, _ = _slots.slot_offsets(sizes)
@@ -480,11 +484,17 @@ def _groupings(firsts: list[dict[str, Any]], seconds: list[dict[str, Any]], size
     bin_labels = sum(s["bins"][1] for s in seconds)
     bin_scores = sum(s["bins"][2] for s in seconds)
     log_sums = sum(f["log_sums"] for f in firsts)
+    tp_half = sum(f["pos_above"][:, 0] for f in firsts)
+    fp_half = sum(f["neg_above"][:, 0] for f in firsts)
     # Best F1 of each grouping: the highest over partitions, the earliest on ties.
     thresholds = np.full(len(sizes), np.nan)
     tp_best = np.zeros(len(count), np.int64)
     fp_best = np.zeros(len(count), np.int64)
-    for k in range(len(sizes)):
+    if fixed_best is not None:
+        thresholds[:] = fixed_best
+        tp_best = sum(f["pos_above"][:, 1] for f in firsts)
+        fp_best = sum(f["neg_above"][:, 1] for f in firsts)
+    for k in range(len(sizes) if fixed_best is None else 0):
         window = slice(offsets[k], offsets[k] + sizes[k] + 1)
         best, chosen = -math.inf, None
         for p, s in enumerate(seconds):
@@ -495,8 +505,6 @@ def _groupings(firsts: list[dict[str, Any]], seconds: list[dict[str, Any]], size
         thresholds[k] = seconds[chosen]["thresholds"][k]
         tp_best[window] = seconds[chosen]["pos_above"][window] + positives_by_part[chosen + 1:, window].sum(axis=0)
         fp_best[window] = seconds[chosen]["neg_above"][window] + negatives_by_part[chosen + 1:, window].sum(axis=0)
-    tp_half = sum(f["pos_above"] for f in firsts)
-    fp_half = sum(f["neg_above"] for f in firsts)
     per_slot: dict[str, np.ndarray] = {}
     best_suffix = _engine.BEST
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -507,7 +515,7 @@ def _groupings(firsts: list[dict[str, Any]], seconds: list[dict[str, Any]], size
         per_slot["ece"] = calibration.calibration_error(bin_count, bin_labels, bin_scores, 0)
         for suffix, tp, fp in (("", tp_half, fp_half), (best_suffix, tp_best, fp_best)):
             fn, tn = positives - tp, negatives - fp
-            per_slot.update({"acc" + suffix: (tp + tn) / count, "tpr" + suffix: tp / positives,
+            per_slot.update({"acc" + suffix: (tp + tn) / (positives + negatives), "tpr" + suffix: tp / positives,
                              "tnr" + suffix: tn / negatives, "tn" + suffix: tn, "fp" + suffix: fp,
                              "fn" + suffix: fn, "tp" + suffix: tp})
     for name in ("auc", "bce", "ece"):
@@ -516,7 +524,8 @@ def _groupings(firsts: list[dict[str, Any]], seconds: list[dict[str, Any]], size
     for k in range(len(sizes)):
         window = slice(offsets[k], offsets[k] + sizes[k] + 1)
         values = {key: per_slot[key][window] for key in _engine.all_keys()}
-        groupings.append(_engine.Grouping(count[window], positives[window], float(thresholds[k]), values))
+        groupings.append(_engine.Grouping(count[window], positives[window], negatives[window],
+                                          float(thresholds[k]), values))
     return groupings
 
 
@@ -554,7 +563,7 @@ def _check_columns(ddf: Any, label: Any, score: Any, sensitive: Any, bins: Any) 
 
 def evaluate(ddf: Any, *, label: str, score: str, sensitive: str | Sequence[str], bins: _inputs.Bins | None = None,
              intersectional: bool = False, pos_label: Any = None, score_type: str = "auto",
-             npartitions: int | None = None, threshold: float = 0.5) -> FairnessReport:
+             threshold: float | None = None, npartitions: int | None = None) -> FairnessReport:
     """Fairness of a binary classifier from a Dask DataFrame, exactly as :func:`fairmedfm_fast.evaluate`.
 
     Runs on the active Dask scheduler (a ``distributed.Client`` if one exists). Rows never leave the
@@ -579,11 +588,12 @@ def evaluate(ddf: Any, *, label: str, score: str, sensitive: str | Sequence[str]
         The positive class of ``label`` (one-vs-rest when there are more than two).
     score_type : {"auto", "probability", "logit"}
         ``"auto"`` reads scores within [0, 1] (over all partitions) as probabilities, others as logits.
+    threshold : float, optional
+        A fixed decision threshold for the ``@best_f1`` metrics instead of each attribute's best-F1
+        threshold (as in :func:`fairmedfm_fast.evaluate`).
     npartitions : int, optional
         Partitions of the sort by score (default: those of ``ddf``). Each must fit in a worker's memory
         with its kernel arrays (about ``9 + number of attributes`` bytes per row, twice during the sort).
-    threshold : float, default 0.5
-        Decision threshold of the metrics without the ``@best_f1`` suffix.
 
     Returns
     -------
@@ -593,6 +603,7 @@ def evaluate(ddf: Any, *, label: str, score: str, sensitive: str | Sequence[str]
     """
     dask, _ = _dask()
     names, bins = _check_columns(ddf, label, score, sensitive, bins)
+    threshold = check_threshold(threshold)
     ddf = ddf[list(dict.fromkeys([label, score, *names]))]
     meta = ddf._meta
     quantile = [name for name, spec in bins.items() if isinstance(spec, (int, np.integer))]
@@ -613,11 +624,15 @@ def evaluate(ddf: Any, *, label: str, score: str, sensitive: str | Sequence[str]
     sizes = np.array([len(g) for g in plan.groups] + ([len(plan.combined)] if plan.combined else [])
                      + ([1] if plan.all_samples else []), np.int64)
     parts = ordered.to_delayed()
-    firsts = [dask.delayed(_first_pass)(part, code_names, sizes, threshold) for part in parts]
+    fixed = [0.5] if threshold is None else [0.5, threshold]
+    firsts = [dask.delayed(_first_pass)(part, code_names, sizes, fixed) for part in parts]
     between = dask.delayed(_between)(firsts, sizes)
-    seconds = [dask.delayed(_second_pass)(part, code_names, sizes, between, p) for p, part in enumerate(parts)]
+    seconds = [dask.delayed(_second_pass)(part, code_names, sizes, between, p, threshold is None)
+               for p, part in enumerate(parts)]
     firsts, seconds = dask.compute(firsts, seconds)
     groupings = _groupings(list(firsts), list(seconds), sizes, threshold)
+    if threshold is not None:
+        metadata["threshold"] = threshold
     return _report(plan, groupings, metadata)
 
 
@@ -649,3 +664,25 @@ def _report(plan: _Plan, groupings: list[_engine.Grouping], metadata: dict[str, 
 
 def _as_python(value: Any) -> Any:
     return int(value) if isinstance(value, np.integer) else float(value)
+
+
+def read_parquet(path: str | os.PathLike, columns: Sequence[str] | None = None, **options: Any):
+    """A Dask DataFrame over Parquet files: a file, a directory of them, or a glob pattern.
+
+    Every worker must be able to open the paths (a shared file system or object store URL such as
+    ``s3://bucket/predictions/``); nothing is read on the client but the Parquet footers.
+    ``options`` go to ``dask.dataframe.read_parquet``.
+    """
+    _, dd = _dask()
+    text = os.fspath(path)
+    if "://" not in text:
+        if glob.has_magic(text):
+            files = sorted(glob.glob(text))
+            if not files:
+                raise ValueError(f"no file matches {text!r}; give a Parquet file, a directory or a glob "
+                                 "such as 'predictions/*.parquet'")
+            return dd.read_parquet(files, columns=list(columns) if columns else None, **options)
+        if not os.path.exists(text):
+            raise ValueError(f"{text!r} does not exist; give a Parquet file, a directory or a glob such as "
+                             "'predictions/*.parquet'")
+    return dd.read_parquet(text, columns=list(columns) if columns else None, **options)
