@@ -403,9 +403,11 @@ def _boundaries(surveys: list[dict], plan: _Plan, npartitions: int) -> list[floa
 # ---------------------------------------------------------------------------------------------
 
 def _arrays(part: pd.DataFrame, names: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    scores = np.ascontiguousarray(part.index.to_numpy())
-    labels = np.ascontiguousarray(part[_LABEL].to_numpy())
-    codes = np.ascontiguousarray(part[names].to_numpy().T)
+    # Writable C-contiguous arrays (pandas hands out read-only views), so that the kernels run the
+    # machine code compiled for the in-memory path, from numba's cache.
+    scores = np.require(part.index.to_numpy(), requirements=["C", "W"])
+    labels = np.require(part[_LABEL].to_numpy(), requirements=["C", "W"])
+    codes = np.require(part[names].to_numpy().T, requirements=["C", "W"])
     if len(scores) > 1 and not bool(np.all(scores[1:] >= scores[:-1])):  # pragma: no cover - a dask bug
         order = np.argsort(scores, kind="stable")
         scores, labels, codes = scores[order], labels[order], np.ascontiguousarray(codes[:, order])

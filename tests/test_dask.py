@@ -85,6 +85,10 @@ def _warm_kernels():
                        sensitive=["sex", "site"])
         fdask.evaluate(dd.from_pandas(logit_frame(300, 0), npartitions=2), label="truth", score="logit",
                        sensitive=["age", "race"], bins={"age": [40, 60]}, pos_label="pos")
+        frame = tied_frame(300, 0)
+        frame["p"] = frame["p"].astype(np.float32)
+        fdask.evaluate(dd.from_pandas(frame, npartitions=2), label="y", score="p", sensitive=["sex"],
+                       threshold=0.3)
 
 
 @pytest.fixture(scope="module")
@@ -221,3 +225,18 @@ def test_quantile_cut_points_are_numpy_quantiles():
             got = fdask._quantile_cut_points(counts, q, "x")
             assert got == expected, (n, q)
             assert all(not math.isnan(v) for v in got)
+
+
+def test_equal_best_f1_in_two_partitions_keeps_the_lower_threshold(sync):
+    # For attribute "a", thresholds 0.2 (TP=4k, FP=4k) and 0.9 (TP=2k, FP=0) have exactly the same F1;
+    # rows without "a" at 0.5 put the two in different partitions. The lower threshold must win.
+    k = 100
+    crafted = pd.DataFrame({"y": [0] * 4 * k + [1] * 2 * k + [1] * 2 * k,
+                            "p": [0.2] * 6 * k + [0.9] * 2 * k,
+                            "a": ["x", "y"] * 4 * k})
+    filler = pd.DataFrame({"y": np.arange(1000) % 2, "p": 0.5, "a": None})
+    frame = pd.concat([crafted, filler], ignore_index=True)
+    frame["b"] = np.arange(len(frame)) % 3
+    ddf = dd.from_pandas(frame.sample(frac=1, random_state=0), npartitions=3)
+    report = both(ddf, "y", "p", ["a", "b"], npartitions=3)
+    assert report.by_group.loc[("a", "x"), "tp@best_f1"] == k  # the positives above 0.2
