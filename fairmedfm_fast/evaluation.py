@@ -208,8 +208,10 @@ def evaluate(y_true: Any, y_score: Any, sensitive_features: Any, *, pos_label: A
             rows.append({"attribute": result.name, "group": group, "n": result.counts[i],
                          **result.by_group.get(i, {}), "skipped": result.skipped.get(i)})
     metadata = {**prepared.metadata, "n_samples": len(prepared.labels)}
-    return FairnessReport("cls", summary_frame(summaries), _by_group_frame(rows), overall, attribute_overall,
-                          warnings, metadata)
+    report = FairnessReport("cls", summary_frame(summaries), _by_group_frame(rows), overall, attribute_overall,
+                            warnings, metadata)
+    report._curve_data = (prepared.scores, prepared.labels, attributes)  # references, for report.plot()
+    return report
 
 
 def _by_group_frame(rows: list[dict[str, Any]]):
