@@ -400,12 +400,13 @@ th { background: #f4f4f4; } tbody tr:nth-child(even) { background: #fafafa; }
 .warnings li { color: #8a4b00; margin: 0.2em 0; }
 figure { margin: 1em 0; } figure img { max-width: 100%; height: auto; border: 1px solid #eee; }
 figcaption { font-size: 0.85em; color: #555; }
-.note { color: #555; font-style: italic; }
+.note { color: #555; font-style: italic; } .wide { overflow-x: auto; }
 """
 
 
 def _table(frame) -> str:
-    return frame.to_html(float_format=lambda v: f"{v:.4f}", na_rep="", border=0, escape=True)
+    table = frame.to_html(float_format=lambda v: f"{v:.4f}", na_rep="", border=0, escape=True)
+    return f'<div class="wide">{table}</div>'  # wide tables scroll instead of spilling over
 
 
 def _pairs_table(values: dict[str, Any]) -> str:
