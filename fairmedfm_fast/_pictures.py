@@ -30,6 +30,7 @@ CLASSIFICATION_BARS = ("auc", "acc@best_f1", "bce", "ece", "tpr@best_f1", "tnr@b
 SEGMENTATION_BARS = ("mean_dice",)
 INSTALL = 'pip install "fairmedfm_fast[plot]"'
 _COLUMNS = 3  # axes per row in the per-attribute figures
+MAX_POINTS = 5000  # ROC points drawn per group, at most about
 
 
 # ---------------------------------------------------------------------------------------------
@@ -42,21 +43,19 @@ class GroupCurves:
 
     name: str
     n: int
-    positives: int
     fpr: np.ndarray  # ROC points, thresholds descending, from (0, 0) to (1, 1)
     tpr: np.ndarray
     thresholds: np.ndarray  # +inf first, then the group's distinct scores, descending
-    operating_point: tuple[float, float]  # (FPR, TPR) predicting ``score > best-F1 threshold``
+    auc: float  # from the rank statistics (exact even when the points are thinned)
+    operating_point: tuple[float, float]  # (FPR, TPR) predicting ``score > threshold`` of the attribute
     bin_score: np.ndarray  # mean score of each non-empty ECE bin
     bin_positive: np.ndarray  # fraction positive of each non-empty ECE bin
-    bin_count: np.ndarray  # samples in each non-empty ECE bin
+    bin_weight: np.ndarray  # samples (weight with sample weights) in each non-empty ECE bin
     ece: float
 
-    @property
-    def auc(self) -> float:
-        """Trapezoid area under the ROC points."""
-        dx = np.diff(self.fpr)
-        return float(np.sum(dx * (self.tpr[1:] + self.tpr[:-1]) / 2.0))
+    def trapezoid_area(self) -> float:
+        """Area under the ROC points by the trapezoid rule."""
+        return float(np.sum(np.diff(self.fpr) * (self.tpr[1:] + self.tpr[:-1]) / 2.0))
 
 
 @dataclass
@@ -64,13 +63,13 @@ class AttributeCurves:
     """Curves of one attribute: its groups with both labels, then all its present samples."""
 
     attribute: str
-    threshold: float  # the attribute's best-F1 threshold (NaN when it has no positive)
+    threshold: float  # decision threshold of the attribute's @best_f1 metrics (NaN when undefined)
     groups: list[GroupCurves]  # groups with both labels, in report order
     overall: GroupCurves | None  # all present samples (None without both labels)
 
 
-def _samples(report, kind: str) -> tuple[np.ndarray, np.ndarray | None, list]:
-    data = getattr(report, "_curve_data", None)
+def _samples(report, kind: str, name: str):
+    data = getattr(report, name, None)
     if data is None:
         made_by = "fairmedfm_fast.evaluate" if report.task == "cls" else "fairmedfm_fast.evaluate_segmentation"
         raise ValueError(f"kind={kind!r} needs the per-sample values, and this report keeps none; plot a "
@@ -87,69 +86,74 @@ def _select_names(available: list[str], wanted: str | Sequence[str]) -> list[str
     return names
 
 
-def _select(attributes: list, wanted: str | Sequence[str] | None) -> list:
+def _select(attributes: list, wanted: str | Sequence[str] | None) -> list[int]:
+    """Indices of the wanted attributes (all by default)."""
     if wanted is None:
-        return list(attributes)
-    by_name = {attribute.name: attribute for attribute in attributes}
-    return [by_name[name] for name in _select_names(list(by_name), wanted)]
+        return list(range(len(attributes)))
+    names = [attribute.name for attribute in attributes]
+    return [names.index(name) for name in _select_names(names, wanted)]
 
 
-def classification_curves(report, attributes: str | Sequence[str] | None = None) -> list[AttributeCurves]:
-    """ROC points, operating points and ECE bins of every group, from one sort of the scores.
+def classification_curves(report, attributes: str | Sequence[str] | None = None,
+                          max_points: int = MAX_POINTS) -> list[AttributeCurves]:
+    """ROC points, operating points and ECE bins of every group, from the report's sorted samples.
 
     Parameters
     ----------
     report : FairnessReport
-        Made by :func:`fairmedfm_fast.evaluate` (it keeps references to the scores, labels and codes).
+        Made by :func:`fairmedfm_fast.evaluate`, which keeps references to its sorted scores, labels,
+        codes and weights, and to the decision threshold of each attribute's ``@best_f1`` metrics.
     attributes : str or list of str, optional
         Attributes to compute, by name; all by default.
+    max_points : int
+        Groups with more samples keep at most about this many ROC points (0: all); the AUC shown
+        and the operating points are exact either way.
     """
     if report.task != "cls":
         raise ValueError(f"ROC and reliability curves need a classification report (task 'cls'); this report "
                          f"is {report.task!r}: use kind='dice' or kind='bars'")
-    scores, labels, all_attributes = _samples(report, "roc")
+    arranged, all_attributes, all_thresholds = _samples(report, "roc", "_curve_data")
     chosen = _select(all_attributes, attributes)
     if not chosen:
         return []
     from .kernels import calibration, curves, ranking
 
-    sizes = np.array([attribute.n_groups for attribute in chosen], dtype=np.int64)
-    order, sorted_scores = _engine.sort_scores(scores, ranking)
-    sorted_labels = labels[order]
-    codes = np.empty((len(chosen), len(scores)), np.intp)
-    for k, attribute in enumerate(chosen):
-        np.take(attribute.codes, order, out=codes[k])
-    starts, thresholds, fps, tps = curves.roc_points(sorted_scores, sorted_labels, codes, sizes)
-    count, positives, low, high = calibration.score_ranges(sorted_scores, sorted_labels, codes, sizes)
-    negatives = count - positives
+    scores, labels, weights = arranged.scores, arranged.labels, arranged.weights
+    if chosen == list(range(len(chosen))):
+        codes, sizes = arranged.codes[:len(chosen)], arranged.sizes[:len(chosen)]
+    else:
+        codes, sizes = arranged.codes[chosen], arranged.sizes[chosen]
+    starts, thresholds, fps, tps = curves.roc_points(scores, labels, codes, sizes, weights, max_points)
+    count = calibration.score_ranges(scores, labels, codes, sizes)[0]
+    total, positives, low, high = calibration.score_ranges(scores, labels, codes, sizes, weights)
+    negatives = total - positives
+    with np.errstate(divide="ignore", invalid="ignore"):
+        auc = ranking.rank_statistics(scores, labels, codes, sizes, weights)[2] / (2.0 * positives * negatives)
+        decision = np.array([[all_thresholds[k]] for k in chosen], dtype=np.float64)
+        pos_above, neg_above = ranking.confusion_above(scores, labels, codes, sizes, decision, weights)
+        edges = calibration.equal_width_edges(low, high, _engine.ECE_BINS)
+        bin_weight, label_sum, score_sum = calibration.binned_calibration(scores, labels, codes, sizes, edges,
+                                                                          False, weights)
+        ece = calibration.calibration_error(bin_weight, label_sum, score_sum, 0)
     slot_starts = np.concatenate(([0], np.cumsum(sizes + 1)))
-    overall_slots = slot_starts[1:] - 1
-    best = ranking.best_f1_thresholds(sorted_scores, sorted_labels, codes, positives[overall_slots],
-                                      negatives[overall_slots])[0]
-    edges = calibration.equal_width_edges(low, high, _engine.ECE_BINS)
-    bin_count, label_sum, score_sum = calibration.binned_calibration(sorted_scores, sorted_labels, codes, sizes,
-                                                                     edges, False)
-    ece = calibration.calibration_error(bin_count, label_sum, score_sum, 0)
 
     def group(slot: int, name: str, threshold: float) -> GroupCurves | None:
         if positives[slot] == 0 or negatives[slot] == 0:
             return None
         window = slice(starts[slot], starts[slot + 1])
         fp, tp = fps[window], tps[window]
-        fpr, tpr = fp / fp[-1], tp / tp[-1]
         point = (math.nan, math.nan)
-        if not math.isnan(threshold):  # predicted positive: score > threshold (as the report's counts)
-            above = int(np.count_nonzero(thresholds[window] > threshold)) - 1
-            point = (float(fpr[above]), float(tpr[above]))
-        filled = bin_count[slot] > 0
-        size = bin_count[slot][filled]
-        return GroupCurves(name, int(count[slot]), int(positives[slot]), fpr, tpr, thresholds[window].copy(),
-                           point, score_sum[slot][filled] / size, label_sum[slot][filled] / size, size,
-                           float(ece[slot]))
+        if not math.isnan(threshold):  # predicted positive: score > threshold, as the report counts
+            point = (float(neg_above[slot, 0] / negatives[slot]), float(pos_above[slot, 0] / positives[slot]))
+        filled = bin_weight[slot] > 0
+        size = bin_weight[slot][filled]
+        return GroupCurves(name, int(count[slot]), fp / fp[-1], tp / tp[-1], thresholds[window].copy(),
+                           float(auc[slot]), point, score_sum[slot][filled] / size, label_sum[slot][filled] / size,
+                           size, float(ece[slot]))
 
     result = []
-    for k, attribute in enumerate(chosen):
-        first, threshold = int(slot_starts[k]), float(best[k])
+    for j, k in enumerate(chosen):
+        attribute, first, threshold = all_attributes[k], int(slot_starts[j]), float(all_thresholds[k])
         members = [group(first + g, name, threshold) for g, name in enumerate(attribute.groups)]
         overall = group(first + attribute.n_groups, "all", threshold)
         result.append(AttributeCurves(attribute.name, threshold, [m for m in members if m is not None], overall))
@@ -161,10 +165,10 @@ def dice_by_group(report, attributes: str | Sequence[str] | None = None) -> list
     if report.task != "seg":
         raise ValueError(f"kind='dice' needs a segmentation report (task 'seg'); this report is {report.task!r}: "
                          "use kind='roc', 'reliability' or 'bars'")
-    dice, _, all_attributes = _samples(report, "dice")
+    dice, all_attributes = _samples(report, "dice", "_dice_data")
     dice = np.asarray(dice, dtype=np.float64)
     result = []
-    for attribute in _select(all_attributes, attributes):
+    for attribute in (all_attributes[k] for k in _select(all_attributes, attributes)):
         keep = (attribute.codes >= 0) & ~np.isnan(dice)
         codes = attribute.codes[keep]
         order = np.argsort(codes, kind="stable")
@@ -246,8 +250,10 @@ def _draw_reliability(ax, curve: GroupCurves, style: dict) -> None:
 
 
 def plot_roc(report, attributes=None):
+    which = "fixed threshold" if report.metadata.get("threshold") is not None else "best-F1 threshold"
+
     def subtitle(entry):
-        return "" if math.isnan(entry.threshold) else f"dots: best-F1 threshold {entry.threshold:.4g}"
+        return "" if math.isnan(entry.threshold) else f"dots: {which} {entry.threshold:.4g}"
 
     return _curve_figure(report, attributes, "roc", _draw_roc, ("False positive rate", "True positive rate"),
                          subtitle, "lower right", "ROC curve per group")
@@ -260,20 +266,19 @@ def plot_reliability(report, attributes=None):
                          "Reliability diagram per group (the ECE bins)")
 
 
-def _interval(report, attribute: str, groups: list[str], metric: str, values: np.ndarray) -> np.ndarray | None:
-    """Error bar lengths from ``{metric}_lo``/``_hi`` columns of ``by_group`` or of ``report.ci``."""
-    for table in (report.by_group, getattr(report, "ci", None)):
-        if table is None or not hasattr(table, "columns"):
+def _interval(report, attribute: str, groups: list, metric: str) -> tuple[np.ndarray, np.ndarray] | None:
+    """Interval ends from ``{metric}_lo``/``_hi`` columns of ``report.ci["by_group"]`` (the
+    bootstrap intervals of ``evaluate(..., n_boot=...)``), of ``report.ci`` or of ``by_group``."""
+    ci = getattr(report, "ci", None)
+    low, high = f"{metric}_lo", f"{metric}_hi"
+    for table in (ci.get("by_group") if isinstance(ci, dict) else ci, report.by_group):
+        if table is None or not hasattr(table, "columns") or low not in table.columns or high not in table.columns:
             continue
-        low, high = f"{metric}_lo", f"{metric}_hi"
-        if low in table.columns and high in table.columns:
-            try:
-                rows = table.loc[[(attribute, group) for group in groups]]
-            except (KeyError, TypeError):
-                continue
-            lo = rows[low].to_numpy(dtype=np.float64)
-            hi = rows[high].to_numpy(dtype=np.float64)
-            return np.vstack([np.maximum(values - lo, 0.0), np.maximum(hi - values, 0.0)])
+        try:
+            rows = table.loc[[(attribute, group) for group in groups]]
+        except (KeyError, TypeError):
+            continue
+        return rows[low].to_numpy(dtype=np.float64), rows[high].to_numpy(dtype=np.float64)
     return None
 
 
@@ -288,7 +293,7 @@ def plot_bars(report, attributes=None):
     figure = Figure(figsize=(2.6 * columns + 0.8, 2.5 * rows + 0.6), layout="constrained")
     axes = figure.subplots(rows, columns, squeeze=False)
     has_skipped = "skipped" in report.by_group.columns
-    has_error = False
+    has_interval = False
     for r, name in enumerate(names):
         table = report.by_group.loc[name] if name in report.by_group.index.get_level_values(0) else None
         overall = _attribute_overall(report, name)
@@ -309,11 +314,15 @@ def plot_bars(report, attributes=None):
             if len(groups) == 0:
                 _empty(ax, "no evaluable group")
             else:
-                error = _interval(report, name, list(table.index[valid.to_numpy()]), metric, values)
-                has_error = has_error or error is not None
-                bars = ax.bar(np.arange(len(groups)), values, yerr=error, capsize=3 if error is not None else 0,
-                              color=[f"C{i % 10}" for i in range(len(groups))], gid=f"bars:{metric}")
+                x = np.arange(len(groups))
+                bars = ax.bar(x, values, color=[f"C{i % 10}" for i in range(len(groups))], gid=f"bars:{metric}")
                 bars.set_label("_bars")
+                interval = _interval(report, name, list(table.index[valid.to_numpy()]), metric)
+                if interval is not None:  # drawn as lines: a percentile interval need not hold the estimate
+                    has_interval = True
+                    ax.vlines(x, *interval, colors="black", linewidth=1.2, gid=f"interval:{metric}")
+                    for ends in interval:
+                        ax.hlines(ends, x - 0.12, x + 0.12, colors="black", linewidth=1.2)
                 ax.set_xticks(np.arange(len(groups)), groups, rotation=30 if len(groups) > 3 else 0,
                               ha="right" if len(groups) > 3 else "center", fontsize=8)
                 if overall is not None and math.isfinite(overall.get(metric, math.nan)):
@@ -324,8 +333,11 @@ def plot_bars(report, attributes=None):
             if c == 0:
                 ax.set_ylabel(name)
             ax.tick_params(axis="y", labelsize=8)
+    ci = getattr(report, "ci", None)
+    level = ci.get("level") if isinstance(ci, dict) else None
+    whiskers = f"; whiskers: {level:.0%} bootstrap intervals" if level else "; whiskers: intervals"
     title = "Metrics per group (dashed: all samples of the attribute"
-    figure.suptitle(title + ("; whiskers: confidence intervals)" if has_error else ")"), fontsize=11)
+    figure.suptitle(title + (whiskers if has_interval else "") + ")", fontsize=11)
     return figure
 
 

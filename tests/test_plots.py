@@ -6,17 +6,16 @@ import sys
 import numpy as np
 import pandas as pd
 import pytest
-from fairmedfm_fast.kernels.curves import roc_points
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import roc_curve
 
 import fairmedfm_fast
 from fairmedfm_fast import _inputs, _pictures
+from fairmedfm_fast.kernels.curves import roc_points
 from fairmedfm_fast.report import FairnessReport, group_frame, summary_frame
 
 pytest.importorskip("matplotlib")
-from matplotlib.container import BarContainer  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
 METRICS = ("auc", "acc@best_f1", "bce", "ece", "tpr@best_f1", "tnr@best_f1")
@@ -69,7 +68,7 @@ def _seg_report(n=300, seed=5):
     made = FairnessReport("seg", summary_frame(summaries), group_frame(rows),
                           {"mean_dice": float(np.nanmean(dice)), "n": n - 3}, {},
                           ["3 samples have a NaN Dice score and were left out"], {})
-    made._curve_data = (dice, None, attributes)
+    made._dice_data = (dice, attributes)
     return made, dice, attributes
 
 
@@ -85,10 +84,11 @@ def _brute_points(scores, labels):
     return np.concatenate(([np.inf], distinct.astype(np.float64))), np.array(fps), np.array(tps)
 
 
-def _run_kernel(scores, labels, codes, n_groups):
+def _run_kernel(scores, labels, codes, n_groups, weights=None, max_points=0):
     order = np.argsort(scores, kind="stable")
     sorted_codes = np.ascontiguousarray(codes[:, order])
-    return roc_points(scores[order], labels[order].astype(np.uint8), sorted_codes, np.asarray(n_groups, np.int64))
+    return roc_points(scores[order], labels[order].astype(np.uint8), sorted_codes, np.asarray(n_groups, np.int64),
+                      None if weights is None else weights[order], max_points)
 
 
 @settings(max_examples=40, deadline=None)
@@ -131,6 +131,44 @@ def test_roc_points_equal_sklearn_roc_curve():
             np.testing.assert_array_equal(thresholds[window], expected_thresholds)
 
 
+def test_weighted_roc_points_equal_sklearn():
+    rng = np.random.default_rng(12)
+    n = 500
+    scores = np.round(rng.random(n), 2)
+    labels = (rng.random(n) < scores).astype(np.uint8)
+    codes = rng.integers(-1, 3, (1, n))
+    weights = rng.integers(0, 4, n).astype(np.float64)  # weight 0 leaves a sample out, as in sklearn
+    starts, thresholds, fps, tps = _run_kernel(scores, labels, codes, [3], weights)
+    for code in [0, 1, 2, None]:
+        slot = 3 if code is None else code
+        members = codes[0] >= 0 if code is None else codes[0] == code
+        fpr, tpr, expected = roc_curve(labels[members], scores[members], sample_weight=weights[members],
+                                       drop_intermediate=False)
+        window = slice(starts[slot], starts[slot + 1])
+        np.testing.assert_array_equal(thresholds[window], expected)
+        np.testing.assert_allclose(fps[window] / fps[window][-1], fpr, rtol=0, atol=1e-15)
+        np.testing.assert_allclose(tps[window] / tps[window][-1], tpr, rtol=0, atol=1e-15)
+
+
+@settings(max_examples=25, deadline=None)
+@given(n=st.integers(1, 300), max_points=st.integers(1, 20), seed=st.integers(0, 2**31 - 1))
+def test_thinned_roc_points_are_a_bounded_subset(n, max_points, seed):
+    rng = np.random.default_rng(seed)
+    scores = np.round(rng.random(n), 3)
+    labels = rng.integers(0, 2, n)
+    codes = rng.integers(-1, 2, (1, n))
+    full = _run_kernel(scores, labels, codes, [2])
+    thin = _run_kernel(scores, labels, codes, [2], max_points=max_points)
+    for slot in range(3):
+        every = {t: (f, p) for t, f, p in zip(*(a[full[0][slot]:full[0][slot + 1]] for a in full[1:]))}
+        window = slice(thin[0][slot], thin[0][slot + 1])
+        kept = list(zip(thin[1][window], thin[2][window], thin[3][window]))
+        assert all(every[t] == (f, p) for t, f, p in kept)  # each kept point is an exact point
+        assert [t for t, _, _ in kept] == sorted((t for t, _, _ in kept), reverse=True)
+        assert kept[0][0] == np.inf and kept[-1] == (min(every),) + every[min(every)]
+        assert len(kept) <= max_points + 2
+
+
 def test_roc_points_accept_read_only_narrow_codes():
     scores = np.array([0.1, 0.4, 0.4, 0.9])
     labels = np.array([0, 1, 0, 1], np.uint8)
@@ -164,14 +202,43 @@ def test_curves_agree_with_the_report(report):
             fpr, tpr, _ = roc_curve(y[members], scores[members], drop_intermediate=False)
             np.testing.assert_array_equal(curve.fpr, fpr)
             np.testing.assert_array_equal(curve.tpr, tpr)
+            assert abs(curve.trapezoid_area() - expected["auc"]) <= 1e-12
             assert abs(curve.auc - expected["auc"]) <= 1e-12
             # The dot: predicted positive above the attribute's best-F1 threshold, as the report counts.
             assert curve.operating_point[0] == pytest.approx(1 - expected["tnr@best_f1"], abs=1e-12)
             assert curve.operating_point[1] == pytest.approx(expected["tpr@best_f1"], abs=1e-12)
             # The reliability points are the ECE bins: their weighted gap is the report's ECE.
-            weights = curve.bin_count / curve.bin_count.sum()
+            weights = curve.bin_weight / curve.bin_weight.sum()
             assert abs(np.sum(weights * np.abs(curve.bin_score - curve.bin_positive)) - expected["ece"]) <= 1e-12
-            assert curve.bin_count.sum() == members.sum() and len(curve.bin_count) <= 10
+            assert curve.bin_weight.sum() == members.sum() and len(curve.bin_weight) <= 10
+
+
+def test_curves_of_a_weighted_report_with_a_fixed_threshold():
+    y, scores, features = _classification_inputs(n=300, seed=8)
+    weights = np.random.default_rng(1).integers(0, 3, len(y))
+    made = fairmedfm_fast.evaluate(y, scores, features, sample_weight=weights, threshold=0.42)
+    for entry in _pictures.classification_curves(made):
+        assert entry.threshold == 0.42
+        for curve in entry.groups:
+            expected = made.by_group.loc[(entry.attribute, curve.name)]
+            members = features[entry.attribute] == curve.name
+            fpr, tpr, _ = roc_curve(y[members], scores[members], sample_weight=weights[members],
+                                    drop_intermediate=False)
+            np.testing.assert_allclose(curve.fpr, fpr, rtol=0, atol=1e-15)
+            assert abs(curve.trapezoid_area() - expected["auc"]) <= 1e-12
+            assert curve.auc == expected["auc"]
+            assert curve.operating_point == pytest.approx((1 - expected["tnr@best_f1"], expected["tpr@best_f1"]),
+                                                          abs=1e-12)
+            weight = curve.bin_weight / curve.bin_weight.sum()
+            assert abs(np.sum(weight * np.abs(curve.bin_score - curve.bin_positive)) - expected["ece"]) <= 1e-12
+    assert "fixed threshold 0.42" in made.plot("roc").get_axes()[0].get_title()
+
+
+def test_large_groups_draw_thinned_curves_with_exact_numbers(report):
+    entry = _pictures.classification_curves(report, "site", max_points=20)[0]
+    for curve in entry.groups:
+        assert len(curve.fpr) <= 22 and curve.fpr[-1] == curve.tpr[-1] == 1.0
+        assert curve.auc == report.by_group.loc[("site", curve.name), "auc"]
 
 
 def test_reliability_bins_are_each_groups_own_equal_width_bins(report):
@@ -185,7 +252,7 @@ def test_reliability_bins_are_each_groups_own_equal_width_bins(report):
         frame = pd.DataFrame({"s": s, "y": labels, "b": bins}).groupby("b", observed=True)
         np.testing.assert_allclose(curve.bin_score, frame["s"].mean().to_numpy(), rtol=0, atol=1e-12)
         np.testing.assert_allclose(curve.bin_positive, frame["y"].mean().to_numpy(), rtol=0, atol=1e-12)
-        np.testing.assert_array_equal(curve.bin_count, frame.size().to_numpy())
+        np.testing.assert_array_equal(curve.bin_weight, frame.size().to_numpy())
 
 
 # ---------------------------------------------------------------------------------------------
@@ -266,26 +333,39 @@ def test_bars_figure(report):
                 assert ax.get_ylabel() == attribute
             overall = [line for line in ax.get_lines() if line.get_gid() == "overall"]
             assert overall[0].get_ydata()[0] == report._attribute_overall[attribute][metric]
-            assert all(container.errorbar is None for container in ax.containers)
+            assert _interval_ends(ax, metric) is None
 
 
-def test_bars_draw_intervals_when_the_report_has_them(report, monkeypatch):
-    ci = report.by_group[["auc", "ece"]].copy()
+def _interval_ends(ax, metric):
+    found = [c for c in ax.collections if c.get_gid() == f"interval:{metric}"]
+    if not found:
+        return None
+    segments = found[0].get_segments()
+    return [seg[0][1] for seg in segments], [seg[1][1] for seg in segments]
+
+
+def test_bars_draw_the_bootstrap_intervals():
+    y, scores, features = _classification_inputs(n=300, seed=4)
+    made = fairmedfm_fast.evaluate(y, scores, features, n_boot=40, random_state=0)
+    figure = made.plot("bars", attributes="sex")
+    bounds = made.ci["by_group"].loc["sex"]
+    for metric, ax in zip(METRICS, figure.get_axes()):
+        low, high = _interval_ends(ax, metric)
+        np.testing.assert_allclose(low, bounds[f"{metric}_lo"], rtol=0, atol=1e-12)
+        np.testing.assert_allclose(high, bounds[f"{metric}_hi"], rtol=0, atol=1e-12)
+    assert "95% bootstrap intervals" in figure.get_suptitle()
+
+
+def test_bars_read_intervals_from_a_table(report, monkeypatch):
+    ci = report.by_group[["auc"]].copy()
     ci["auc_lo"], ci["auc_hi"] = ci["auc"] - 0.05, ci["auc"] + 0.02
-    ci = ci[["auc_lo", "auc_hi"]]
-    monkeypatch.setattr(report, "ci", ci, raising=False)
+    monkeypatch.setattr(report, "ci", ci[["auc_lo", "auc_hi"]])
     axes = report.plot("bars", attributes="sex").get_axes()
-    auc_ax, ece_ax = axes[METRICS.index("auc")], axes[METRICS.index("ece")]
-    (container,) = [c for c in auc_ax.containers if isinstance(c, BarContainer)]
-    assert container.errorbar is not None
-    segments = container.errorbar.lines[2][0].get_segments()
-    lows = [segment[0][1] for segment in segments]
-    highs = [segment[1][1] for segment in segments]
+    low, high = _interval_ends(axes[METRICS.index("auc")], "auc")
     expected = report.by_group.loc["sex", "auc"].to_numpy()
-    np.testing.assert_allclose(lows, expected - 0.05, atol=1e-12)
-    np.testing.assert_allclose(highs, expected + 0.02, atol=1e-12)
-    assert [c.errorbar for c in ece_ax.containers] == [None]  # no interval columns for ece
-    assert "intervals" in axes[0].figure.get_suptitle()
+    np.testing.assert_allclose(low, expected - 0.05, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(high, expected + 0.02, rtol=0, atol=1e-12)
+    assert _interval_ends(axes[METRICS.index("ece")], "ece") is None  # no interval columns for ece
 
 
 def test_dice_figure():
@@ -315,7 +395,7 @@ def test_dice_from_evaluate_segmentation():
         pytest.skip("fairmedfm_fast.evaluate_segmentation is not on this branch yet")
     rng = np.random.default_rng(2)
     seg = evaluate_segmentation({"scanner": rng.choice(["A", "B"], 50)}, dice=rng.random(50))
-    if getattr(seg, "_curve_data", None) is None:
+    if getattr(seg, "_dice_data", None) is None:
         with pytest.raises(ValueError, match="keeps none"):
             seg.plot("dice")
     else:
