@@ -202,6 +202,13 @@ def _grid(n_panels: int, width: float = 4.2, height: float = 3.8, columns: int =
     return figure, list(axes[:n_panels])
 
 
+def _text(name: Any) -> str:
+    """A group or attribute name as literal figure text: ``$`` would start mathtext, and a leading
+    ``_`` would hide a legend entry."""
+    text = str(name).replace("$", r"\$")
+    return " " + text if text.startswith("_") else text
+
+
 def _empty(ax, text: str) -> None:
     ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, fontsize=9, wrap=True)
 
@@ -228,7 +235,7 @@ def _curve_figure(report, attributes, prefix: str, draw, axis_labels: tuple[str,
                 draw(ax, curve, {"linewidth": 1.5, "gid": f"{prefix}:{curve.name}"})
         ax.set_xlabel(axis_labels[0])
         ax.set_ylabel(axis_labels[1])
-        ax.set_title("\n".join(filter(None, (entry.attribute, subtitle(entry)))), fontsize=10)
+        ax.set_title("\n".join(filter(None, (_text(entry.attribute), subtitle(entry)))), fontsize=10)
         if entry.groups:
             ax.legend(loc=legend_loc, fontsize=7)
         else:
@@ -238,7 +245,7 @@ def _curve_figure(report, attributes, prefix: str, draw, axis_labels: tuple[str,
 
 
 def _draw_roc(ax, curve: GroupCurves, style: dict) -> None:
-    line, = ax.plot(curve.fpr, curve.tpr, label=f"{curve.name} (n={curve.n}, AUC {curve.auc:.3f})", **style)
+    line, = ax.plot(curve.fpr, curve.tpr, label=f"{_text(curve.name)} (n={curve.n}, AUC {curve.auc:.3f})", **style)
     if not math.isnan(curve.operating_point[0]):
         ax.plot(*curve.operating_point, marker="o", markersize=5, linestyle="none", color=line.get_color(),
                 label="_nolegend_", gid=f"operating:{curve.name}")
@@ -246,7 +253,7 @@ def _draw_roc(ax, curve: GroupCurves, style: dict) -> None:
 
 def _draw_reliability(ax, curve: GroupCurves, style: dict) -> None:
     ax.plot(curve.bin_score, curve.bin_positive, marker="o", markersize=3.5,
-            label=f"{curve.name} (ECE {curve.ece:.3f})", **style)
+            label=f"{_text(curve.name)} (ECE {curve.ece:.3f})", **style)
 
 
 def plot_roc(report, attributes=None):
@@ -323,7 +330,7 @@ def plot_bars(report, attributes=None):
                     ax.vlines(x, *interval, colors="black", linewidth=1.2, gid=f"interval:{metric}")
                     for ends in interval:
                         ax.hlines(ends, x - 0.12, x + 0.12, colors="black", linewidth=1.2)
-                ax.set_xticks(np.arange(len(groups)), groups, rotation=30 if len(groups) > 3 else 0,
+                ax.set_xticks(np.arange(len(groups)), [_text(g) for g in groups], rotation=30 if len(groups) > 3 else 0,
                               ha="right" if len(groups) > 3 else "center", fontsize=8)
                 if overall is not None and math.isfinite(overall.get(metric, math.nan)):
                     ax.axhline(overall[metric], color="0.3", linestyle="--", linewidth=1,
@@ -331,7 +338,7 @@ def plot_bars(report, attributes=None):
             if r == 0:
                 ax.set_title(metric, fontsize=10)
             if c == 0:
-                ax.set_ylabel(name)
+                ax.set_ylabel(_text(name))
             ax.tick_params(axis="y", labelsize=8)
     ci = getattr(report, "ci", None)
     level = ci.get("level") if isinstance(ci, dict) else None
@@ -356,7 +363,7 @@ def plot_dice(report, attributes=None):
     for ax, (name, groups) in zip(axes, data):
         if not groups:
             _empty(ax, "no group has Dice scores")
-            ax.set_title(name, fontsize=10)
+            ax.set_title(_text(name), fontsize=10)
             continue
         positions = np.arange(1, len(groups) + 1)
         parts = ax.boxplot([values for _, values in groups], positions=positions, widths=0.6,
@@ -368,10 +375,10 @@ def plot_dice(report, attributes=None):
         means = [float(values.mean()) for _, values in groups]
         ax.plot(positions, means, marker="D", markersize=5, linestyle="none", color="black", label="group mean",
                 gid="dice-mean")
-        ax.set_xticks(positions, [f"{g}\n(n={len(v)})" for g, v in groups], fontsize=8)
+        ax.set_xticks(positions, [f"{_text(g)}\n(n={len(v)})" for g, v in groups], fontsize=8)
         ax.set_ylabel("Dice")
         ax.set_ylim(-0.03, 1.03)
-        ax.set_title(name, fontsize=10)
+        ax.set_title(_text(name), fontsize=10)
         ax.legend(loc="lower right", fontsize=7)
     figure.suptitle("Dice per group (boxes: quartiles, diamonds: means)")
     return figure
@@ -469,6 +476,15 @@ def render_html(report, figures: bool | Iterable[str] = True, dpi: int = 100) ->
     if report.overall:
         parts += ["<h2>All samples</h2>", _pairs_table(report.overall)]
     parts += ["<h2>Per group</h2>", _table(report.by_group)]
+    ci = getattr(report, "ci", None)
+    if isinstance(ci, dict):
+        level, n_boot = ci.get("level"), ci.get("n_boot")
+        about = f"{level:.0%} percentile intervals from {n_boot} bootstrap resamples" if level and n_boot else ""
+        parts += ["<h2>Intervals</h2>", f'<p class="note">{html.escape(about)}</p>']
+        parts += [_table(ci[key]) for key in ("summary", "by_group") if ci.get(key) is not None]
+    p_values = getattr(report, "p_values", None)
+    if p_values is not None:
+        parts += ["<h2>Permutation p-values</h2>", _table(p_values)]
     if kinds:
         parts.append("<h2>Figures</h2>")
         for kind in kinds:

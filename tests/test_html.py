@@ -96,6 +96,20 @@ def test_a_figure_that_cannot_be_drawn_becomes_a_note(report):
     assert text.count("keeps none") == 2
 
 
+def test_page_holds_intervals_and_p_values():
+    rng = np.random.default_rng(3)
+    y = rng.integers(0, 2, 200)
+    made = fairmedfm_fast.evaluate(y, rng.random(200), {"sex": rng.choice(["F", "M"], 200)}, n_boot=30,
+                                   n_permutations=30, random_state=0)
+    text = made.to_html(figures=["bars"])
+    assert "95% percentile intervals from 30 bootstrap resamples" in text
+    assert text.count("<table") == 4 + 3  # + interval summary, interval groups, p-values
+    assert f"{made.ci['by_group'].loc[('sex', 'F'), 'auc_lo']:.4f}" in text
+    assert f"{made.ci['summary'].loc['sex', 'auc-gap_hi']:.4f}" in text
+    first = made.p_values.iloc[0]
+    assert f"{first.dropna().iloc[0]:.4f}" in text
+
+
 def test_segmentation_page():
     from test_plots import _seg_report
 

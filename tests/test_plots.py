@@ -402,6 +402,27 @@ def test_dice_from_evaluate_segmentation():
         assert len(_lines(seg.plot("dice").get_axes()[0], "dice-mean")[0].get_ydata()) == 2
 
 
+def test_odd_names_and_attributes_without_evaluable_groups_render():
+    rng = np.random.default_rng(6)
+    n = 120
+    y = rng.integers(0, 2, n)
+    scores = rng.random(n)
+    odd = rng.choice([r"$\notacommand{x}$", "_hidden", "50$"], n)
+    flat = np.where(y == 1, "all positive", "all negative")  # no group has both labels
+    made = fairmedfm_fast.evaluate(y, scores, {"odd": odd, "flat": flat})
+    figures = {kind: made.plot(kind) for kind in ("roc", "reliability", "bars")}
+    for figure in figures.values():
+        figure.savefig(__import__("io").BytesIO(), format="png")  # mathtext would fail here
+    odd_ax, flat_ax = figures["roc"].get_axes()
+    texts = _legend_texts(odd_ax)
+    assert len(texts) == 4 and any(text.startswith(" _hidden") for text in texts)
+    assert any(text.startswith(r"\$\notacommand{x}\$") for text in texts)
+    assert _lines(flat_ax, "roc:") == [] and len(_lines(flat_ax, "roc-all:")) == 1
+    assert any("no group has both labels" in text.get_text() for text in flat_ax.texts)
+    bars_flat = figures["bars"].get_axes()[len(METRICS):]
+    assert all(any("no evaluable group" in t.get_text() for t in ax.texts) for ax in bars_flat)
+
+
 # ---------------------------------------------------------------------------------------------
 # Errors
 # ---------------------------------------------------------------------------------------------
