@@ -44,13 +44,19 @@ class Arranged:
     sizes: np.ndarray  # int64 (K,), groups per grouping
     weights: np.ndarray | None
     is_sorted: bool
+    log_loss: np.ndarray | None = None  # per-sample BCE terms, made on first use
+
+    def log_loss_terms(self) -> np.ndarray:
+        if self.log_loss is None:
+            self.log_loss = _kernels()[1].log_loss_terms(self.scores, self.labels)
+        return self.log_loss
 
     @property
     def slot_starts(self) -> np.ndarray:
         return np.concatenate(([0], np.cumsum(self.sizes + 1)))
 
     def with_codes(self, codes: np.ndarray, sizes: np.ndarray) -> Arranged:
-        return Arranged(self.scores, self.labels, codes, sizes, self.weights, self.is_sorted)
+        return Arranged(self.scores, self.labels, codes, sizes, self.weights, self.is_sorted, self.log_loss)
 
 
 def _code_dtype(largest: int) -> np.dtype:
@@ -166,7 +172,7 @@ def measure(arranged: Arranged, wanted: set[str] | None = None, threshold: float
             auc[(positives == 0) | (negatives == 0)] = np.nan
             per_slot["auc"] = auc
         if "bce" in base:
-            per_slot["bce"] = -calibration.log_loss_sums(scores, labels, codes, sizes, weights) / totals[0]
+            per_slot["bce"] = calibration.slot_sums(arranged.log_loss_terms(), codes, sizes, weights) / totals[0]
         if "ece" in base:
             edges = calibration.equal_width_edges(low, high, ECE_BINS)
             bins = calibration.binned_calibration(scores, labels, codes, sizes, edges, False, weights)
