@@ -134,7 +134,8 @@ def compute(scores: np.ndarray, labels: np.ndarray, code_rows: list[np.ndarray],
 
 
 def measure(arranged: Arranged, wanted: set[str] | None = None, threshold: float = 0.5,
-            fixed_best: float | None = None, weights: np.ndarray | None = None) -> list[Grouping]:
+            fixed_best: float | None = None, weights: np.ndarray | None = None,
+            sample_counts: bool = True) -> list[Grouping]:
     """Metrics of every slot of every grouping.
 
     Parameters
@@ -148,6 +149,9 @@ def measure(arranged: Arranged, wanted: set[str] | None = None, threshold: float
         Decision threshold of the ``@best_f1`` metrics instead of each grouping's best-F1 one.
     weights : float64 array of shape (n,), optional
         Overrides ``arranged.weights`` (e.g. bootstrap counts over the arranged order).
+    sample_counts : bool, default True
+        With weights, also count samples (``Grouping.count``); otherwise ``count`` holds the
+        weighted totals, which is all a bootstrap resample needs.
     """
     ranking, calibration = _kernels()
     keys = set(all_keys()) if wanted is None else set(wanted)
@@ -163,7 +167,9 @@ def measure(arranged: Arranged, wanted: set[str] | None = None, threshold: float
     totals = calibration.score_ranges(scores, labels, codes, sizes, weights)
     positives, low, high = totals[1], totals[2], totals[3]
     negatives = totals[0] - positives
-    count = totals[0] if weights is None else calibration.score_ranges(scores, labels, codes, sizes)[0]
+    count = totals[0]
+    if weights is not None and sample_counts:
+        count = calibration.score_ranges(scores, labels, codes, sizes)[0]
     per_slot: dict[str, np.ndarray] = {}
     with np.errstate(divide="ignore", invalid="ignore"):
         if "auc" in base:
