@@ -1,11 +1,14 @@
 """Pictures of a :class:`~fairmedfm_fast.report.FairnessReport`: matplotlib figures and a
 self-contained HTML page.
 
-The curves come from the kernels, over the samples the report keeps a reference to
-(``report._curve_data``, set by :func:`fairmedfm_fast.evaluate`): one ascending sort, then
-:func:`kernels.curves.roc_points` for every group's ROC curve, :func:`kernels.ranking.best_f1_thresholds`
-for the operating points, and the calibration kernels for the ECE bins. Nothing is recomputed with
+The curves come from the kernels, over the arrays that :func:`fairmedfm_fast.evaluate` already sorted
+(the report keeps references to them in ``report._curve_data``: the engine's ``Arranged`` sorted
+scores, labels, codes and weights, the attributes, and each attribute's ``@best_f1`` decision
+threshold): :func:`kernels.curves.roc_points` for every group's ROC points,
+``ranking.rank_statistics`` and ``ranking.confusion_above`` for the AUC and the operating points, and
+the calibration kernels for the ECE bins. Nothing is sorted again and nothing is recomputed with
 scikit-learn, so a curve's area is the report's AUC and its bins give the report's ECE.
+Segmentation reports keep ``report._dice_data = (dice, attributes)`` for the Dice distributions.
 
 matplotlib is optional (``pip install "fairmedfm_fast[plot]"``) and imported on first use; figures are
 ``matplotlib.figure.Figure`` objects, never pyplot windows, so they work on any backend.
