@@ -425,7 +425,7 @@ def _first_pass(part: pd.DataFrame, names: list[str], sizes: np.ndarray, thresho
     table[:] = thresholds
     pos_above, neg_above = ranking.confusion_above(scores, labels, codes, sizes, table)
     return {"count": count, "positives": positives, "low": low, "high": high, "u2": u2,
-            "log_sums": calibration.log_loss_sums(scores, labels, codes, sizes),
+            "log_sums": calibration.slot_sums(calibration.log_loss_terms(scores, labels), codes, sizes),
             "pos_above": pos_above, "neg_above": neg_above,
             "first": float(scores[0]) if len(scores) else math.nan,
             "last": float(scores[-1]) if len(scores) else math.nan}
@@ -513,7 +513,7 @@ def _groupings(firsts: list[dict[str, Any]], seconds: list[dict[str, Any]], size
         auc = u2 / (2.0 * positives * negatives)
         auc[(positives == 0) | (negatives == 0)] = np.nan
         per_slot["auc"] = auc
-        per_slot["bce"] = -log_sums / count
+        per_slot["bce"] = log_sums / count  # sums of -(y log p + (1 - y) log(1 - p))
         per_slot["ece"] = calibration.calibration_error(bin_count, bin_labels, bin_scores, 0)
         for suffix, tp, fp in (("", tp_half, fp_half), (best_suffix, tp_best, fp_best)):
             fn, tn = positives - tp, negatives - fp
