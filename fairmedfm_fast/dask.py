@@ -22,7 +22,7 @@ from __future__ import annotations
 import glob
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -688,3 +688,234 @@ def read_parquet(path: str | os.PathLike, columns: Sequence[str] | None = None, 
             raise ValueError(f"{text!r} does not exist; give a Parquet file, a directory or a glob such as "
                              "'predictions/*.parquet'")
     return dd.read_parquet(text, columns=list(columns) if columns else None, **options)
+
+
+# ---------------------------------------------------------------------------------------------
+# Segmentation: Dice on the workers, next to the mask files
+# ---------------------------------------------------------------------------------------------
+
+DiceFunction = Callable[..., np.ndarray]
+
+
+def _default_dice() -> DiceFunction:
+    try:
+        from .segmentation import dice_scores
+    except ImportError:
+        raise ImportError("this build of fairmedfm_fast has no mask reader (fairmedfm_fast.segmentation); "
+                          "pass dice_function=, a function (pred_paths, true_paths, label=, "
+                          "mask_threshold=, empty_score=) -> Dice per pair") from None
+    return dice_scores
+
+
+def _partition_dice(part: pd.DataFrame, pred_mask: str, true_mask: str, base: str | None,
+                    dice_function: DiceFunction | None, options: dict[str, Any]) -> pd.Series:
+    """Dice of one partition's mask pairs, computed where the partition lives."""
+    if len(part) == 0:
+        return pd.Series(np.empty(0), index=part.index, dtype=np.float64)
+    paths = []
+    for column in (pred_mask, true_mask):
+        values = part[column].tolist()
+        for value in values:
+            if not isinstance(value, str) or not value:
+                raise ValueError(f"column {column!r} has {value!r} where a mask file path should be; every "
+                                 "sample needs both mask files")
+        paths.append([value if base is None else os.path.join(base, value) for value in values])
+    function = dice_function or _default_dice()
+    if dice_function is None:
+        options = {**options, "n_jobs": 1}  # one task per worker thread already
+    return pd.Series(np.asarray(function(paths[0], paths[1], **options), np.float64), index=part.index)
+
+
+def evaluate_segmentation(ddf: Any, *, sensitive: str | Sequence[str], dice: str | None = None,
+                          pred_mask: str | None = None, true_mask: str | None = None, label: Any = None,
+                          mask_threshold: float = 0.5, empty_score: float = 1.0, base: str | None = None,
+                          bins: _inputs.Bins | None = None, intersectional: bool = False,
+                          dice_function: DiceFunction | None = None) -> FairnessReport:
+    """Fairness of a segmentation model from a Dask DataFrame of mask paths (or Dice scores).
+
+    The masks are read and compared on the workers, partition by partition (each worker must be able
+    to open the paths: a shared file system, or the files placed next to the worker that holds the
+    partition). What comes back to the client is one Dice score and the attribute values per sample;
+    the report is then :func:`fairmedfm_fast.evaluate_segmentation` of those, so it is the same.
+
+    Parameters
+    ----------
+    ddf : dask.dataframe.DataFrame
+        One row per sample.
+    sensitive : str or list of str
+        The attribute columns.
+    dice : str, optional
+        A column of Dice scores already computed (then no mask is read).
+    pred_mask, true_mask : str, optional
+        Columns of predicted and ground-truth mask file paths (``.npy``, ``.npz``, images, NIfTI).
+    label, mask_threshold, empty_score
+        As in :func:`fairmedfm_fast.evaluate_segmentation`.
+    base : str, optional
+        Folder that relative paths are relative to (as the workers see it).
+    bins, intersectional
+        As in :func:`fairmedfm_fast.evaluate_segmentation`.
+    dice_function : callable, optional
+        ``f(pred_paths, true_paths, label=, mask_threshold=, empty_score=)`` returning the Dice of each
+        pair; defaults to :func:`fairmedfm_fast.segmentation.dice_scores` (one thread per task).
+
+    Returns
+    -------
+    FairnessReport
+    """
+    _, dd = _dask()
+    if not isinstance(ddf, dd.DataFrame):
+        raise ValueError(f"ddf must be a dask.dataframe.DataFrame, got {type(ddf).__name__}")
+    names = [sensitive] if isinstance(sensitive, str) else [str(name) for name in sensitive or []]
+    if not names:
+        raise ValueError("sensitive names no column: pass the attribute columns, e.g. sensitive=['sex']")
+    if (dice is not None) == (pred_mask is not None or true_mask is not None) or \
+            (dice is None and (pred_mask is None or true_mask is None)):
+        raise ValueError("give either dice= (a column of Dice scores) or both pred_mask= and true_mask= "
+                         "(columns of mask file paths)")
+    wanted = [dice] if dice is not None else [pred_mask, true_mask]
+    columns = [str(c) for c in ddf.columns]
+    for option, name in zip(("dice",) if dice is not None else ("pred_mask", "true_mask"), wanted):
+        if name not in columns:
+            raise ValueError(f"{option}={name!r} is not a column of ddf; its columns are {columns[:30]}")
+    unknown = [name for name in names if name not in columns]
+    if unknown:
+        raise ValueError(f"sensitive={unknown[0]!r} is not a column of ddf; its columns are {columns[:30]}")
+    if dice is None:
+        options = {"label": label, "mask_threshold": mask_threshold, "empty_score": empty_score}
+        scores = ddf.map_partitions(_partition_dice, pred_mask, true_mask, base, dice_function, options,
+                                    meta=pd.Series(dtype=np.float64))
+        table = ddf[names].assign(**{"__dice__": scores}).compute()
+        values = table.pop("__dice__")
+    else:
+        table = ddf[list(dict.fromkeys([*names, dice]))].compute()
+        values = table[dice]
+    from . import evaluate_segmentation as in_memory
+
+    report = in_memory(table[names].reset_index(drop=True), dice=values.to_numpy(), bins=bins,
+                       intersectional=intersectional)
+    if dice is None:  # what the in-memory function records when it reads the masks itself
+        report.metadata.update({"dice_from_masks": True, "empty_score": empty_score, "label": label})
+    return report
+
+
+# ---------------------------------------------------------------------------------------------
+# Command line: fairmedfm-fast score PATH --engine dask [--scheduler ADDRESS]
+# ---------------------------------------------------------------------------------------------
+
+def _typed_pos_label(value: str | None, dtype: Any) -> Any:
+    """``--pos-label`` as a value of the label column's type."""
+    if value is None:
+        return None
+    if pd.api.types.is_bool_dtype(dtype):
+        return value.strip().lower() in ("1", "true", "yes")
+    if pd.api.types.is_numeric_dtype(dtype):
+        try:
+            number = float(value)
+        except ValueError:
+            raise ValueError(f"--pos-label {value!r} is not a number, but the label column holds numbers; "
+                             "give one of its values, e.g. --pos-label 1") from None
+        return int(number) if number.is_integer() else number
+    return value
+
+
+def _client(scheduler: str | None):
+    """A client of the cluster at ``scheduler``, or of a new local cluster (one worker per core)."""
+    import logging
+
+    import distributed
+
+    logging.getLogger("distributed.shuffle").setLevel(logging.ERROR)  # a note per shuffle otherwise
+    if scheduler:
+        try:
+            return distributed.Client(scheduler, timeout="20s")
+        except OSError as error:
+            raise ValueError(f"--scheduler {scheduler!r}: no Dask scheduler answered ({error}); give the "
+                             "address that `dask scheduler` printed, e.g. tcp://10.0.0.5:8786") from None
+    cluster = distributed.LocalCluster(threads_per_worker=1, processes=True, dashboard_address=None)
+    return distributed.Client(cluster)
+
+
+def _dataset_folder(path: Any) -> str:
+    """The folder of a Parquet dataset (a directory, a file's folder, a glob's folder): relative mask
+    paths in the table are relative to it."""
+    text = os.fspath(path)
+    if "://" in text or os.path.isdir(text):
+        return text
+    return os.path.dirname(os.path.abspath(text))
+
+
+def score_command(args: Any) -> tuple[FairnessReport, list[str]]:
+    """``fairmedfm-fast score PATH --engine dask``: the command line's ``score`` on Dask.
+
+    ``args`` is the parsed ``score`` namespace of :mod:`fairmedfm_fast.cli` (``predictions`` or
+    ``input``, ``scheduler``, ``label``, ``score``, ``sensitive``, ``bins`` as ``COLUMN=SPEC`` strings,
+    ``intersectional``, ``pos_label``, ``score_type``, ``task``, ``dice``, ``pred_mask``,
+    ``true_mask``, ``mask_label``, ``mask_threshold``, ``empty_score``, ``metadata``). Returns the
+    report and the notes to print, as ``cli.score`` does. PATH is a Parquet file, a directory of
+    them or a glob; every worker must be able to read it.
+    """
+    from . import cli
+
+    path = getattr(args, "predictions", None) or getattr(args, "input", None)
+    if path is None:
+        raise ValueError("give the Parquet dataset: a file, a directory or a glob such as 'preds/*.parquet'")
+    if getattr(args, "metadata", None):
+        raise ValueError("--metadata is not supported with --engine dask; join the tables into the Parquet "
+                         "dataset first")
+    notes: list[str] = []
+    client = _client(getattr(args, "scheduler", None))
+    try:
+        ddf = read_parquet(path)
+        columns = [str(c) for c in ddf.columns]
+        notes.append(f"dask: {ddf.npartitions} partitions on {len(client.scheduler_info()['workers'])} workers "
+                     f"({client.scheduler.address})")
+        sensitive = list(args.sensitive) if args.sensitive else cli.find_sensitive(columns)
+        notes.append(f"sensitive attributes: {', '.join(sensitive)}")
+        cli.require(columns, sensitive, "--sensitive")
+        bins = dict(cli.parse_bins(spec) for spec in args.bins)
+        dice = args.dice or cli.find_column(columns, "dice", required=False)
+        pred_mask = args.pred_mask or cli.find_column(columns, "pred_mask", required=False)
+        true_mask = args.true_mask or cli.find_column(columns, "true_mask", required=False)
+        label = args.label or cli.find_column(columns, "label", required=False)
+        scores = args.score or cli.find_scores(columns)
+        task = args.task
+        if task == "auto":
+            task = "seg" if (dice or (pred_mask and true_mask)) and not (label and scores) else "cls"
+        if task == "seg":
+            if dice:
+                notes.append(f"segmentation: Dice column {dice!r}")
+                report = evaluate_segmentation(ddf, sensitive=sensitive, dice=dice, bins=bins or None,
+                                               intersectional=args.intersectional)
+            else:
+                cli.require(columns, [pred_mask or "--pred-mask", true_mask or "--true-mask"],
+                            "--pred-mask/--true-mask")
+                notes.append(f"segmentation: masks from the columns {pred_mask!r} and {true_mask!r}")
+                report = evaluate_segmentation(ddf, sensitive=sensitive, pred_mask=pred_mask, true_mask=true_mask,
+                                               label=cli._mask_value(args.mask_label),
+                                               mask_threshold=args.mask_threshold, empty_score=args.empty_score,
+                                               base=_dataset_folder(path), bins=bins or None, intersectional=args.intersectional)
+        else:
+            label = label or cli.find_column(columns, "label")
+            if not scores:
+                raise ValueError(f"found no score column; name it with --score COLUMN (columns: {columns[:30]})")
+            if len(scores) != 1:
+                raise ValueError("--engine dask takes one score column (the positive class's probability or "
+                                 f"logit), got {len(scores)}: {', '.join(scores)}")
+            cli.require(columns, [label, scores[0]], "--label/--score")
+            notes.append(f"classification: label column {label!r}, score column {scores[0]!r}")
+            ddf = ddf[list(dict.fromkeys([label, scores[0], *sensitive]))]
+            missing = int(ddf[[label, scores[0]]].isna().any(axis=1).sum().compute())
+            if missing:
+                notes.append(f"left out {missing} rows with a missing label or score")
+                ddf = ddf.dropna(subset=[label, scores[0]])
+            report = evaluate(ddf, label=label, score=scores[0], sensitive=sensitive, bins=bins or None,
+                              intersectional=args.intersectional,
+                              pos_label=_typed_pos_label(args.pos_label, ddf[label].dtype),
+                              score_type=args.score_type)
+    finally:
+        cluster = getattr(client, "cluster", None)
+        client.close()
+        if cluster is not None and not getattr(args, "scheduler", None):
+            cluster.close()
+    report.metadata["input"] = str(path)
+    return report, notes

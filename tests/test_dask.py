@@ -240,3 +240,81 @@ def test_equal_best_f1_in_two_partitions_keeps_the_lower_threshold(sync):
     ddf = dd.from_pandas(frame.sample(frac=1, random_state=0), npartitions=3)
     report = both(ddf, "y", "p", ["a", "b"], npartitions=3)
     assert report.by_group.loc[("a", "x"), "tp@best_f1"] == k  # the positives above 0.2
+
+
+# ---------------------------------------------------------------------------------------------
+# Segmentation and the command line (run when those modules are in the build)
+# ---------------------------------------------------------------------------------------------
+
+def mask_table(folder, n, seed):
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i in range(n):
+        true = rng.random((6, 7)) < 0.3
+        pred = true ^ (rng.random((6, 7)) < 0.1 * (1 + i % 3))
+        if i % 11 == 0:
+            true[:] = pred[:] = False  # both empty: empty_score
+        np.save(folder / f"true-{i}.npy", true)
+        np.save(folder / f"pred-{i}.npy", pred)
+        rows.append({"pred": f"pred-{i}.npy", "true": f"true-{i}.npy", "sex": "FM"[i % 2],
+                     "site": [1, 2, 3, None][i % 4]})
+    return pd.DataFrame(rows)
+
+
+def test_segmentation_dice_on_the_workers(client, tmp_path):
+    pytest.importorskip("fairmedfm_fast.segmentation")
+    table = mask_table(tmp_path, 60, 13)
+    ddf = dd.from_pandas(table, npartitions=3)
+    got = fdask.evaluate_segmentation(ddf, sensitive=["sex", "site"], pred_mask="pred", true_mask="true",
+                                      base=str(tmp_path), empty_score=0.5, intersectional=True)
+    expected = fm.evaluate_segmentation(table[["sex", "site"]], pred_masks=[tmp_path / p for p in table["pred"]],
+                                        true_masks=[tmp_path / p for p in table["true"]], empty_score=0.5,
+                                        intersectional=True)
+    assert_same_report(got, expected)
+
+
+def test_segmentation_dice_function_hook(sync, tmp_path):
+    pytest.importorskip("fairmedfm_fast.segmentation")
+    table = mask_table(tmp_path, 30, 14)
+    seen = []
+
+    def dice(preds, trues, label=None, mask_threshold=0.5, empty_score=1.0):
+        seen.append(len(preds))
+        out = []
+        for pred, true in zip(preds, trues):
+            p, t = np.load(pred), np.load(true)
+            total = p.sum() + t.sum()
+            out.append(2 * (p & t).sum() / total if total else empty_score)
+        return np.array(out)
+
+    got = fdask.evaluate_segmentation(dd.from_pandas(table, npartitions=3), sensitive="sex", pred_mask="pred",
+                                      true_mask="true", base=str(tmp_path), dice_function=dice)
+    assert sorted(seen) == [10, 10, 10]  # once per partition
+    expected = fm.evaluate_segmentation(table[["sex"]], pred_masks=[tmp_path / p for p in table["pred"]],
+                                        true_masks=[tmp_path / p for p in table["true"]])
+    assert_same_report(got, expected)
+
+
+def test_segmentation_bad_arguments(sync):
+    ddf = dd.from_pandas(pd.DataFrame({"d": [0.5, 0.7], "sex": ["F", "M"]}), npartitions=1)
+    with pytest.raises(ValueError, match="either dice="):
+        fdask.evaluate_segmentation(ddf, sensitive="sex", dice="d", pred_mask="d")
+    with pytest.raises(ValueError, match="dice='nope' is not a column"):
+        fdask.evaluate_segmentation(ddf, sensitive="sex", dice="nope")
+
+
+def test_command_line_score_on_a_cluster(client, tmp_path):
+    cli = pytest.importorskip("fairmedfm_fast.cli")
+    frame = tied_frame(2000, 15)
+    frame.loc[[3, 7], "p"] = np.nan  # left out with a note, as the in-memory command line does
+    for i in range(2):
+        frame.iloc[i * 1000:(i + 1) * 1000].to_parquet(tmp_path / f"part-{i}.parquet", index=False)
+    args = cli.build_parser().parse_args(["score", str(tmp_path / "*.parquet"), "--label", "y", "--score", "p",
+                                          "--sensitive", "sex", "site", "--intersectional"])
+    args.scheduler = client.scheduler.address
+    report, notes = fdask.score_command(args)
+    assert "left out 2 rows with a missing label or score" in notes
+    kept = frame.dropna(subset=["p"])
+    expected = fm.evaluate(kept["y"], kept["p"], kept[["sex", "site"]], intersectional=True)
+    expected.metadata["input"] = str(tmp_path / "*.parquet")
+    assert_same_report(report, expected)
