@@ -132,9 +132,13 @@ def _survey(part: pd.DataFrame, columns: _Columns) -> dict[str, Any]:
     else:
         low, high, sketch = math.inf, -math.inf, np.empty(0)
 
-    groups, missing, local = [], [], []
+    groups, missing, local, categories = [], [], [], []
     for name in columns.sensitive:
-        encoded = _local_codes(_attribute_column(part, name), name, columns.bins.get(name))
+        values = _attribute_column(part, name)
+        is_categorical = isinstance(values.dtype, pd.CategoricalDtype)
+        categories.append([_inputs.group_name(v) for v in values.cat.categories.tolist()] if is_categorical
+                          else None)
+        encoded = _local_codes(values, name, columns.bins.get(name))
         if encoded is None:  # a numeric attribute with too many values to be groups
             groups.append(None)
             missing.append(0)
@@ -149,7 +153,8 @@ def _survey(part: pd.DataFrame, columns: _Columns) -> dict[str, Any]:
         combos = _present_combinations(local)
     return {"n": n, "labels": distinct, "label_nan": nan_labels, "label_ones": ones, "label_found": found,
             "score_nan": nan_scores, "score_low": low, "score_high": high, "score_dtype": scores.dtype,
-            "sketch": sketch, "groups": groups, "missing": missing, "combos": combos}
+            "sketch": sketch, "groups": groups, "missing": missing, "combos": combos,
+            "categories": categories}
 
 
 def _value_counts(part: pd.DataFrame, names: list[str]) -> dict[str, pd.Series | None]:
@@ -283,7 +288,7 @@ def _plan(surveys: list[dict], columns: _Columns, meta: pd.DataFrame, score_type
                 f"attribute {name!r} looks continuous (more than {_inputs.MAX_NUMERIC_GROUPS} distinct "
                 f"numbers); group it with bins={{{name!r}: [40, 60]}} (cut points) or bins={{{name!r}: 4}} "
                 "(quantile groups)")
-        groups.append(_global_order(name, meta[name], present, spec))
+        groups.append(_global_order(name, meta[name], present, spec, [s["categories"][j] for s in surveys]))
         missing.append(sum(s["missing"][j] for s in surveys))
     if positives == 0 or positives == n:
         raise ValueError(f"label column {columns.label!r} has only label {1 if positives else 0} ({n} "
@@ -300,27 +305,31 @@ def _plan(surveys: list[dict], columns: _Columns, meta: pd.DataFrame, score_type
     return plan, {**label_info, **score_info, "n_samples": n}
 
 
-def _global_order(name: str, column: pd.Series, present: set[str], cut_points: list[float] | None) -> list[str]:
-    """Group names in the order of the in-memory report."""
+def _global_order(name: str, column: pd.Series, present: set[str], cut_points: list[float] | None,
+                  categories: list[list[str] | None]) -> list[str]:
+    """Group names in the order of the in-memory report.
+
+    Categorical columns follow their categories: those of the Dask meta when it knows them, else
+    (Parquet dictionaries, read per file) the union of the partitions' categories in partition order,
+    as pyarrow unifies the dictionaries of a dataset read into one table.
+    """
     if cut_points is not None:
         edges = sorted(float(edge) for edge in cut_points)
         _, full = _inputs._binned(pd.Series([-np.inf, *edges]), list(edges), name)
         return [label for label in full if label in present]
     dtype = column.dtype
-    if isinstance(dtype, pd.CategoricalDtype) and dtype.categories is not None \
-            and not _unknown_categories(dtype):
-        ordered: list[str] = []
-        for value in dtype.categories.tolist():
-            label = _inputs.group_name(value)
-            if label in present and label not in ordered:
-                ordered.append(label)
-        return ordered
-    return sorted(present, key=_inputs._order_key)
-
-
-def _unknown_categories(dtype: pd.CategoricalDtype) -> bool:
-    # dask marks categories it has not read with a placeholder category
-    return list(dtype.categories) == ["__UNKNOWN_CATEGORIES__"]
+    if not isinstance(dtype, pd.CategoricalDtype):
+        return sorted(present, key=_inputs._order_key)
+    known = [] if dtype.categories is None else list(dtype.categories)
+    if known and "__UNKNOWN_CATEGORIES__" not in known:
+        names = [_inputs.group_name(value) for value in known]
+    else:
+        names = [label for part in categories if part for label in part]
+    ordered: list[str] = []
+    for label in names:
+        if label in present and label not in ordered:
+            ordered.append(label)
+    return ordered
 
 
 # ---------------------------------------------------------------------------------------------

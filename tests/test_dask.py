@@ -128,11 +128,18 @@ def test_float32_probabilities_quantile_bins_booleans_and_fixed_threshold(client
 
 def test_parquet_dataset(client, tmp_path):
     frame = tied_frame(3000, 4)
+    frame["ward"] = np.where(frame["site"] > 1, "b", "a")
+    orders = [["b", "a"], ["a", "b"], ["c", "b", "a"]]  # Parquet dictionaries differ per file
     for i in range(3):
-        frame.iloc[i * 1000:(i + 1) * 1000].to_parquet(tmp_path / f"part-{i}.parquet", index=False)
+        chunk = frame.iloc[i * 1000:(i + 1) * 1000].copy()
+        chunk["ward"] = pd.Categorical(chunk["ward"], categories=orders[i])
+        chunk.to_parquet(tmp_path / f"part-{i}.parquet", index=False)
     ddf = fdask.read_parquet(tmp_path)
     assert ddf.npartitions == 3
-    both(ddf, "y", "p", ["sex", "site"])
+    got = fdask.evaluate(ddf, label="y", score="p", sensitive=["sex", "site", "ward"])
+    table = pd.read_parquet(tmp_path)  # what a user would compare with
+    assert_same_report(got, fm.evaluate(table["y"], table["p"], table[["sex", "site", "ward"]]))
+    assert list(got.by_group.loc["ward"].index) == ["b", "a"]
     assert fdask.read_parquet(str(tmp_path / "part-*.parquet")).npartitions == 3
 
 
