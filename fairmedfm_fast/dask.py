@@ -831,7 +831,10 @@ def _client(scheduler: str | None):
     """A client of the cluster at ``scheduler``, or of a new local cluster (one worker per core)."""
     import logging
 
-    import distributed
+    try:
+        import distributed
+    except ImportError:
+        raise ImportError("--engine dask needs dask and distributed: pip install 'fairmedfm_fast[dask]'") from None
 
     logging.getLogger("distributed.shuffle").setLevel(logging.ERROR)  # a note per shuffle otherwise
     if scheduler:
@@ -896,8 +899,10 @@ def score_command(args: Any) -> tuple[FairnessReport, list[str]]:
                 report = evaluate_segmentation(ddf, sensitive=sensitive, dice=dice, bins=bins or None,
                                                intersectional=args.intersectional)
             else:
-                cli.require(columns, [pred_mask or "--pred-mask", true_mask or "--true-mask"],
-                            "--pred-mask/--true-mask")
+                if not (pred_mask and true_mask):
+                    raise ValueError("segmentation needs a Dice column (--dice) or both mask columns "
+                                     "(--pred-mask and --true-mask)")
+                cli.require(columns, [pred_mask, true_mask], "--pred-mask/--true-mask")
                 notes.append(f"segmentation: masks from the columns {pred_mask!r} and {true_mask!r}")
                 report = evaluate_segmentation(ddf, sensitive=sensitive, pred_mask=pred_mask, true_mask=true_mask,
                                                label=cli._mask_value(args.mask_label),

@@ -325,3 +325,19 @@ def test_command_line_score_on_a_cluster(client, tmp_path):
     expected = fm.evaluate(kept["y"], kept["p"], kept[["sex", "site"]], intersectional=True)
     expected.metadata["input"] = str(tmp_path / "*.parquet")
     assert_same_report(report, expected)
+
+
+def test_command_line_masks_on_a_cluster(client, tmp_path):
+    cli = pytest.importorskip("fairmedfm_fast.cli")
+    pytest.importorskip("fairmedfm_fast.segmentation")
+    table = mask_table(tmp_path, 40, 16)
+    table.to_parquet(tmp_path / "masks.parquet", index=False)
+    args = cli.build_parser().parse_args(["score", str(tmp_path / "masks.parquet"), "--pred-mask", "pred",
+                                          "--true-mask", "true", "--sensitive", "sex", "site"])
+    args.scheduler = client.scheduler.address
+    report, notes = fdask.score_command(args)
+    assert "segmentation: masks from the columns 'pred' and 'true'" in notes
+    expected = fm.evaluate_segmentation(table[["sex", "site"]], pred_masks=[tmp_path / p for p in table["pred"]],
+                                        true_masks=[tmp_path / p for p in table["true"]])
+    expected.metadata["input"] = str(tmp_path / "masks.parquet")
+    assert_same_report(report, expected)
