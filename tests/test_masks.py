@@ -340,7 +340,10 @@ def _write(path: Path, array: np.ndarray) -> Path:
     elif name.endswith((".nii", ".nii.gz")):
         import nibabel
 
-        nibabel.save(nibabel.Nifti1Image(array, np.eye(4)), str(path))
+        image = nibabel.Nifti1Image(array, np.eye(4))
+        if array.dtype == np.float32:
+            image.header.set_slope_inter(0.5, 0.25)  # read back as 0.5 * stored + 0.25
+        nibabel.save(image, str(path))
     else:
         from PIL import Image
 
@@ -388,6 +391,20 @@ def test_every_file_type(tmp_path, suffix):
     if suffix in (".nii", ".nii.gz"):
         check(preds, trues, label=2)
         check(preds, trues, mask_threshold=0.8)
+
+
+def test_nifti_2_and_corrupt_gzip(tmp_path):
+    import nibabel
+
+    volume = rng.integers(0, 3, (6, 5, 4)).astype(np.int16)
+    nibabel.save(nibabel.Nifti2Image(volume, np.eye(4)), str(tmp_path / "two.nii.gz"))
+    np.testing.assert_array_equal(_masks.read_mask_file(tmp_path / "two.nii.gz"), volume)
+    nibabel.save(nibabel.Nifti1Image(volume, np.eye(4)), str(tmp_path / "plain.nii"))
+    (tmp_path / "plain.nii.gz").write_bytes((tmp_path / "plain.nii").read_bytes())  # not gzipped
+    with pytest.raises(Exception) as expected:
+        oracle.read_array_file(tmp_path / "plain.nii.gz")
+    with pytest.raises(type(expected.value)):
+        _masks.read_mask_file(tmp_path / "plain.nii.gz")
 
 
 def test_files_mixed_with_arrays_and_many_files_in_threads(tmp_path):
