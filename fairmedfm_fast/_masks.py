@@ -607,6 +607,14 @@ def _in_order(function, n: int, n_jobs: int, progress: _Progress) -> list[Any]:
     """``[function(i) for i in range(n)]`` on a thread pool; the error of the lowest failing ``i``
     is raised (as a loop would), and work not yet started is then cancelled."""
     results: list[Any] = [None] * n
+    if n_jobs == 1:
+        try:
+            for i in range(n):
+                results[i] = function(i)
+                progress.update(i + 1)
+        finally:
+            progress.close()
+        return results
     failed = threading.Event()
 
     def guarded(i: int):
