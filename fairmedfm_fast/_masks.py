@@ -36,6 +36,10 @@ IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff")
 PROGRESS_MIN_FILES = 20
 # Work is cut into pieces of at least this many bytes before it is given to threads.
 _MIN_TASK_BYTES = 1 << 22
+# Pairs of masks smaller than this are copied end to end (at most _MAX_GROUP per copy), so that
+# one kernel call counts many; larger ones are counted where they are.
+_SMALL_PAIR_BYTES = 1 << 18
+_MAX_GROUP = 256
 _REAL_TYPES = (bool, int, float, np.bool_, np.integer, np.floating)
 
 
@@ -220,6 +224,20 @@ class _Masks:
     def __len__(self) -> int:
         return len(self.stack) if self.stack is not None else len(self.items)
 
+    def small_stack(self) -> np.ndarray | None:
+        """The masks as one stacked array: the given one, or a copy of a list of small NumPy masks
+        of one shape and dtype (one copy instead of a Python step per sample); else None."""
+        if self.stack is not None or self.items is None or len(self.items) == 0:
+            return self.stack
+        first = self.items[0]
+        if (type(first) is not np.ndarray or first.dtype.kind not in "biuf" or first.ndim == 0
+                or first.nbytes * 2 > _SMALL_PAIR_BYTES):
+            return None
+        shape, dtype = first.shape, first.dtype
+        if all(type(item) is np.ndarray and item.shape == shape and item.dtype == dtype for item in self.items):
+            return np.stack(self.items)
+        return None
+
     def has_paths(self) -> bool:
         return self.items is not None and any(_is_path(item) for item in self.items)
 
@@ -369,14 +387,13 @@ def _c_order_axes(array: np.ndarray, first: int) -> list[int]:
 
 
 def flat_pair(pred: np.ndarray, true: np.ndarray, keep_first: bool = False) -> tuple[np.ndarray, np.ndarray]:
-    """Both arrays as C-contiguous 2-D arrays ``(rows, voxels)`` with the same element order.
+    """Both arrays as contiguous 1-D arrays with the same element order.
 
     Views whenever both arrays are contiguous in the same axis order (C, Fortran, or any other);
-    otherwise the array that is not is copied into the other's order. With ``keep_first`` axis 0
-    stays the row axis (a stack of masks); else the result is one row.
+    otherwise the array that is not is copied into the other's order. With ``keep_first``, axis 0
+    (the samples of a stack) stays outermost, so that each sample is one contiguous stretch.
     """
     first = 1 if keep_first else 0
-    rows = pred.shape[0] if keep_first else 1
     if not (pred.flags.c_contiguous and true.flags.c_contiguous):
         for reference in (pred, true):
             axes = list(range(first)) + _c_order_axes(reference, first)
@@ -384,7 +401,7 @@ def flat_pair(pred: np.ndarray, true: np.ndarray, keep_first: bool = False) -> t
             if p.flags.c_contiguous or t.flags.c_contiguous:
                 break
         pred, true = np.ascontiguousarray(p), np.ascontiguousarray(t)
-    return pred.reshape(rows, -1), true.reshape(rows, -1)
+    return pred.reshape(-1), true.reshape(-1)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -405,67 +422,98 @@ def _kernels():
 
 
 class _Block:
-    """Rows of mask pairs sharing dtypes and rules, ready for one kernel; counts accumulate here."""
+    """Masks of some samples that share dtypes and rules, flat and end to end, for one kernel.
 
-    def __init__(self, pred: np.ndarray, true: np.ndarray, pred_rule: Rule, true_rule: Rule):
+    ``pred`` and ``true`` are contiguous 1-D arrays; sample ``samples[s]`` is the segment
+    ``starts[s]:starts[s + 1]`` of both. Kernel counts accumulate in ``counts``.
+    """
+
+    def __init__(self, samples: np.ndarray, pred: np.ndarray, true: np.ndarray, starts: np.ndarray,
+                 pred_rule: Rule, true_rule: Rule):
+        self.samples = samples
         self.pred = pred
         self.true = true
+        self.starts = starts
         self.pred_rule = pred_rule
         self.true_rule = true_rule
         width = 6 if pred_rule.kind == "probability" else 3
-        self.counts = np.zeros((pred.shape[0], width), np.int64)
+        self.counts = np.zeros((len(starts) - 1, width), np.int64)
+
+    @classmethod
+    def single(cls, sample: int, pred: np.ndarray, true: np.ndarray, rules: tuple[Rule, Rule]) -> _Block:
+        return cls(np.array([sample]), pred, true, np.array([0, pred.size], np.int64), *rules)
 
     @property
-    def nbytes(self) -> int:
-        return self.pred.nbytes + self.true.nbytes
+    def bytes_per_voxel(self) -> int:
+        return self.pred.itemsize + self.true.itemsize
 
-    def count(self, rows: slice, columns: slice) -> np.ndarray:
-        """Counts of ``rows`` over ``columns`` (a partial sum when ``columns`` is not everything)."""
-        pred, true = self.pred[rows], self.true[rows]
-        if columns != _ALL:  # one row, cut into contiguous chunks
-            pred, true = pred[:, columns], true[:, columns]
-        out = np.zeros((pred.shape[0], self.counts.shape[1]), np.int64)
+    def count(self, first: int, last: int, start: int | None = None, stop: int | None = None) -> np.ndarray:
+        """Counts of segments ``first:last``, or of voxels ``start:stop`` of segment ``first``
+        (a partial count of one large mask)."""
+        pred, true = self.pred, self.true
+        if start is None:
+            starts = self.starts[first:last + 1]
+        else:
+            pred, true = pred[start:stop], true[start:stop]
+            starts = np.array([0, stop - start], np.int64)
+        out = np.zeros((len(starts) - 1, self.counts.shape[1]), np.int64)
         p, t = self.pred_rule, self.true_rule
         if p.kind == "probability":
-            _kernels().probability_overlap_counts(pred, true, p.low, p.high, t.low, t.high, out)
+            _kernels().probability_overlap_counts(pred, true, starts, p.low, p.high, t.low, t.high, out)
         else:
-            _kernels().overlap_counts(pred, true, p.low, p.high, t.low, t.high, out)
+            _kernels().overlap_counts(pred, true, starts, p.low, p.high, t.low, t.high, out)
         return out
 
     def result(self) -> np.ndarray:
-        """``|P|, |T|, |P and T|`` per row."""
+        """``|P|, |T|, |P and T|`` per segment."""
         c = self.counts
         if self.pred_rule.kind != "probability":
             return c
-        width = self.pred.shape[1]
-        probability = (c[:, 0] == width) & (width > 0)
+        sizes = np.diff(self.starts)
+        probability = (c[:, 0] == sizes) & (sizes > 0)
         return np.where(probability[:, None], c[:, [1, 3, 4]], c[:, [2, 3, 5]])
 
 
-_ALL = slice(None)
+# A piece of work: (block, first segment, last segment, first voxel, last voxel); voxels only
+# when one large segment is cut into chunks.
+_Piece = tuple  # (_Block, int, int, int | None, int | None)
 
 
-def _batches(blocks: list[_Block], n_jobs: int) -> list[list[tuple[_Block, slice, slice]]]:
+def _pieces(block: _Block, target: int) -> list[tuple[_Piece, int]]:
+    """The block cut into pieces of about ``target`` bytes, with their sizes."""
+    sizes = np.diff(block.starts) * block.bytes_per_voxel
+    cumulative = np.concatenate(([0], np.cumsum(sizes)))
+    large = np.flatnonzero(sizes > target)
+    pieces: list[tuple[_Piece, int]] = []
+    segment, n = 0, len(sizes)
+    while segment < n:
+        if sizes[segment] > target:  # one large mask: contiguous chunks of its voxels
+            first = int(block.starts[segment])
+            edges = np.linspace(first, int(block.starts[segment + 1]), -(-int(sizes[segment]) // target) + 1)
+            edges = edges.astype(np.int64)
+            pieces.extend(((block, segment, segment + 1, int(a), int(b)), int(b - a) * block.bytes_per_voxel)
+                          for a, b in zip(edges[:-1], edges[1:]))
+            segment += 1
+            continue
+        end = int(np.searchsorted(cumulative, cumulative[segment] + target, side="left"))
+        following = large[np.searchsorted(large, segment):]
+        end = min(max(end, segment + 1), n, int(following[0]) if len(following) else n)
+        pieces.append(((block, segment, end, None, None), int(cumulative[end] - cumulative[segment])))
+        segment = end
+    return pieces
+
+
+def _batches(blocks: list[_Block], n_jobs: int) -> list[list[_Piece]]:
     """The work cut into batches of similar size, about four per thread, none tiny: a stack by
-    rows, one large volume into contiguous chunks of voxels, many small masks grouped together."""
-    total = sum(block.nbytes for block in blocks)
+    samples, one large volume into chunks of voxels, runs of small masks together."""
+    total = sum(block.pred.nbytes + block.true.nbytes for block in blocks)
     target = max(_MIN_TASK_BYTES, total // (4 * n_jobs) + 1)
-    batches: list[list[tuple[_Block, slice, slice]]] = []
-    current: list[tuple[_Block, slice, slice]] = []
+    batches: list[list[_Piece]] = []
+    current: list[_Piece] = []
     size = 0
     for block in blocks:
-        rows, width = block.pred.shape
-        row_bytes = max(1, block.nbytes // max(rows, 1))
-        if rows == 1 and row_bytes > target:
-            edges = np.linspace(0, width, -(-row_bytes // target) + 1).astype(np.int64)
-            pieces = [(slice(0, 1), slice(int(a), int(b)), row_bytes // (len(edges) - 1))
-                      for a, b in zip(edges[:-1], edges[1:])]
-        else:
-            step = max(1, target // row_bytes)
-            pieces = [(slice(start, min(start + step, rows)), _ALL, row_bytes * min(step, rows - start))
-                      for start in range(0, rows, step)]
-        for rows_, columns, nbytes in pieces:
-            current.append((block, rows_, columns))
+        for piece, nbytes in _pieces(block, target):
+            current.append(piece)
             size += nbytes
             if size >= target:
                 batches.append(current)
@@ -475,29 +523,36 @@ def _batches(blocks: list[_Block], n_jobs: int) -> list[list[tuple[_Block, slice
     return batches
 
 
-def _run_batch(batch: list[tuple[_Block, slice, slice]]) -> list[np.ndarray]:
-    return [block.count(rows, columns) for block, rows, columns in batch]
+def _run_batch(batch: list[_Piece]) -> list[np.ndarray]:
+    return [block.count(first, last, start, stop) for block, first, last, start, stop in batch]
 
 
 def count_blocks(blocks: list[_Block], n_jobs: int) -> None:
     """Fill every block's counts, in parallel when there is enough work."""
     batches = _batches(blocks, n_jobs)
     if n_jobs == 1 or len(batches) <= 1:
-        for batch in batches:
-            for (block, rows, _), counts in zip(batch, _run_batch(batch)):
-                block.counts[rows] += counts
-        return
-    with ThreadPoolExecutor(max_workers=min(n_jobs, len(batches))) as pool:
-        for batch, results in zip(batches, pool.map(_run_batch, batches)):
-            for (block, rows, _), counts in zip(batch, results):
-                block.counts[rows] += counts
+        results = map(_run_batch, batches)
+        pool = None
+    else:
+        pool = ThreadPoolExecutor(max_workers=min(n_jobs, len(batches)))
+        results = pool.map(_run_batch, batches)
+    try:
+        for batch, counts in zip(batches, results):
+            for (block, first, last, _, _), piece_counts in zip(batch, counts):
+                block.counts[first:last] += piece_counts
+    finally:
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)
 
 
 @dataclass
 class _Pair:
-    """One sample's masks, checked: a kernel block, or foreground counts made with NumPy."""
+    """One sample's masks, checked: flat arrays and their rules, or counts made with NumPy."""
 
-    block: _Block | None = None
+    pred: np.ndarray | None = None
+    true: np.ndarray | None = None
+    rules: tuple[Rule, Rule] | None = None
+    key: tuple | None = None
     counts: tuple[int, int, int] | None = None
 
 
@@ -536,11 +591,33 @@ def prepare_pair(i: int, pred: np.ndarray, true: np.ndarray, label: Any, thresho
                              int(np.count_nonzero(np.logical_and(p, t)))))
     _check_shapes(i, pred, true)
     flat_p, flat_t = flat_pair(kp, kt)
-    return _Pair(block=_Block(flat_p, flat_t, p_rule, t_rule))
+    return _Pair(flat_p, flat_t, (p_rule, t_rule), (pred.dtype, true.dtype))
+
+
+def _blocks(pairs: list[_Pair]) -> list[_Block]:
+    """Kernel blocks for checked pairs: a large mask on its own (no copy), small masks of the same
+    dtypes copied end to end, so that one kernel call counts many of them."""
+    blocks, groups = [], {}
+    for i, pair in enumerate(pairs):
+        if pair.pred is None:
+            continue
+        if pair.pred.nbytes + pair.true.nbytes >= _SMALL_PAIR_BYTES:
+            blocks.append(_Block.single(i, pair.pred, pair.true, pair.rules))
+        else:
+            groups.setdefault(pair.key, []).append(i)
+    for members in groups.values():
+        for run in range(0, len(members), _MAX_GROUP):
+            chosen = members[run:run + _MAX_GROUP]
+            preds = [pairs[i].pred for i in chosen]
+            sizes = np.fromiter((p.size for p in preds), np.int64, len(preds))
+            starts = np.concatenate(([0], np.cumsum(sizes)))
+            blocks.append(_Block(np.array(chosen), np.concatenate(preds),
+                                 np.concatenate([pairs[i].true for i in chosen]), starts, *pairs[chosen[0]].rules))
+    return blocks
 
 
 def _stacked_block(preds: np.ndarray, trues: np.ndarray, label: Any, threshold: Any) -> _Block | None:
-    """The whole stack as one block, or None when it has to go sample by sample."""
+    """The whole stack as one block (flat views), or None when it has to go sample by sample."""
     kp, kt = kernel_array(preds), kernel_array(trues)
     if kp is None or kt is None:
         return None
@@ -552,10 +629,12 @@ def _stacked_block(preds: np.ndarray, trues: np.ndarray, label: Any, threshold: 
         return array.reshape((len(array),) + tuple(n for n in array.shape[1:] if n != 1))
 
     kp, kt = squeezed(kp), squeezed(kt)
-    if len(kp):
+    n = len(kp)
+    if n:
         _check_shapes(0, kp[0], kt[0])
     flat_p, flat_t = flat_pair(kp, kt, keep_first=True)
-    return _Block(flat_p, flat_t, p_rule, t_rule)
+    starts = np.arange(n + 1, dtype=np.int64) * (flat_p.size // n if n else 0)
+    return _Block(np.arange(n), flat_p, flat_t, starts, p_rule, t_rule)
 
 
 def overlap_counts(pred_masks: Any, true_masks: Any, *, label: Any = None, mask_threshold: Any = 0.5,
@@ -567,8 +646,10 @@ def overlap_counts(pred_masks: Any, true_masks: Any, *, label: Any = None, mask_
                          "predicted and one ground-truth mask per sample")
     n_jobs = resolve_n_jobs(n_jobs)
     n = len(preds)
-    if preds.stack is not None and trues.stack is not None:
-        block = _stacked_block(preds.stack, trues.stack, label, mask_threshold)
+    stacked_p = preds.small_stack()
+    stacked_t = trues.small_stack() if stacked_p is not None else None
+    if stacked_p is not None and stacked_t is not None:
+        block = _stacked_block(stacked_p, stacked_t, label, mask_threshold)
         if block is not None:
             count_blocks([block], n_jobs)
             return block.result()
@@ -585,18 +666,23 @@ def overlap_counts(pred_masks: Any, true_masks: Any, *, label: Any = None, mask_
             pairs = _in_order(prepare, n, n_jobs, _Progress(n, False))
         else:
             pairs = [prepare(i) for i in range(n)]
-        count_blocks([pair.block for pair in pairs if pair.block is not None], n_jobs)
         for i, pair in enumerate(pairs):
-            counts[i] = pair.counts if pair.block is None else pair.block.result()[0]
+            if pair.counts is not None:
+                counts[i] = pair.counts
+        blocks = _blocks(pairs)
+        count_blocks(blocks, n_jobs)
+        for block in blocks:
+            counts[block.samples] = block.result()
         return counts
 
     # Many files: each thread reads a pair and counts it, so only n_jobs pairs are in memory.
     def read_and_count(i: int) -> np.ndarray:
         pair = prepare(i)
-        if pair.block is None:
+        if pair.counts is not None:
             return np.asarray(pair.counts, np.int64)
-        count_blocks([pair.block], 1)
-        return pair.block.result()[0]
+        block = _Block.single(i, pair.pred, pair.true, pair.rules)
+        count_blocks([block], 1)
+        return block.result()[0]
 
     for i, row in enumerate(_in_order(read_and_count, n, n_jobs, _Progress(n, n >= PROGRESS_MIN_FILES))):
         counts[i] = row
@@ -707,7 +793,7 @@ def dice_per_label(pred: Any, true: Any, labels: Any = None) -> dict[Any, float]
     if (kp is not None and kt is not None and kp.dtype.kind in "iu" and kt.dtype.kind in "iu"
             and np.uint64 not in (kp.dtype, kt.dtype) and p.size):
         kernels = _kernels()
-        flat_p, flat_t = (array[0] for array in flat_pair(kp, kt))
+        flat_p, flat_t = flat_pair(kp, kt)
         low_p, high_p = kernels.value_range(flat_p)
         low_t, high_t = kernels.value_range(flat_t)
         low, high = min(low_p, low_t), max(high_p, high_t)
@@ -738,10 +824,11 @@ def _distinct(mask: np.ndarray) -> np.ndarray:
 def _label_dice(pred: np.ndarray, true: np.ndarray, label: Any) -> float:
     """Dice of one label (``mask == label``), counted by the kernel where it can."""
     pair = prepare_pair(0, pred, true, label, 0.5)
-    if pair.block is None:
+    if pair.counts is not None:
         return _dice(np.asarray(pair.counts, np.int64))
-    count_blocks([pair.block], 1)
-    return _dice(pair.block.result()[0])
+    block = _Block.single(0, pair.pred, pair.true, pair.rules)
+    count_blocks([block], 1)
+    return _dice(block.result()[0])
 
 
 def _dice(counts: np.ndarray) -> float:

@@ -18,8 +18,10 @@ speed. A float prediction is only a probability map when all its values lie in [
 unknown until the whole mask has been read; :func:`probability_overlap_counts` therefore counts
 under both candidate rules at once and the caller picks one afterwards.
 
-Masks arrive as C-contiguous ``(rows, n_voxels)`` arrays (a stack of flattened masks, or one
-mask, or one chunk of a mask, as a single row). Counts are int64 and exact; chunk counts add up.
+Masks arrive flattened into one contiguous 1-D buffer per side, cut into *segments* by
+``starts`` (segment ``s`` is ``starts[s]:starts[s + 1]``): the flat view of a stack of masks (equal
+segments), many small masks copied end to end, one mask, or one chunk of a mask. Counts are int64
+and exact; the counts of a mask's chunks add up to the mask's.
 """
 import numpy as np
 
@@ -27,21 +29,22 @@ from ._config import kernel
 
 
 @kernel
-def overlap_counts(pred, true, pred_low, pred_high, true_low, true_high, out):
-    """Foreground counts of every row pair under interval rules.
+def overlap_counts(pred, true, starts, pred_low, pred_high, true_low, true_high, out):
+    """Foreground counts of every segment pair under interval rules.
 
     Parameters
     ----------
-    pred, true : arrays of shape (n_rows, n_voxels), C-contiguous, any integer or float dtype
-        (booleans as uint8). The two may differ in dtype.
+    pred, true : contiguous arrays of shape (n_voxels,), any integer or float dtype (booleans
+        as uint8). The two may differ in dtype.
+    starts : int64 array of shape (n_segments + 1,), non-decreasing, within ``0 .. n_voxels``
     pred_low, pred_high, true_low, true_high : scalars of the matching array's dtype
         A voxel is foreground when ``low <= v <= high``.
-    out : int64 array of shape (n_rows, 3), written
-        ``|P|``, ``|T|`` and ``|P and T|`` of each row.
+    out : int64 array of shape (n_segments, 3), written
+        ``|P|``, ``|T|`` and ``|P and T|`` of each segment.
     """
-    for row in range(pred.shape[0]):
-        p = pred[row]
-        t = true[row]
+    for row in range(starts.shape[0] - 1):
+        p = pred[starts[row]:starts[row + 1]]
+        t = true[starts[row]:starts[row + 1]]
         n_pred = 0
         n_true = 0
         n_both = 0
@@ -57,29 +60,29 @@ def overlap_counts(pred, true, pred_low, pred_high, true_low, true_high, out):
 
 
 @kernel
-def probability_overlap_counts(pred, true, threshold, smallest_positive, true_low, true_high, out):
+def probability_overlap_counts(pred, true, starts, threshold, smallest_positive, true_low, true_high, out):
     """Counts of a float prediction under both the probability rule and the ``> 0`` rule.
 
     Parameters
     ----------
-    pred : float32 or float64 array of shape (n_rows, n_voxels), C-contiguous
-    true : array of shape (n_rows, n_voxels), C-contiguous, any integer or float dtype
+    pred : contiguous float32 or float64 array of shape (n_voxels,)
+    true : contiguous array of shape (n_voxels,), any integer or float dtype
+    starts : int64 array of shape (n_segments + 1,), as in :func:`overlap_counts`
     threshold : scalar of ``pred``'s dtype
         Probability rule: foreground when ``v >= threshold``.
     smallest_positive : scalar of ``pred``'s dtype
         The smallest positive value of the dtype, so that ``v >= smallest_positive`` is ``v > 0``.
     true_low, true_high : scalars of ``true``'s dtype, the truth's interval rule
-    out : int64 array of shape (n_rows, 6), written
-        Per row: voxels within [0, 1] (NaN is not), ``|P|`` at the threshold, ``|P|`` for
-        ``v > 0``, ``|T|``, ``|P and T|`` at the threshold, ``|P and T|`` for ``v > 0``. The
-        prediction is a probability map when the first count equals ``n_voxels`` (and
-        ``n_voxels > 0``).
+    out : int64 array of shape (n_segments, 6), written
+        Per segment: voxels within [0, 1] (NaN is not), ``|P|`` at the threshold, ``|P|`` for
+        ``v > 0``, ``|T|``, ``|P and T|`` at the threshold, ``|P and T|`` for ``v > 0``. A mask
+        is a probability map when the first count equals its number of voxels (and that is not 0).
     """
     zero = pred.dtype.type(0)
     one = pred.dtype.type(1)
-    for row in range(pred.shape[0]):
-        p = pred[row]
-        t = true[row]
+    for row in range(starts.shape[0] - 1):
+        p = pred[starts[row]:starts[row + 1]]
+        t = true[starts[row]:starts[row + 1]]
         n_unit = 0
         n_thresholded = 0
         n_positive = 0

@@ -284,34 +284,62 @@ def test_dice_matches_numpy_reference(case, n_jobs):
                                   expected)
 
 
+@st.composite
+def segments(draw, dtype, elements=None):
+    """A flat array and segment starts cutting it into 1 to 4 (possibly empty) pieces."""
+    values = draw(hnp.arrays(dtype, st.integers(0, 400), elements=elements))
+    cuts = sorted(draw(st.lists(st.integers(0, len(values)), min_size=0, max_size=3)))
+    return values, np.array([0, *cuts, len(values)], np.int64)
+
+
+def reference_counts(p, t, starts):
+    return np.array([[p[a:b].sum(), t[a:b].sum(), (p[a:b] & t[a:b]).sum()]
+                     for a, b in zip(starts[:-1], starts[1:])], np.int64).reshape(-1, 3)
+
+
 @settings(deadline=None)
-@given(hnp.arrays(np.uint8, st.tuples(st.integers(1, 3), st.integers(0, 300))),
-       st.integers(0, 255), st.integers(0, 255), st.integers(0, 255), st.integers(0, 255))
-def test_overlap_counts_kernel(pred, p_low, p_high, t_low, t_high):
+@given(segments(np.uint8), st.integers(0, 255), st.integers(0, 255), st.integers(0, 255), st.integers(0, 255))
+def test_overlap_counts_kernel(case, p_low, p_high, t_low, t_high):
+    pred, starts = case
     true = pred[::-1].copy()
-    out = np.zeros((len(pred), 3), np.int64)
+    out = np.zeros((len(starts) - 1, 3), np.int64)
     u8 = np.uint8
-    kernels.overlap_counts(pred, true, u8(p_low), u8(p_high), u8(t_low), u8(t_high), out)
+    kernels.overlap_counts(pred, true, starts, u8(p_low), u8(p_high), u8(t_low), u8(t_high), out)
     p = (pred >= p_low) & (pred <= p_high)
     t = (true >= t_low) & (true <= t_high)
-    np.testing.assert_array_equal(out, np.stack([p.sum(1), t.sum(1), (p & t).sum(1)], axis=1))
+    np.testing.assert_array_equal(out, reference_counts(p, t, starts))
 
 
 @settings(deadline=None)
-@given(hnp.arrays(np.float32, st.tuples(st.integers(1, 3), st.integers(0, 200)),
-                  elements=st.one_of(st.sampled_from(_SPECIAL_FLOATS), st.floats(-1, 2, width=32))),
+@given(segments(np.float32, st.one_of(st.sampled_from(_SPECIAL_FLOATS), st.floats(-1, 2, width=32))),
        st.floats(0, 1, width=32))
-def test_probability_kernel(pred, threshold):
-    true = (np.arange(pred.size).reshape(pred.shape) % 3 == 0).astype(np.uint8)
-    out = np.zeros((len(pred), 6), np.int64)
+def test_probability_kernel(case, threshold):
+    pred, starts = case
+    true = (np.arange(pred.size) % 3 == 0).astype(np.uint8)
+    out = np.zeros((len(starts) - 1, 6), np.int64)
     tiny = np.nextafter(np.float32(0), np.float32(1))
-    kernels.probability_overlap_counts(pred, true, np.float32(threshold), tiny, np.uint8(1), np.uint8(255), out)
+    kernels.probability_overlap_counts(pred, true, starts, np.float32(threshold), tiny, np.uint8(1),
+                                       np.uint8(255), out)
     with np.errstate(invalid="ignore"):
         unit = (pred >= 0) & (pred <= 1)
         above, positive = pred >= np.float32(threshold), pred > 0
     t = true > 0
-    expected = [unit.sum(1), above.sum(1), positive.sum(1), t.sum(1), (above & t).sum(1), (positive & t).sum(1)]
-    np.testing.assert_array_equal(out, np.stack(expected, axis=1))
+    first = reference_counts(unit, above, starts)
+    second = reference_counts(positive, t, starts)
+    both = reference_counts(above, t, starts)
+    expected = np.stack([first[:, 0], first[:, 1], second[:, 0], second[:, 1], both[:, 2], second[:, 2]], axis=1)
+    np.testing.assert_array_equal(out, expected)
+
+
+def test_small_masks_are_counted_in_groups(monkeypatch):
+    monkeypatch.setattr(_masks, "_MAX_GROUP", 7)
+    preds = [rng.random((int(s), 5)).astype(np.float32) * (1 + (i % 4 == 0)) for i, s in
+             enumerate(rng.integers(0, 30, 40))]
+    trues = [binary(p.shape, dtype=bool if i % 2 else np.uint8) for i, p in enumerate(preds)]
+    preds[5] = np.asfortranarray(rng.random((6, 7)))
+    trues[5] = binary((6, 7))
+    for n_jobs in (1, 3):
+        np.testing.assert_array_equal(dice_scores(preds, trues, n_jobs=n_jobs), oracle.dice_scores(preds, trues))
 
 
 def test_chunked_counting_of_one_volume(monkeypatch):
