@@ -7,9 +7,11 @@ foreground (as an interval in the mask's own dtype, see the kernel module), flat
 masks into views with the same element order, and spreads the work over a thread pool (the
 kernels release the GIL): across samples, and across chunks of a single large volume.
 
-Nothing is modified, and no boolean mask or converted copy of a mask is made except for the rare
-dtypes the kernels do not take (float16, non-native byte order) or pairs whose memory layouts
-differ (one C-ordered, one Fortran-ordered), where one mask is copied into the other's order.
+Nothing is modified and no boolean mask is ever made. Masks are read where they are (flat views),
+except: small masks (a quarter megabyte per pair or less) are copied end to end so that one kernel
+call counts many of them; the rare dtypes the kernels do not take (float16, non-native byte order)
+are converted; and when the two masks of a pair are laid out differently (one C-ordered, one
+Fortran-ordered), one is copied into the other's order.
 """
 from __future__ import annotations
 

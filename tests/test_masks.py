@@ -282,6 +282,10 @@ def test_dice_matches_numpy_reference(case, n_jobs):
                                               n_jobs=n_jobs), expected)
     np.testing.assert_array_equal(dice_scores(list(preds), list(trues), label=label, mask_threshold=threshold),
                                   expected)
+    # one mask with an extra axis of length 1: the lists cannot be stacked, each pair is checked alone
+    uneven = [preds[0][..., None]] + list(preds[1:])
+    np.testing.assert_array_equal(dice_scores(uneven, list(trues), label=label, mask_threshold=threshold,
+                                              n_jobs=n_jobs), expected)
 
 
 @st.composite
