@@ -134,6 +134,12 @@ def test_both_empty(empty_score):
     check([np.zeros((0,)), np.zeros((0, 3))], [np.zeros((0,)), np.zeros((0, 3))], empty_score=empty_score)
 
 
+def test_no_samples():
+    for preds, trues in [(np.zeros((0, 3, 3)), np.zeros((0, 3, 3))), ([], []), ((), [])]:
+        got = check(preds, trues)
+        assert got.shape == (0,)
+
+
 def test_mixed_dtypes_and_shapes_in_lists():
     preds = [binary((8, 8), dtype=bool), rng.random((3, 4, 5)), rng.integers(0, 3, (7,)),
              rng.random((1, 6, 6)).astype(np.float32), binary((2, 2), dtype=np.int8)]
