@@ -42,6 +42,8 @@ _MIN_TASK_BYTES = 1 << 22
 # one kernel call counts many; larger ones are counted where they are.
 _SMALL_PAIR_BYTES = 1 << 18
 _MAX_GROUP = 256
+# At most this many bytes of such copies exist at a time.
+_COPY_BUDGET = 1 << 28
 _REAL_TYPES = (bool, int, float, np.bool_, np.integer, np.floating)
 
 
@@ -233,7 +235,7 @@ class _Masks:
             return self.stack
         first = self.items[0]
         if (type(first) is not np.ndarray or first.dtype.kind not in "biuf" or first.ndim == 0
-                or first.nbytes * 2 > _SMALL_PAIR_BYTES):
+                or first.nbytes * 2 > _SMALL_PAIR_BYTES or first.nbytes * len(self.items) * 2 > _COPY_BUDGET):
             return None
         shape, dtype = first.shape, first.dtype
         if all(type(item) is np.ndarray and item.shape == shape and item.dtype == dtype for item in self.items):
@@ -596,26 +598,33 @@ def prepare_pair(i: int, pred: np.ndarray, true: np.ndarray, label: Any, thresho
     return _Pair(flat_p, flat_t, (p_rule, t_rule), (pred.dtype, true.dtype))
 
 
-def _blocks(pairs: list[_Pair]) -> list[_Block]:
-    """Kernel blocks for checked pairs: a large mask on its own (no copy), small masks of the same
-    dtypes copied end to end, so that one kernel call counts many of them."""
-    blocks, groups = [], {}
+def _block_waves(pairs: list[_Pair]):
+    """Kernel blocks for checked pairs, in waves: a large mask on its own (no copy), small masks
+    of the same dtypes copied end to end so that one kernel call counts many, and never more than
+    ``_COPY_BUDGET`` bytes of copies in one wave."""
+    wave, groups = [], {}
     for i, pair in enumerate(pairs):
         if pair.pred is None:
             continue
         if pair.pred.nbytes + pair.true.nbytes >= _SMALL_PAIR_BYTES:
-            blocks.append(_Block.single(i, pair.pred, pair.true, pair.rules))
+            wave.append(_Block.single(i, pair.pred, pair.true, pair.rules))
         else:
             groups.setdefault(pair.key, []).append(i)
+    copied = 0
     for members in groups.values():
         for run in range(0, len(members), _MAX_GROUP):
             chosen = members[run:run + _MAX_GROUP]
             preds = [pairs[i].pred for i in chosen]
             sizes = np.fromiter((p.size for p in preds), np.int64, len(preds))
-            starts = np.concatenate(([0], np.cumsum(sizes)))
-            blocks.append(_Block(np.array(chosen), np.concatenate(preds),
-                                 np.concatenate([pairs[i].true for i in chosen]), starts, *pairs[chosen[0]].rules))
-    return blocks
+            block = _Block(np.array(chosen), np.concatenate(preds), np.concatenate([pairs[i].true for i in chosen]),
+                           np.concatenate(([0], np.cumsum(sizes))), *pairs[chosen[0]].rules)
+            wave.append(block)
+            copied += block.pred.nbytes + block.true.nbytes
+            if copied >= _COPY_BUDGET:
+                yield wave
+                wave, copied = [], 0
+    if wave:
+        yield wave
 
 
 def _stacked_block(preds: np.ndarray, trues: np.ndarray, label: Any, threshold: Any) -> _Block | None:
@@ -671,10 +680,10 @@ def overlap_counts(pred_masks: Any, true_masks: Any, *, label: Any = None, mask_
         for i, pair in enumerate(pairs):
             if pair.counts is not None:
                 counts[i] = pair.counts
-        blocks = _blocks(pairs)
-        count_blocks(blocks, n_jobs)
-        for block in blocks:
-            counts[block.samples] = block.result()
+        for blocks in _block_waves(pairs):
+            count_blocks(blocks, n_jobs)
+            for block in blocks:
+                counts[block.samples] = block.result()
         return counts
 
     # Many files: each thread reads a pair and counts it, so only n_jobs pairs are in memory.

@@ -343,6 +343,7 @@ def test_probability_kernel(case, threshold):
 
 def test_small_masks_are_counted_in_groups(monkeypatch):
     monkeypatch.setattr(_masks, "_MAX_GROUP", 7)
+    monkeypatch.setattr(_masks, "_COPY_BUDGET", 2000)
     preds = [rng.random((int(s), 5)).astype(np.float32) * (1 + (i % 4 == 0)) for i, s in
              enumerate(rng.integers(0, 30, 40))]
     trues = [binary(p.shape, dtype=bool if i % 2 else np.uint8) for i, p in enumerate(preds)]
