@@ -257,9 +257,9 @@ _SPECIAL_FLOATS = [0.0, -0.0, 0.5, 1.0, 0.3, 0.1, 2.0, -1.0, np.nan, np.inf, 5e-
 
 @st.composite
 def mask_pairs(draw):
-    dtype = draw(st.sampled_from([np.bool_, np.uint8, np.int8, np.uint16, np.int32, np.int64,
-                                  np.float32, np.float64]))
-    true_dtype = draw(st.sampled_from([dtype, np.uint8, np.bool_, np.float64]))
+    # few dtype pairs: each one compiles the kernels again
+    dtype = draw(st.sampled_from([np.bool_, np.uint8, np.int16, np.int64, np.float32, np.float64]))
+    true_dtype = draw(st.sampled_from([dtype, np.uint8]))
     shape = draw(hnp.array_shapes(min_dims=1, max_dims=3, min_side=0, max_side=7))
     n = draw(st.integers(1, 4))
 
