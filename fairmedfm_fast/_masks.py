@@ -355,7 +355,7 @@ def foreground_rule(array_dtype: np.dtype, kernel_dtype: np.dtype, label: Any, t
     if kernel_dtype.kind in "iu":
         if array_dtype.kind == "b":
             return Rule("interval", kernel_dtype.type(1), kernel_dtype.type(1))
-        return Rule("interval", kernel_dtype.type(1), np.iinfo(kernel_dtype).max)
+        return Rule("interval", kernel_dtype.type(1), kernel_dtype.type(np.iinfo(kernel_dtype).max))
     smallest_positive = np.nextafter(kernel_dtype.type(0), kernel_dtype.type(1))
     if not prediction:
         return Rule("interval", smallest_positive, kernel_dtype.type(np.inf))

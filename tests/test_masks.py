@@ -353,6 +353,16 @@ def test_small_masks_are_counted_in_groups(monkeypatch):
         np.testing.assert_array_equal(dice_scores(preds, trues, n_jobs=n_jobs), oracle.dice_scores(preds, trues))
 
 
+@pytest.mark.parametrize("dtype", [bool, np.uint8, np.int16, np.uint64, np.int64, np.float32, np.float64])
+@pytest.mark.parametrize("label", [None, 1, 2.0, 0.5, 300])
+def test_rule_bounds_have_the_mask_dtype(dtype, label):
+    # so that the kernels compare in the mask's own type (no widening, one compiled version)
+    kernel_dtype = _masks.kernel_array(np.zeros(1, dtype)).dtype
+    for prediction in (True, False):
+        rule = _masks.foreground_rule(np.dtype(dtype), kernel_dtype, label, 0.5, prediction)
+        assert type(rule.low) is kernel_dtype.type and type(rule.high) is kernel_dtype.type
+
+
 def test_chunked_counting_of_one_volume(monkeypatch):
     monkeypatch.setattr(_masks, "_MIN_TASK_BYTES", 1000)
     p = rng.random((1, 37, 41, 23)).astype(np.float32)
