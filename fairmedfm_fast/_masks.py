@@ -798,6 +798,8 @@ def dice_per_label(pred: Any, true: Any, labels: Any = None) -> dict[Any, float]
         wanted = None
     elif isinstance(labels, (list, tuple)):
         wanted = list(labels)
+    elif np.ndim(labels) == 0:  # one label
+        wanted = [labels]
     else:
         wanted = to_numpy(labels, "labels").ravel().tolist()
     kp, kt = kernel_array(p), kernel_array(t)

@@ -12,12 +12,12 @@ import numpy as np
 import pandas as pd
 import pytest
 from fairmedfm import _inputs as oracle
-from fairmedfm_fast.kernels import segmentation as kernels
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from fairmedfm_fast import _masks
+from fairmedfm_fast.kernels import segmentation as kernels
 from fairmedfm_fast.segmentation import dice_per_label, dice_scores
 
 
@@ -585,6 +585,8 @@ def test_dice_per_label_requested_labels():
     assert got[9] == 1.0  # in neither map: empty_score=1.0 semantics
     assert dice_per_label(pred, true, labels=np.array([1, 2])) == dice_per_label(pred, true, labels=(1, 2))
     assert dice_per_label(np.zeros((3, 3), int), np.zeros((3, 3), int)) == {}
+    assert dice_per_label(pred, true, labels=2) == {2: got[2]}
+    assert dice_per_label(np.zeros((0, 3), int), np.zeros((0, 3), int), labels=[1]) == {1: 1.0}
 
 
 def test_dice_per_label_float_maps_files_and_layouts(tmp_path):
