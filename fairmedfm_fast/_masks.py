@@ -8,7 +8,7 @@ masks into views with the same element order, and spreads the work over a thread
 kernels release the GIL): across samples, and across chunks of a single large volume.
 
 Nothing is modified and no boolean mask is ever made. Masks are read where they are (flat views),
-except: small masks (a quarter megabyte per pair or less) are copied end to end so that one kernel
+except: small masks (32 kB per pair or less) are copied end to end so that one kernel
 call counts many of them; the rare dtypes the kernels do not take (float16, non-native byte order)
 are converted; and when the two masks of a pair are laid out differently (one C-ordered, one
 Fortran-ordered), one is copied into the other's order.
@@ -40,7 +40,7 @@ PROGRESS_MIN_FILES = 20
 _MIN_TASK_BYTES = 1 << 22
 # Pairs of masks smaller than this are copied end to end (at most _MAX_GROUP per copy), so that
 # one kernel call counts many; larger ones are counted where they are.
-_SMALL_PAIR_BYTES = 1 << 18
+_SMALL_PAIR_BYTES = 1 << 15
 _MAX_GROUP = 256
 # At most this many bytes of such copies exist at a time.
 _COPY_BUDGET = 1 << 28
