@@ -243,12 +243,14 @@ class _Masks:
         return None
 
     def has_paths(self) -> bool:
-        return self.items is not None and any(_is_path(item) for item in self.items)
+        return self.items is not None and any(type(item) is not np.ndarray and _is_path(item)
+                                              for item in self.items)
 
     def load(self, i: int) -> np.ndarray:
-        if self.stack is not None:
-            return np.squeeze(self.stack[i])
-        return load_mask(self.items[i], f"{self.name}[{i}]")
+        item = self.stack[i] if self.stack is not None else self.items[i]
+        if type(item) is np.ndarray and item.ndim:
+            return item.squeeze() if 1 in item.shape else item
+        return load_mask(item, f"{self.name}[{i}]")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -257,7 +259,8 @@ class _Masks:
 
 def kernel_array(mask: np.ndarray) -> np.ndarray | None:
     """``mask`` in a dtype the kernels take (a view where possible), or None for the NumPy path."""
-    mask = np.asarray(mask)  # drops ndarray subclasses such as numpy.memmap (no copy)
+    if type(mask) is not np.ndarray:
+        mask = np.asarray(mask)  # drops ndarray subclasses such as numpy.memmap (no copy)
     dtype = mask.dtype
     if dtype.kind not in "biuf":
         return None

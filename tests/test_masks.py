@@ -529,6 +529,7 @@ def test_other_errors(tmp_path):
     both_raise(ValueError, "masks.npy", ["masks.npy"], r"single path")
     both_raise(ValueError, None, [binary((3, 3))], r"pred_masks is missing")
     both_raise(ValueError, [binary((3, 3)), None], [binary((3, 3))] * 2, r"pred_masks\[1\]")
+    both_raise(ValueError, [binary((3, 3)), np.array(1)], [binary((3, 3))] * 2, r"pred_masks\[1\]")
     path = tmp_path / "mask.txt"
     path.write_text("0 1")
     both_raise(ValueError, [path], [path], r"unsupported mask file")
