@@ -270,8 +270,10 @@ def evaluate_segmentation(sensitive_features: Any, *, dice: Any = None, pred_mas
     kept = scores[finite]
     overall = {"mean_dice": float(kept.mean()) if len(kept) else math.nan, "n": len(kept)}
     result = _assess(scores, finite, attributes, warnings)
-    return FairnessReport("seg", summary_frame(result.summaries), _by_group_frame(result.rows), overall, {},
-                          warnings, metadata)
+    report = FairnessReport("seg", summary_frame(result.summaries), _by_group_frame(result.rows), overall, {},
+                            warnings, metadata)
+    report._dice_data = (scores, attributes)  # per-sample Dice for report.plot("dice")
+    return report
 
 
 # ---------------------------------------------------------------------------------------------

@@ -141,6 +141,20 @@ def test_index_alignment():
         fairmedfm_fast.evaluate_segmentation(features.reset_index(drop=True).iloc[::-1], dice=shuffled)
 
 
+def test_report_keeps_the_dice_for_pictures():
+    dice = np.array([0.2, np.nan, 0.6, 0.9, 0.4])
+    report = fairmedfm_fast.evaluate_segmentation({"sex": ["F", "M", "F", "M", None]}, dice=dice)
+    scores, attributes = report._dice_data
+    np.testing.assert_array_equal(scores, dice)
+    assert [a.name for a in attributes] == ["sex"]
+    from fairmedfm_fast import _pictures
+
+    (name, groups), = _pictures.dice_by_group(report)
+    assert name == "sex" and [g for g, _ in groups] == ["F", "M"]
+    np.testing.assert_array_equal(groups[0][1], [0.2, 0.6])
+    np.testing.assert_array_equal(groups[1][1], [0.9])
+
+
 def test_report_serialises():
     got, expected = both(table(30), dice=rng.random(30), bins={"age": [50]})
     ours, theirs = json.loads(got.to_json()), json.loads(expected.to_json())
