@@ -149,10 +149,10 @@ def read_mask_file(path: str | os.PathLike, where: str = "mask") -> np.ndarray:
             return np.squeeze(data[data.files[0]])
     if name.endswith((".nii", ".nii.gz")):
         nibabel = _optional("nibabel", "NIfTI masks")
-        image = _gzipped_nifti(nibabel, path) if name.endswith(".gz") else None
-        if image is None:
-            image = nibabel.load(str(path))
-        return np.squeeze(np.asanyarray(image.dataobj))
+        array = _gzipped_nifti(nibabel, path) if name.endswith(".gz") else None
+        if array is None:
+            array = np.asanyarray(nibabel.load(str(path)).dataobj)
+        return np.squeeze(array)
     if name.endswith(IMAGE_SUFFIXES):
         image = _optional("PIL.Image", "image masks")
         with image.open(path) as opened:
@@ -162,13 +162,13 @@ def read_mask_file(path: str | os.PathLike, where: str = "mask") -> np.ndarray:
                      ".tif, .tiff, .nii or .nii.gz")
 
 
-def _gzipped_nifti(nibabel, path: Path):
-    """A ``.nii.gz`` image decompressed in one call, or None to let ``nibabel.load`` try.
+def _gzipped_nifti(nibabel, path: Path) -> np.ndarray | None:
+    """The data of a ``.nii.gz`` image decompressed in one call, or None to let nibabel read it.
 
     ``gzip.decompress`` inflates the whole file in C without the GIL, so threads read files in
-    parallel (nibabel's streamed reading takes the GIL back every few kilobytes) and one thread
-    is faster too. The price is the compressed and decompressed bytes held next to the array
-    while one file is read.
+    parallel (nibabel's streamed reading takes the GIL back every few kilobytes), and one thread is
+    faster too. The header is nibabel's; unscaled data (the usual case for masks) is a read-only
+    view of the decompressed bytes, exactly the array nibabel would return, without its copy.
     """
     import gzip
     import zlib
@@ -177,12 +177,20 @@ def _gzipped_nifti(nibabel, path: Path):
         data = gzip.decompress(path.read_bytes())
     except (OSError, EOFError, zlib.error):
         return None
-    header_size = {348: nibabel.Nifti1Image, 540: nibabel.Nifti2Image}
+    image_class = None
     for byteorder in ("little", "big"):
-        image_class = header_size.get(int.from_bytes(data[:4], byteorder))
-        if image_class is not None:
-            return image_class.from_bytes(data)
-    return None
+        image_class = image_class or {348: nibabel.Nifti1Image, 540: nibabel.Nifti2Image}.get(
+            int.from_bytes(data[:4], byteorder))
+    if image_class is None:
+        return None
+    proxy = image_class.from_bytes(data).dataobj
+    shape, dtype = tuple(proxy.shape), np.dtype(proxy.dtype)
+    count = math.prod(shape)
+    unscaled = (getattr(proxy, "slope", None) == 1 and getattr(proxy, "inter", None) == 0
+                and getattr(proxy, "order", None) in ("C", "F"))
+    if not unscaled or not count or proxy.offset + count * dtype.itemsize > len(data):
+        return np.asanyarray(proxy)
+    return np.frombuffer(data, dtype, count, proxy.offset).reshape(shape, order=proxy.order)
 
 
 def _is_path(value: Any) -> bool:

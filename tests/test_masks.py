@@ -448,6 +448,16 @@ def test_nifti_2_and_corrupt_gzip(tmp_path):
     volume = rng.integers(0, 3, (6, 5, 4)).astype(np.int16)
     nibabel.save(nibabel.Nifti2Image(volume, np.eye(4)), str(tmp_path / "two.nii.gz"))
     np.testing.assert_array_equal(_masks.read_mask_file(tmp_path / "two.nii.gz"), volume)
+    # unscaled data: a read-only view of the decompressed bytes, as nibabel's array
+    read = _masks.read_mask_file(tmp_path / "two.nii.gz")
+    assert read.dtype == np.int16 and not read.flags.writeable
+    big = nibabel.Nifti1Image(volume, np.eye(4), header=nibabel.Nifti1Header(endianness=">"))
+    nibabel.save(big, str(tmp_path / "big.nii.gz"))
+    read = _masks.read_mask_file(tmp_path / "big.nii.gz")
+    expected = oracle.read_array_file(tmp_path / "big.nii.gz")
+    assert read.dtype == expected.dtype and read.dtype.byteorder == ">"
+    np.testing.assert_array_equal(read, volume)
+    check([tmp_path / "big.nii.gz"], [volume])
     nibabel.save(nibabel.Nifti1Image(volume, np.eye(4)), str(tmp_path / "plain.nii"))
     (tmp_path / "plain.nii.gz").write_bytes((tmp_path / "plain.nii").read_bytes())  # not gzipped
     with pytest.raises(Exception) as expected:
