@@ -739,7 +739,7 @@ def evaluate_segmentation(ddf: Any, *, sensitive: str | Sequence[str], dice: str
                           pred_mask: str | None = None, true_mask: str | None = None, label: Any = None,
                           mask_threshold: float = 0.5, empty_score: float = 1.0, base: str | None = None,
                           bins: _inputs.Bins | None = None, intersectional: bool = False,
-                          dice_function: DiceFunction | None = None) -> FairnessReport:
+                          dice_function: DiceFunction | None = None, **options: Any) -> FairnessReport:
     """Fairness of a segmentation model from a Dask DataFrame of mask paths (or Dice scores).
 
     The masks are read and compared on the workers, partition by partition (each worker must be able
@@ -766,6 +766,9 @@ def evaluate_segmentation(ddf: Any, *, sensitive: str | Sequence[str], dice: str
     dice_function : callable, optional
         ``f(pred_paths, true_paths, label=, mask_threshold=, empty_score=)`` returning the Dice of each
         pair; defaults to :func:`fairmedfm_fast.segmentation.dice_scores` (one thread per task).
+    **options
+        Passed on to :func:`fairmedfm_fast.evaluate_segmentation` (e.g. ``n_boot``, ``ci``,
+        ``n_permutations``, ``random_state``).
 
     Returns
     -------
@@ -790,8 +793,8 @@ def evaluate_segmentation(ddf: Any, *, sensitive: str | Sequence[str], dice: str
     if unknown:
         raise ValueError(f"sensitive={unknown[0]!r} is not a column of ddf; its columns are {columns[:30]}")
     if dice is None:
-        options = {"label": label, "mask_threshold": mask_threshold, "empty_score": empty_score}
-        scores = ddf.map_partitions(_partition_dice, pred_mask, true_mask, base, dice_function, options,
+        reading = {"label": label, "mask_threshold": mask_threshold, "empty_score": empty_score}
+        scores = ddf.map_partitions(_partition_dice, pred_mask, true_mask, base, dice_function, reading,
                                     meta=pd.Series(dtype=np.float64))
         table = ddf[names].assign(**{"__dice__": scores}).compute()
         values = table.pop("__dice__")
@@ -801,7 +804,7 @@ def evaluate_segmentation(ddf: Any, *, sensitive: str | Sequence[str], dice: str
     from . import evaluate_segmentation as in_memory
 
     report = in_memory(table[names].reset_index(drop=True), dice=values.to_numpy(), bins=bins,
-                       intersectional=intersectional)
+                       intersectional=intersectional, **options)
     if dice is None:  # what the in-memory function records when it reads the masks itself
         report.metadata.update({"dice_from_masks": True, "empty_score": empty_score, "label": label})
     return report

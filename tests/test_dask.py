@@ -302,6 +302,19 @@ def test_segmentation_dice_function_hook(sync, tmp_path):
     assert_same_report(got, expected)
 
 
+def test_segmentation_dice_column_with_bootstrap(sync):
+    pytest.importorskip("fairmedfm_fast.segmentation")
+    rng = np.random.default_rng(17)
+    table = pd.DataFrame({"d": rng.random(300), "sex": rng.choice(["F", "M"], 300), "age": rng.integers(20, 90, 300)})
+    table.loc[5, "d"] = np.nan
+    options = {"bins": {"age": [50]}, "n_boot": 20, "random_state": 3}
+    got = fdask.evaluate_segmentation(dd.from_pandas(table, npartitions=4), sensitive=["sex", "age"], dice="d",
+                                      **options)
+    expected = fm.evaluate_segmentation(table[["sex", "age"]], dice=table["d"], **options)
+    assert_same_report(got, expected)
+    pd.testing.assert_frame_equal(got.ci["summary"], expected.ci["summary"])
+
+
 def test_segmentation_bad_arguments(sync):
     ddf = dd.from_pandas(pd.DataFrame({"d": [0.5, 0.7], "sex": ["F", "M"]}), npartitions=1)
     with pytest.raises(ValueError, match="either dice="):
