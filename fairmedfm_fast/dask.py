@@ -37,7 +37,7 @@ __all__ = ["evaluate", "evaluate_segmentation", "read_parquet", "score_command"]
 
 #: Label values each partition reports (enough to validate labels and tell two classes from more).
 _LABEL_VALUES = 64
-#: Score quantiles each partition reports, from which the sort boundaries are chosen.
+#: Score quantiles each partition reports (at least), from which the sort boundaries are chosen.
 _SKETCH = 64
 #: Distinct values of an attribute with quantile bins that the exact quantiles may gather.
 _QUANTILE_VALUES = 1_000_000
@@ -107,6 +107,7 @@ class _Columns:
     bins: dict[str, Any]  # attribute -> cut points (list) or number of quantile groups (int)
     intersectional: bool
     pos_label: Any
+    sketch: int = _SKETCH  # score quantiles per partition: enough for the partitions of the sort
 
 
 def _survey(part: pd.DataFrame, columns: _Columns) -> dict[str, Any]:
@@ -128,7 +129,7 @@ def _survey(part: pd.DataFrame, columns: _Columns) -> dict[str, Any]:
     present = scores[~np.isnan(scores)] if nan_scores else scores
     if present.size:
         low, high = float(present.min()), float(present.max())
-        sketch = np.quantile(present.astype(np.float64), np.linspace(0, 1, _SKETCH + 1))
+        sketch = np.quantile(present.astype(np.float64), np.linspace(0, 1, columns.sketch + 1))
     else:
         low, high, sketch = math.inf, -math.inf, np.empty(0)
 
@@ -622,7 +623,9 @@ def evaluate(ddf: Any, *, label: str, score: str, sensitive: str | Sequence[str]
         counts = dask.compute(*[dask.delayed(_value_counts)(part, quantile) for part in ddf.to_delayed()])
         for name in quantile:
             bins[name] = _quantile_cut_points([c[name] for c in counts], int(bins[name]), name)
-    columns = _Columns(label, score, names, bins, intersectional, pos_label)
+    target = npartitions or ddf.npartitions
+    columns = _Columns(label, score, names, bins, intersectional, pos_label,
+                       min(10_000, max(_SKETCH, -(-4 * target // ddf.npartitions))))
     surveys = dask.compute(*[dask.delayed(_survey)(part, columns) for part in ddf.to_delayed()])
     plan, metadata = _plan(list(surveys), columns, meta, score_type)
 
@@ -630,7 +633,7 @@ def evaluate(ddf: Any, *, label: str, score: str, sensitive: str | Sequence[str]
     frame_meta = pd.DataFrame({_SCORE: np.empty(0, plan.score_dtype), _LABEL: np.empty(0, np.uint8),
                                **{name: np.empty(0, plan.code_dtype) for name in code_names}})
     prepared = ddf.map_partitions(_prepare, plan, meta=frame_meta)
-    divisions = _boundaries(list(surveys), plan, npartitions or ddf.npartitions)
+    divisions = _boundaries(list(surveys), plan, target)
     ordered = prepared.set_index(_SCORE, divisions=divisions)
     sizes = np.array([len(g) for g in plan.groups] + ([len(plan.combined)] if plan.combined else [])
                      + ([1] if plan.all_samples else []), np.int64)

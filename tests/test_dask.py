@@ -174,6 +174,21 @@ def test_one_score_for_all_rows_and_empty_partitions(sync):
     both(ddf[ddf["site"] != 1], "y", "p", ["sex", "site"], npartitions=8)  # some partitions empty
 
 
+def test_extension_dtypes(sync):
+    rng = np.random.default_rng(18)
+    n = 600
+    frame = pd.DataFrame({
+        "y": pd.array(rng.choice(["sick", "well"], n), dtype="string[pyarrow]"),
+        "p": pd.array(np.round(rng.random(n), 2), dtype="Float64"),
+        "grade": pd.array(rng.integers(1, 4, n), dtype="Int64"),
+        "smoker": rng.random(n) < 0.4,
+        "site": pd.array(rng.choice(["a", "b", None], n), dtype="string[pyarrow]"),
+    })
+    frame.loc[rng.random(n) < 0.1, "grade"] = pd.NA
+    ddf = dd.from_pandas(frame, npartitions=3)
+    both(ddf, "y", "p", ["grade", "smoker", "site"], pos_label="sick", intersectional=True, npartitions=4)
+
+
 def test_attribute_continuous_only_across_partitions(sync):
     frame = tied_frame(400, 9)
     frame["code"] = np.repeat(np.arange(40), 10)  # 10 values per partition of 100 rows, 40 in all
@@ -354,3 +369,16 @@ def test_command_line_masks_on_a_cluster(client, tmp_path):
                                         true_masks=[tmp_path / p for p in table["true"]])
     expected.metadata["input"] = str(tmp_path / "masks.parquet")
     assert_same_report(report, expected)
+
+
+def test_more_sorted_partitions_than_input_partitions(sync, monkeypatch):
+    original, sizes = fdask._first_pass, []
+
+    def spy(part, *args):
+        sizes.append(len(part))
+        return original(part, *args)
+
+    monkeypatch.setattr(fdask, "_first_pass", spy)
+    frame = tied_frame(3000, 19, levels=100_000)
+    both(dd.from_pandas(frame, npartitions=1), "y", "p", ["sex"], npartitions=150)
+    assert len(sizes) > 120 and max(sizes) < 60  # the sketch was fine enough for 150 partitions
