@@ -373,6 +373,7 @@ def _prepare(part: pd.DataFrame, plan: _Plan) -> pd.DataFrame:
 
 
 def _combined_codes(rows: list[np.ndarray], plan: _Plan) -> np.ndarray:
+    """Codes of the intersectional attribute: the index of each row's combination among those present."""
     widths = [len(names) for names in plan.groups]
     valid = np.ones(len(rows[0]), bool)
     key = np.zeros(len(rows[0]), np.int64)
