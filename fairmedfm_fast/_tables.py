@@ -57,7 +57,7 @@ def table_format(path: Path) -> str:
     return kind
 
 
-def open_table(path, role: str = "table") -> "Table":
+def open_table(path, role: str = "table") -> Table:
     """Open ``path`` (its column names only); ``role`` names it in error messages."""
     path = Path(path)
     kind = table_format(path)
@@ -79,7 +79,7 @@ def open_table(path, role: str = "table") -> "Table":
 
 
 def _unreadable(path: Path, kind: str, role: str, exc: BaseException) -> TableError:
-    detail = " ".join(str(exc).split()) or type(exc).__name__
+    detail = " ".join(str(exc).split()).rstrip(".") or type(exc).__name__
     if len(detail) > 300:
         detail = detail[:297] + "..."
     return TableError(f"cannot read {role} {str(path)!r} as {kind.upper() if kind != 'excel' else 'Excel'}: "

@@ -76,7 +76,8 @@ class _Version(argparse.Action):
         super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
 
     def __call__(self, parser, namespace, values, option_string=None):
-        parser.exit(0, f"{PROG} {_version()}\n")
+        print(f"{PROG} {_version()}")
+        parser.exit(0)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -307,7 +308,7 @@ class Layout:
             self.origin[visible] = ("right", name)
             self.columns.append(visible)
 
-    def read(self, wanted) -> "object":
+    def read(self, wanted):
         """The ``wanted`` visible columns as a pyarrow Table, joined if there is metadata."""
         import pyarrow as pa
 
@@ -417,6 +418,67 @@ def _float_matrix(table, names):
     return out
 
 
+def attribute_values(column):
+    """A sensitive attribute column for ``evaluate``.
+
+    Dictionary columns (pandas categoricals saved to Parquet or Feather) become pandas Categoricals
+    built from the dictionary indices, so their groups keep the category order that
+    ``pandas.read_parquet`` gives them; other columns stay Arrow arrays.
+    """
+    import pyarrow as pa
+
+    if not pa.types.is_dictionary(column.type):
+        return column
+    import pandas as pd
+    import pyarrow.compute as pc
+
+    if isinstance(column, pa.ChunkedArray):
+        column = column.unify_dictionaries()
+        categories = column.chunk(0).dictionary if column.num_chunks else pa.array([], column.type.value_type)
+        indices = pa.chunked_array([chunk.indices for chunk in column.chunks], column.type.index_type)
+    else:
+        categories, indices = column.dictionary, column.indices
+    codes = pc.fill_null(indices, -1).to_numpy()
+    return pd.Series(pd.Categorical.from_codes(codes, categories=pd.Index(categories.to_pandas()),
+                                               validate=False), copy=False)
+
+
+def text_labels(column, pos_label, scores, score_column, label):
+    """Text (or dictionary) labels as 0/1 without a Python string per row.
+
+    Returns ``(labels, score_column, info)``: booleans for ``pos_label``, the column of the positive
+    class among several scores in sorted class order (as ``evaluate`` would pick it), and the
+    metadata that ``evaluate`` would have recorded. ``None`` for labels of any other type.
+    """
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    kind = column.type
+    if pa.types.is_dictionary(kind):
+        if not (pa.types.is_string(kind.value_type) or pa.types.is_large_string(kind.value_type)):
+            return None
+        column = pc.cast(column, kind.value_type)
+    elif not (pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_string_view(kind)):
+        return None
+    encoded = pc.dictionary_encode(column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column)
+    classes = encoded.dictionary.to_pylist()
+    shown = ", ".join(map(repr, sorted(classes)[:8])) + (", ..." if len(classes) > 8 else "")
+    if pos_label is None:
+        raise UsageError(f"the label column {label!r} holds {shown}, not 0/1; name the positive class with "
+                         "--pos-label VALUE (every other value counts as negative)")
+    if pos_label not in classes:
+        raise UsageError(f"--pos-label {pos_label!r} does not occur in the label column {label!r}, which holds "
+                         f"{shown}; pass one of those")
+    positive = encoded.indices.to_numpy(zero_copy_only=False) == classes.index(pos_label)
+    info = {"pos_label": pos_label}
+    if len(classes) > 2:
+        info["one_vs_rest"] = True
+    if score_column is None and scores > 1 and len(classes) == scores:
+        score_column = sorted(classes).index(pos_label)
+    return np.asarray(positive), score_column, info
+
+
 def _require_numeric(column, name):
     import pyarrow as pa
 
@@ -521,28 +583,35 @@ def _classification(args, layout, sensitive, bins, label, scores, notes):
         if len(named) == 1:
             score_column = named[0]
             notes.append(f"positive class {args.pos_label!r}: score column {scores[score_column]!r}")
-    pos_label = typed_pos_label(args.pos_label, table[label])
+    y_true, pos_label = table[label], typed_pos_label(args.pos_label, table[label])
+    label_info = None
+    text = text_labels(y_true, pos_label, len(scores), score_column, label)
+    if text is not None:
+        y_true, score_column, label_info = text
+        pos_label = None
     from . import evaluate
 
     with _Progress(f"scoring {table.num_rows} samples"):
-        return evaluate(table[label], y_score, {name: table[name] for name in sensitive}, pos_label=pos_label,
-                        score_type=args.score_type, score_column=score_column, bins=bins or None,
-                        intersectional=args.intersectional)
+        report = evaluate(y_true, y_score, {name: attribute_values(table[name]) for name in sensitive},
+                          pos_label=pos_label, score_type=args.score_type, score_column=score_column,
+                          bins=bins or None, intersectional=args.intersectional)
+    if label_info is not None:
+        report.metadata = {**label_info, **report.metadata}
+    return report
 
 
 def _segmentation(args, layout, path, sensitive, bins, dice, pred_mask, true_mask, notes):
-    import fairmedfm_fast
-
-    evaluate_segmentation = getattr(fairmedfm_fast, "evaluate_segmentation", None)
-    if evaluate_segmentation is None:
-        raise UsageError("this build of fairmedfm_fast cannot evaluate segmentation yet")
+    try:
+        from . import evaluate_segmentation
+    except (ImportError, AttributeError):
+        raise UsageError("this build of fairmedfm_fast cannot evaluate segmentation yet") from None
     columns = layout.columns
     if dice:
         require(columns, [dice], "--dice")
         notes.append(f"segmentation: Dice column {dice!r}")
         table = _read(layout, [dice, *sensitive])
         with _Progress(f"scoring {table.num_rows} samples"):
-            return evaluate_segmentation({name: table[name] for name in sensitive}, dice=table[dice],
+            return evaluate_segmentation({name: attribute_values(table[name]) for name in sensitive}, dice=table[dice],
                                          bins=bins or None, intersectional=args.intersectional)
     if not (pred_mask and true_mask):
         raise UsageError("segmentation needs a Dice column (--dice) or both mask columns "
@@ -560,7 +629,7 @@ def _segmentation(args, layout, path, sensitive, bins, dice, pred_mask, true_mas
                              "every sample needs a mask file")
         masks[option] = [base / v for v in values]
     with _Progress(f"scoring {table.num_rows} samples"):
-        return evaluate_segmentation({name: table[name] for name in sensitive}, pred_masks=masks["--pred-mask"],
+        return evaluate_segmentation({name: attribute_values(table[name]) for name in sensitive}, pred_masks=masks["--pred-mask"],
                                      true_masks=masks["--true-mask"], label=_mask_value(args.mask_label),
                                      mask_threshold=args.mask_threshold, empty_score=args.empty_score,
                                      bins=bins or None, intersectional=args.intersectional)
@@ -570,21 +639,27 @@ def _segmentation(args, layout, path, sensitive, bins, dice, pred_mask, true_mas
 # Entry point
 
 # Python API names in error messages, as the command line spells them.
-_API_WORDS = (("score_type='probability'", "--score-type probability"), ("pos_label", "--pos-label"),
-              ("score_column", "--score-column"), ("mask_threshold", "--mask-threshold"),
-              ("empty_score", "--empty-score"), ("y_true", "the label column"),
-              ("y_score", "the score column"), ("sensitive_features", "--sensitive"))
+_API_WORDS = (("pos_label", "--pos-label"), ("score_column", "--score-column"),
+              ("mask_threshold", "--mask-threshold"), ("empty_score", "--empty-score"),
+              ("y_true", "the label column"), ("y_score", "the score column"),
+              ("sensitive_features", "--sensitive"))
 
 
-def cli_message(message: str) -> str:
-    """One line, in command-line words."""
+def cli_message(message) -> str:
+    """One line, in command-line words (``--bins age=q4`` rather than ``bins={'age': 4}``)."""
     import re
 
     message = " ".join(str(message).split())
     message = re.sub(r"bins=\{'([^']+)': \[40, 60\]\}", r"--bins \1=40,60", message)
     message = re.sub(r"bins=\{'([^']+)': 4\}", r"--bins \1=q4", message)
+    message = re.sub(r"bins\['([^']+)'\]=(\d+)", r"--bins \1=q\2", message)
+    message = re.sub(r"bins\['([^']+)'\]=\[([^\]]*)\]", lambda m: f"--bins {m[1]}={m[2].replace(' ', '')}",
+                     message)
+    message = re.sub(r"bins\['([^']+)'\]", r"--bins \1", message)
+    message = re.sub(r"score_type='(\w+)'(?: or '(\w+)')?",
+                     lambda m: f"--score-type {m[1]}" + (f" or {m[2]}" if m[2] else ""), message)
     for api, option in _API_WORDS:
-        message = message.replace(api, option)
+        message = message.replace(api + "=", option + " ").replace(api, option)
     return message
 
 
