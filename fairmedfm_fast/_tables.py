@@ -36,6 +36,8 @@ _SUFFIXES = {
     ".feather": "feather", ".arrow": "feather", ".ipc": "feather",
     ".xlsx": "excel", ".xlsm": "excel", ".xls": "excel",
 }
+# Bytes per block when pyarrow reads CSV and JSON Lines in parallel.
+_BLOCK_SIZE = 1 << 24
 FORMATS = ".csv, .tsv, .parquet, .feather, .arrow, .json, .jsonl or .xlsx (text formats may end in .gz)"
 _TEXT = {"csv", "tsv", "jsonl", "json"}
 
@@ -92,12 +94,19 @@ class Table:
     def __init__(self, path: Path, kind: str, role: str):
         self.path, self.kind, self.role = path, kind, role
         self.columns: list[str] = []
+        #: Columns stored as dictionaries (pandas categoricals): their dictionary order is the group order.
+        self.categorical: set[str] = set()
 
-    def read(self, columns) -> pa.Table:
-        """The named columns (in that order) as a pyarrow Table."""
+    def read(self, columns, groups=()) -> pa.Table:
+        """The named columns (in that order) as a pyarrow Table.
+
+        Text columns named in ``groups`` may come back dictionary-encoded (Parquet reads them so
+        directly, without building a string per row); unlike the columns in :attr:`categorical`,
+        the order of those dictionaries means nothing.
+        """
         wanted = list(dict.fromkeys(columns))
         try:
-            table = self._read(wanted)
+            table = self._read(wanted) if not groups else self._read(wanted, set(groups))
         except TableError:
             raise
         except MemoryError:
@@ -106,7 +115,7 @@ class Table:
             raise _unreadable(self.path, self.kind, self.role, exc) from None
         return table.select(wanted)
 
-    def _read(self, columns: list[str]) -> pa.Table:  # pragma: no cover - overridden
+    def _read(self, columns: list[str], groups: set = frozenset()) -> pa.Table:  # pragma: no cover
         raise NotImplementedError
 
 
@@ -149,13 +158,13 @@ class _CSV(Table):
             quoted_strings_can_be_null=True, true_values=_TRUE_VALUES, false_values=_FALSE_VALUES)
 
     def _read_csv(self, columns, types=None):
-        options = self._csv.ReadOptions(use_threads=True, block_size=1 << 24,
+        options = self._csv.ReadOptions(use_threads=True, block_size=_BLOCK_SIZE,
                                         column_names=self.columns if self._renamed else None,
                                         skip_rows=1 if self._renamed else 0)
         return self._csv.read_csv(self.path, read_options=options, parse_options=self._parse,
                                   convert_options=self._convert(columns, types))
 
-    def _read(self, columns):
+    def _read(self, columns, groups=frozenset()):
         try:
             table = self._read_csv(columns)
         except pa.ArrowInvalid as exc:
@@ -190,6 +199,14 @@ def _infer_text(column: pa.ChunkedArray) -> pa.ChunkedArray:
     return column
 
 
+def _is_text(kind: pa.DataType) -> bool:
+    return pa.types.is_string(kind) or pa.types.is_large_string(kind)
+
+
+def _dictionary_fields(schema: pa.Schema) -> set:
+    return {field.name for field in schema if pa.types.is_dictionary(field.type)}
+
+
 def _pandas_index_columns(schema: pa.Schema) -> set:
     """Columns that hold a pandas index (restored as the index, not a column, by pandas)."""
     metadata = schema.pandas_metadata or {}
@@ -202,12 +219,16 @@ class _Parquet(Table):
         import pyarrow.parquet as pq
 
         self._pq = pq
-        schema = pq.read_schema(path)
+        self._schema = schema = pq.read_schema(path)
         hidden = _pandas_index_columns(schema)
         self.columns = [name for name in schema.names if name not in hidden]
+        self.categorical = _dictionary_fields(schema)
 
-    def _read(self, columns):
-        return self._pq.read_table(self.path, columns=columns, use_threads=True, memory_map=True)
+    def _read(self, columns, groups=frozenset()):
+        text = [name for name in columns if name in groups and _is_text(self._schema.field(name).type)]
+        # ParquetFile rather than read_table, which imports pyarrow.dataset (half a second).
+        with self._pq.ParquetFile(self.path, memory_map=True, read_dictionary=text or None) as source:
+            return source.read(columns=columns, use_threads=True)
 
 
 class _Feather(Table):
@@ -226,8 +247,9 @@ class _Feather(Table):
             self._stream = True
         hidden = _pandas_index_columns(schema)
         self.columns = [name for name in schema.names if name not in hidden]
+        self.categorical = _dictionary_fields(schema)
 
-    def _read(self, columns):
+    def _read(self, columns, groups=frozenset()):
         if self._stream:
             with pa.memory_map(str(self.path)) as source:
                 return pa.ipc.open_stream(source).read_all().select(columns)
@@ -242,10 +264,10 @@ class _JSONLines(Table):
         import pyarrow.json as pajson
 
         self._table = pajson.read_json(path, read_options=pajson.ReadOptions(use_threads=True,
-                                                                             block_size=1 << 24))
+                                                                             block_size=_BLOCK_SIZE))
         self.columns = [str(name) for name in self._table.schema.names]
 
-    def _read(self, columns):
+    def _read(self, columns, groups=frozenset()):
         out = {}
         for name in columns:
             column = self._table[name]
@@ -289,7 +311,7 @@ class _Pandas(Table):
         self._frame = frame
         self.columns = list(frame.columns)
 
-    def _read(self, columns):
+    def _read(self, columns, groups=frozenset()):
         return pa.table({name: _from_pandas(self._frame[name]) for name in columns})
 
 

@@ -308,21 +308,31 @@ class Layout:
             self.origin[visible] = ("right", name)
             self.columns.append(visible)
 
-    def read(self, wanted):
-        """The ``wanted`` visible columns as a pyarrow Table, joined if there is metadata."""
+    def is_categorical(self, name) -> bool:
+        """Whether the visible column ``name`` is stored as a categorical (groups in category order)."""
+        side, source = self.origin[name]
+        return source in (self.predictions if side == "left" else self.metadata).categorical
+
+    def read(self, wanted, groups=()):
+        """The ``wanted`` visible columns as a pyarrow Table, joined if there is metadata.
+
+        Columns in ``groups`` (the sensitive attributes) may come back dictionary-encoded.
+        """
         import pyarrow as pa
 
         wanted = list(dict.fromkeys(wanted))
         left = [self.origin[name][1] for name in wanted if self.origin[name][0] == "left"]
+        left_groups = [self.origin[name][1] for name in groups if self.origin[name][0] == "left"]
         if self.metadata is None:
-            return self.predictions.read(left).select(wanted)
+            return self.predictions.read(left, left_groups).select(wanted)
         import pyarrow.compute as pc
 
         from ._tables import key_strings
 
         right = [self.origin[name][1] for name in wanted if self.origin[name][0] == "right"]
-        left_table = self.predictions.read(left + [self.left_key])
-        right_table = self.metadata.read(right + [self.right_key])
+        right_groups = [self.origin[name][1] for name in groups if self.origin[name][0] == "right"]
+        left_table = self.predictions.read(left + [self.left_key], set(left_groups) - {self.left_key})
+        right_table = self.metadata.read(right + [self.right_key], set(right_groups) - {self.right_key})
         left_keys = key_strings(left_table[self.left_key])
         right_keys = key_strings(right_table[self.right_key])
         n_distinct = pc.count_distinct(right_keys, mode="all").as_py()
@@ -418,16 +428,17 @@ def _float_matrix(table, names):
     return out
 
 
-def attribute_values(column):
+def attribute_values(column, categorical: bool):
     """A sensitive attribute column for ``evaluate``.
 
-    Dictionary columns (pandas categoricals saved to Parquet or Feather) become pandas Categoricals
-    built from the dictionary indices, so their groups keep the category order that
-    ``pandas.read_parquet`` gives them; other columns stay Arrow arrays.
+    Columns stored as dictionaries (``categorical``: pandas categoricals saved to Parquet or
+    Feather) become pandas Categoricals built from the dictionary indices, so their groups keep
+    the category order that ``pandas.read_parquet`` gives them; other columns stay Arrow arrays
+    (dictionary-encoded or not), whose groups are ordered by value.
     """
     import pyarrow as pa
 
-    if not pa.types.is_dictionary(column.type):
+    if not (categorical and pa.types.is_dictionary(column.type)):
         return column
     import pandas as pd
     import pyarrow.compute as pc
@@ -458,11 +469,17 @@ def text_labels(column, pos_label, scores, score_column, label):
     if pa.types.is_dictionary(kind):
         if not (pa.types.is_string(kind.value_type) or pa.types.is_large_string(kind.value_type)):
             return None
-        column = pc.cast(column, kind.value_type)
-    elif not (pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_string_view(kind)):
+        if isinstance(column, pa.ChunkedArray):
+            column = column.unify_dictionaries()
+            column = column.chunk(0) if column.num_chunks == 1 else pa.concat_arrays(column.chunks)
+    elif pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_string_view(kind):
+        column = pc.dictionary_encode(column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column)
+    else:
         return None
-    encoded = pc.dictionary_encode(column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column)
-    classes = encoded.dictionary.to_pylist()
+    indices = column.indices.to_numpy(zero_copy_only=False)
+    dictionary = column.dictionary.to_pylist()
+    present = np.bincount(indices, minlength=len(dictionary)) > 0
+    classes = [value for value, here in zip(dictionary, present) if here]
     shown = ", ".join(map(repr, sorted(classes)[:8])) + (", ..." if len(classes) > 8 else "")
     if pos_label is None:
         raise UsageError(f"the label column {label!r} holds {shown}, not 0/1; name the positive class with "
@@ -470,7 +487,7 @@ def text_labels(column, pos_label, scores, score_column, label):
     if pos_label not in classes:
         raise UsageError(f"--pos-label {pos_label!r} does not occur in the label column {label!r}, which holds "
                          f"{shown}; pass one of those")
-    positive = encoded.indices.to_numpy(zero_copy_only=False) == classes.index(pos_label)
+    positive = indices == dictionary.index(pos_label)
     info = {"pos_label": pos_label}
     if len(classes) > 2:
         info["one_vs_rest"] = True
@@ -545,10 +562,14 @@ def score(args):
     return report, layout.notes + notes
 
 
-def _read(layout, wanted):
+def _read(layout, wanted, groups):
     with _Progress("reading " + ", ".join(map(str, filter(None, [
             layout.predictions.path, layout.metadata.path if layout.metadata else None])))):
-        return layout.read(wanted)
+        return layout.read(wanted, groups)
+
+
+def _attributes(layout, table, sensitive):
+    return {name: attribute_values(table[name], layout.is_categorical(name)) for name in sensitive}
 
 
 def _classification(args, layout, sensitive, bins, label, scores, notes):
@@ -560,7 +581,7 @@ def _classification(args, layout, sensitive, bins, label, scores, notes):
         raise UsageError(f"found no score column; name it with --score COLUMN (columns: {_preview(columns)})")
     require(columns, [label, *scores], "--label/--score")
     notes.append(f"classification: label column {label!r}, score column(s) {', '.join(map(repr, scores))}")
-    table = _read(layout, [label, *scores, *sensitive])
+    table = _read(layout, [label, *scores, *sensitive], [s for s in sensitive if s not in (label, *scores)])
     for name in scores:
         _require_numeric(table[name], name)
     missing = _missing(table[label])
@@ -592,7 +613,7 @@ def _classification(args, layout, sensitive, bins, label, scores, notes):
     from . import evaluate
 
     with _Progress(f"scoring {table.num_rows} samples"):
-        report = evaluate(y_true, y_score, {name: attribute_values(table[name]) for name in sensitive},
+        report = evaluate(y_true, y_score, _attributes(layout, table, sensitive),
                           pos_label=pos_label, score_type=args.score_type, score_column=score_column,
                           bins=bins or None, intersectional=args.intersectional)
     if label_info is not None:
@@ -609,16 +630,17 @@ def _segmentation(args, layout, path, sensitive, bins, dice, pred_mask, true_mas
     if dice:
         require(columns, [dice], "--dice")
         notes.append(f"segmentation: Dice column {dice!r}")
-        table = _read(layout, [dice, *sensitive])
+        table = _read(layout, [dice, *sensitive], [s for s in sensitive if s != dice])
         with _Progress(f"scoring {table.num_rows} samples"):
-            return evaluate_segmentation({name: attribute_values(table[name]) for name in sensitive}, dice=table[dice],
+            return evaluate_segmentation(_attributes(layout, table, sensitive), dice=table[dice],
                                          bins=bins or None, intersectional=args.intersectional)
     if not (pred_mask and true_mask):
         raise UsageError("segmentation needs a Dice column (--dice) or both mask columns "
                          "(--pred-mask and --true-mask)")
     require(columns, [pred_mask, true_mask], "--pred-mask/--true-mask")
     notes.append(f"segmentation: masks from the columns {pred_mask!r} and {true_mask!r}")
-    table = _read(layout, [pred_mask, true_mask, *sensitive])
+    table = _read(layout, [pred_mask, true_mask, *sensitive],
+                  [s for s in sensitive if s not in (pred_mask, true_mask)])
     base = Path(path).resolve().parent
     masks = {}
     for option, name in (("--pred-mask", pred_mask), ("--true-mask", true_mask)):
@@ -629,7 +651,7 @@ def _segmentation(args, layout, path, sensitive, bins, dice, pred_mask, true_mas
                              "every sample needs a mask file")
         masks[option] = [base / v for v in values]
     with _Progress(f"scoring {table.num_rows} samples"):
-        return evaluate_segmentation({name: attribute_values(table[name]) for name in sensitive}, pred_masks=masks["--pred-mask"],
+        return evaluate_segmentation(_attributes(layout, table, sensitive), pred_masks=masks["--pred-mask"],
                                      true_masks=masks["--true-mask"], label=_mask_value(args.mask_label),
                                      mask_threshold=args.mask_threshold, empty_score=args.empty_score,
                                      bins=bins or None, intersectional=args.intersectional)

@@ -449,3 +449,50 @@ def test_import_stays_light():
             "print(sorted(m for m in ('pandas', 'numba', 'numpy', 'pyarrow') if m in sys.modules))")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert result.stdout.strip() == "[]", result.stdout + result.stderr
+
+
+def test_text_quirks_read_as_pandas_reads_them(tmp_path, capsys):
+    """Missing-value spellings, dates, True/False, whole floats and a repeated header, as in pandas."""
+    rng = np.random.default_rng(9)
+    n = 240
+    race = rng.choice(["white", "black", "None", "<NA>", "NA", "", "null"], n)
+    visit = rng.choice(["2020-01-03", "2021-02-03", "2022-12-31"], n)
+    smoker = rng.choice(["True", "False", "TRUE", "false"], n)
+    age = rng.choice(["40", "55.0", "NA", "61", "70.5"], n)
+    label = rng.integers(0, 2, n)
+    lines = ["label,prob,race,visit,smoker,age,sex,sex"] + [
+        f"{label[i]},{rng.random():.4f},{race[i]},{visit[i]},{smoker[i]},{age[i]},{'FM'[i % 2]},{'AB'[i % 3 % 2]}"
+        for i in range(n)]
+    path = tmp_path / "quirks.csv"
+    path.write_text("\n".join(lines) + "\n")
+    argv = ["score", path, "--sensitive", "race", "visit", "smoker", "age", "sex.1", "--output"]
+    run_oracle([*argv, tmp_path / "o.json"], capsys)
+    _, _ = compare([*argv[:-1]], capsys)
+    run_fast([*argv, tmp_path / "f.json"], capsys)
+    fast, oracle = (json.loads((tmp_path / f"{w}.json").read_text()) for w in "fo")
+    assert_close(fast["attributes"], oracle["attributes"])
+    assert list(fast["attributes"]["visit"]["groups"]) == ["2020-01-03", "2021-02-03", "2022-12-31"]
+
+
+def test_parquet_row_groups_read_as_dictionaries(tmp_path, capsys):
+    """Text attributes come back dictionary-encoded per row group; categorical labels use their codes."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(10)
+    n = 400
+    race = np.where(np.arange(n) < 150, rng.choice(["white", "black"], n), rng.choice(["asian", "black", "10"], n))
+    frame = pd.DataFrame({
+        "diagnosis": pd.Categorical(rng.choice(["normal", "tumour", "cyst"], n),
+                                    categories=["tumour", "normal", "cyst", "unused"]),
+        "score": rng.random(n), "race": race, "sex": rng.choice(["F", "M", None], n)})
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    pq.write_table(table, tmp_path / "groups.parquet", row_group_size=100)
+    argv = ["score", tmp_path / "groups.parquet", "--label", "diagnosis", "--pos-label", "cyst",
+            "--sensitive", "race", "sex", "--intersectional"]
+    compare(argv, capsys)
+    run_oracle([*argv, "--output", tmp_path / "o.json"], capsys)
+    run_fast([*argv, "--output", tmp_path / "f.json"], capsys)
+    fast, oracle = (json.loads((tmp_path / f"{w}.json").read_text()) for w in "fo")
+    assert_close(fast["metadata"], oracle["metadata"])
+    assert_close(fast["attributes"], oracle["attributes"])
