@@ -612,7 +612,7 @@ def _classification(args, layout, sensitive, bins, label, scores, notes):
         pos_label = None
     from . import evaluate
 
-    with _Progress(f"scoring {table.num_rows} samples"):
+    with _Progress(f"scoring {table.num_rows:,} samples"):
         report = evaluate(y_true, y_score, _attributes(layout, table, sensitive),
                           pos_label=pos_label, score_type=args.score_type, score_column=score_column,
                           bins=bins or None, intersectional=args.intersectional)
@@ -631,7 +631,7 @@ def _segmentation(args, layout, path, sensitive, bins, dice, pred_mask, true_mas
         require(columns, [dice], "--dice")
         notes.append(f"segmentation: Dice column {dice!r}")
         table = _read(layout, [dice, *sensitive], [s for s in sensitive if s != dice])
-        with _Progress(f"scoring {table.num_rows} samples"):
+        with _Progress(f"scoring {table.num_rows:,} samples"):
             return evaluate_segmentation(_attributes(layout, table, sensitive), dice=table[dice],
                                          bins=bins or None, intersectional=args.intersectional)
     if not (pred_mask and true_mask):
@@ -650,7 +650,7 @@ def _segmentation(args, layout, path, sensitive, bins, dice, pred_mask, true_mas
             raise UsageError(f"{option} column {name!r} has no file path in row {row + 1} ({values[row]!r}); "
                              "every sample needs a mask file")
         masks[option] = [base / v for v in values]
-    with _Progress(f"scoring {table.num_rows} samples"):
+    with _Progress(f"scoring {table.num_rows:,} samples"):
         return evaluate_segmentation(_attributes(layout, table, sensitive), pred_masks=masks["--pred-mask"],
                                      true_masks=masks["--true-mask"], label=_mask_value(args.mask_label),
                                      mask_threshold=args.mask_threshold, empty_score=args.empty_score,

@@ -6,6 +6,7 @@ warning lines on stderr, and that an error is exactly one ``fairmedfm-fast: erro
 """
 from __future__ import annotations
 
+import io
 import json
 import math
 import os
@@ -496,3 +497,27 @@ def test_parquet_row_groups_read_as_dictionaries(tmp_path, capsys):
     fast, oracle = (json.loads((tmp_path / f"{w}.json").read_text()) for w in "fo")
     assert_close(fast["metadata"], oracle["metadata"])
     assert_close(fast["attributes"], oracle["attributes"])
+
+
+class _Terminal(io.StringIO):
+    def isatty(self):
+        return True
+
+
+def test_progress_line_only_on_a_terminal(monkeypatch):
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    with cli._Progress("reading big.parquet", delay=0.0) as progress:
+        progress._timer.join(10)  # the step "takes longer" than the delay
+    lines = terminal.getvalue().splitlines()
+    assert lines[0] == "fairmedfm-fast: reading big.parquet ..." and "done in" in lines[1]
+    quick = _Terminal()
+    monkeypatch.setattr(sys, "stderr", quick)
+    with cli._Progress("reading", delay=60.0):
+        pass
+    assert quick.getvalue() == ""
+    pipe = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", pipe)
+    with cli._Progress("reading", delay=0.0) as progress:
+        assert progress._timer is None
+    assert pipe.getvalue() == ""
