@@ -569,7 +569,17 @@ def _read(layout, wanted, groups):
 
 
 def _attributes(layout, table, sensitive):
-    return {name: attribute_values(table[name], layout.is_categorical(name)) for name in sensitive}
+    """The sensitive attributes for ``evaluate``: a dict of Arrow columns, or a DataFrame when one of
+    them is categorical (``evaluate`` reads a dict's values as plain arrays, as fairmedfm does, but a
+    DataFrame's categorical columns in category order, as ``fairmedfm score`` gets them)."""
+    columns = {name: attribute_values(table[name], layout.is_categorical(name)) for name in sensitive}
+    if not any(type(column).__module__.startswith("pandas") for column in columns.values()):
+        return columns
+    import pandas as pd
+
+    return pd.DataFrame({name: column if type(column).__module__.startswith("pandas")
+                         else pd.Series(pd.arrays.ArrowExtensionArray(column.combine_chunks()), copy=False)
+                         for name, column in columns.items()}, copy=False)
 
 
 def _classification(args, layout, sensitive, bins, label, scores, notes):
