@@ -429,27 +429,48 @@ def _float_matrix(table, names):
 
 
 def attribute_values(column, categorical: bool):
-    """A sensitive attribute column for ``evaluate``.
+    """A sensitive attribute column for ``evaluate``, coded cheaply and named as pandas would be.
 
-    Columns stored as dictionaries (``categorical``: pandas categoricals saved to Parquet or
-    Feather) become pandas Categoricals built from the dictionary indices, so their groups keep
-    the category order that ``pandas.read_parquet`` gives them; other columns stay Arrow arrays
-    (dictionary-encoded or not), whose groups are ordered by value.
+    - Columns stored as dictionaries (``categorical``: pandas categoricals saved to Parquet or
+      Feather) become pandas Categoricals over the dictionary indices, keeping the category order
+      that ``pandas.read_parquet`` gives them.
+    - Text columns (dictionary-encoded or not) become Categoricals whose categories are the distinct
+      values in group order, so that ``evaluate`` codes them without hashing every row again.
+    - Numbers become NumPy arrays (missing values as NaN, as in pandas); anything else stays Arrow.
     """
     import pyarrow as pa
 
-    if not (categorical and pa.types.is_dictionary(column.type)):
+    kind = column.type
+    if pa.types.is_integer(kind) or pa.types.is_floating(kind):
+        if isinstance(column, pa.ChunkedArray):
+            column = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
+        return column.to_numpy(zero_copy_only=False)
+    text = pa.types.is_string(kind) or pa.types.is_large_string(kind)
+    if not (text or (pa.types.is_dictionary(kind) and (categorical or pa.types.is_string(kind.value_type)
+                                                         or pa.types.is_large_string(kind.value_type)))):
         return column
+    import numpy as np
     import pandas as pd
     import pyarrow.compute as pc
 
     if isinstance(column, pa.ChunkedArray):
-        column = column.unify_dictionaries()
-        categories = column.chunk(0).dictionary if column.num_chunks else pa.array([], column.type.value_type)
-        indices = pa.chunked_array([chunk.indices for chunk in column.chunks], column.type.index_type)
-    else:
-        categories, indices = column.dictionary, column.indices
-    codes = pc.fill_null(indices, -1).to_numpy()
+        column = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
+    if text:
+        column = pc.dictionary_encode(column)
+    categories, indices = column.dictionary, column.indices
+    if categories.null_count or pc.count_distinct(categories).as_py() < len(categories):
+        return column  # unusual dictionaries: let evaluate hash the values
+    codes = pc.fill_null(indices, -1).to_numpy(zero_copy_only=False)
+    if not categorical:  # categories in group order, as evaluate orders values
+        from ._inputs import _order_key
+
+        values = categories.to_pylist()
+        order = sorted(range(len(values)), key=lambda i: _order_key(values[i]))
+        rank = np.empty(len(values) + 1, dtype=np.int64)
+        rank[order] = np.arange(len(values))
+        rank[-1] = -1  # a missing value (code -1) stays missing
+        codes = rank[codes]
+        categories = categories.take(pa.array(order, pa.int64()))
     return pd.Series(pd.Categorical.from_codes(codes, categories=pd.Index(categories.to_pandas()),
                                                validate=False), copy=False)
 
@@ -569,17 +590,23 @@ def _read(layout, wanted, groups):
 
 
 def _attributes(layout, table, sensitive):
-    """The sensitive attributes for ``evaluate``: a dict of Arrow columns, or a DataFrame when one of
-    them is categorical (``evaluate`` reads a dict's values as plain arrays, as fairmedfm does, but a
-    DataFrame's categorical columns in category order, as ``fairmedfm score`` gets them)."""
+    """The sensitive attributes for ``evaluate``: a DataFrame when one of them became a pandas
+    Categorical (``evaluate`` reads a dict's values as plain arrays, as fairmedfm does, but a
+    DataFrame's categorical columns in category order), else a dict of columns."""
     columns = {name: attribute_values(table[name], layout.is_categorical(name)) for name in sensitive}
     if not any(type(column).__module__.startswith("pandas") for column in columns.values()):
         return columns
+    import numpy as np
     import pandas as pd
 
-    return pd.DataFrame({name: column if type(column).__module__.startswith("pandas")
-                         else pd.Series(pd.arrays.ArrowExtensionArray(column.combine_chunks()), copy=False)
-                         for name, column in columns.items()}, copy=False)
+    def series(column):
+        if type(column).__module__.startswith("pandas") or isinstance(column, np.ndarray):
+            return column
+        if hasattr(column, "combine_chunks"):
+            column = column.combine_chunks()
+        return pd.Series(pd.arrays.ArrowExtensionArray(column), copy=False)
+
+    return pd.DataFrame({name: series(column) for name, column in columns.items()}, copy=False)
 
 
 def _classification(args, layout, sensitive, bins, label, scores, notes):
@@ -674,7 +701,7 @@ def _segmentation(args, layout, path, sensitive, bins, dice, pred_mask, true_mas
 _API_WORDS = (("pos_label", "--pos-label"), ("score_column", "--score-column"),
               ("mask_threshold", "--mask-threshold"), ("empty_score", "--empty-score"),
               ("y_true", "the label column"), ("y_score", "the score column"),
-              ("sensitive_features", "--sensitive"))
+              ("sensitive_features", "--sensitive"), ("remove it from bins", "remove it from --bins"))
 
 
 def cli_message(message) -> str:
