@@ -460,13 +460,16 @@ def attribute_values(column, categorical: bool):
     categories, indices = column.dictionary, column.indices
     if categories.null_count or pc.count_distinct(categories).as_py() < len(categories):
         return column  # unusual dictionaries: let evaluate hash the values
-    codes = pc.fill_null(indices, -1).to_numpy(zero_copy_only=False)
+    if indices.null_count:
+        codes = pc.fill_null(indices, -1).to_numpy(zero_copy_only=False)
+    else:
+        codes = indices.to_numpy(zero_copy_only=False)
     if not categorical:  # categories in group order, as evaluate orders values
         from ._inputs import _order_key
 
         values = categories.to_pylist()
         order = sorted(range(len(values)), key=lambda i: _order_key(values[i]))
-        rank = np.empty(len(values) + 1, dtype=np.int64)
+        rank = np.empty(len(values) + 1, dtype=np.min_scalar_type(-len(values) - 1))
         rank[order] = np.arange(len(values))
         rank[-1] = -1  # a missing value (code -1) stays missing
         codes = rank[codes]
