@@ -596,6 +596,17 @@ def _attributes(layout, table, sensitive):
     """The sensitive attributes for ``evaluate``: a DataFrame when one of them became a pandas
     Categorical (``evaluate`` reads a dict's values as plain arrays, as fairmedfm does, but a
     DataFrame's categorical columns in category order), else a dict of columns."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    for name in sensitive:
+        column = table[name]
+        if pa.types.is_nested(column.type):
+            raise UsageError(f"the sensitive attribute {name!r} holds {column.type} values; it needs one plain "
+                             "value (a string or a number) per row")
+        if column.null_count == len(column) or pc.sum(_missing(column)).as_py() == len(column):
+            raise UsageError(f"the sensitive attribute {name!r} has no values (all {len(column)} rows are "
+                             "missing); leave it out of --sensitive")
     columns = {name: attribute_values(table[name], layout.is_categorical(name)) for name in sensitive}
     if not any(type(column).__module__.startswith("pandas") for column in columns.values()):
         return columns
@@ -752,7 +763,12 @@ def _run(args) -> int:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the report carries its warnings; stderr gets them once
             report, notes = score(args)
-    except (ValueError, OSError, ImportError, LookupError, NotImplementedError) as exc:
+            text = _render(report, args.format)  # before any output, so that a failure is one line
+            if args.output:
+                _write(report, args.output)
+    except _OutputError as exc:
+        return _error(str(exc))
+    except (ValueError, OSError, ImportError, NotImplementedError) as exc:
         return _error(cli_message(exc))
     except MemoryError:
         return _error("out of memory; score fewer rows at a time or read fewer columns", 1)
@@ -767,20 +783,7 @@ def _run(args) -> int:
         print(f"{PROG}: warning: {cli_message(warning)}", file=sys.stderr)
     sys.stderr.flush()
     try:
-        if args.output:
-            _write(report, args.output)
-    except OSError as exc:
-        return _error(f"cannot write --output {str(args.output)!r}: {exc.strerror or exc}; check the folder "
-                      "and its permissions")
-    try:
-        if args.format == "table":
-            print(report.summary.to_string(float_format=lambda v: f"{v:.4f}"))
-        else:
-            import json
-
-            attributes = report.to_dict()["attributes"]
-            json.dump({name: entry["summary"] for name, entry in attributes.items()}, sys.stdout, indent=2)
-            sys.stdout.write("\n")
+        sys.stdout.write(text)
         sys.stdout.flush()
     except BrokenPipeError:  # e.g. piped into head
         devnull = os.open(os.devnull, os.O_WRONLY)
@@ -788,12 +791,30 @@ def _run(args) -> int:
     return 0
 
 
+class _OutputError(Exception):
+    """--output could not be written."""
+
+
+def _render(report, form: str) -> str:
+    """What goes to stdout: the summary per attribute, as JSON or as a table."""
+    if form == "table":
+        return report.summary.to_string(float_format=lambda v: f"{v:.4f}") + "\n"
+    import json
+
+    attributes = report.to_dict()["attributes"]
+    return json.dumps({name: entry["summary"] for name, entry in attributes.items()}, indent=2) + "\n"
+
+
 def _write(report, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if path.suffix.lower() == ".csv":
-        report.by_group.to_csv(path)
-    else:
-        report.to_json(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.suffix.lower() == ".csv":
+            report.by_group.to_csv(path)
+        else:
+            report.to_json(path)
+    except OSError as exc:
+        raise _OutputError(f"cannot write --output {str(path)!r}: {exc.strerror or exc}; check the folder and "
+                           "its permissions") from None
 
 
 if __name__ == "__main__":

@@ -521,3 +521,20 @@ def test_progress_line_only_on_a_terminal(monkeypatch):
     with cli._Progress("reading", delay=0.0) as progress:
         assert progress._timer is None
     assert pipe.getvalue() == ""
+
+
+def test_errors_where_fairmedfm_crashes_or_guesses(tmp_path, capsys):
+    # an attribute with no value at all (fairmedfm 0.4.2 ends in a KeyError traceback)
+    (tmp_path / "empty_attribute.csv").write_text("label,prob,sex\n1,0.1,\n0,0.2,\n1,0.3,\n0,0.5,\n")
+    assert_one_error(["score", tmp_path / "empty_attribute.csv"], capsys, contains=["'sex'", "no values"])
+    # nested values cannot be groups
+    (tmp_path / "nested.jsonl").write_text('{"label":1,"prob":0.2,"sex":[1,2]}\n{"label":0,"prob":0.3,"sex":[3]}\n')
+    assert_one_error(["score", tmp_path / "nested.jsonl"], capsys, contains=["'sex'", "one plain value"])
+    # every row without a label
+    (tmp_path / "no_labels.csv").write_text("label,prob,sex\n,0.1,F\n,0.2,M\n")
+    assert_one_error(["score", tmp_path / "no_labels.csv"], capsys, contains=["label"])
+    # an --output that cannot be written: nothing but the error line
+    (tmp_path / "file").write_text("")
+    (tmp_path / "ok.csv").write_text("label,prob,sex\n1,0.1,F\n0,0.2,M\n1,0.3,F\n0,0.5,M\n")
+    assert_one_error(["score", tmp_path / "ok.csv", "--output", tmp_path / "file" / "report.json"], capsys,
+                     contains=["--output"])
