@@ -441,6 +441,7 @@ def attribute_values(column, categorical: bool):
     import pyarrow as pa
 
     kind = column.type
+    categorical = categorical and pa.types.is_dictionary(kind)  # (a join key is read back as text)
     if pa.types.is_integer(kind) or pa.types.is_floating(kind):
         if isinstance(column, pa.ChunkedArray):
             column = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
