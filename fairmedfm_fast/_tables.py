@@ -263,8 +263,14 @@ class _JSONLines(Table):
         super().__init__(path, kind, role)
         import pyarrow.json as pajson
 
-        self._table = pajson.read_json(path, read_options=pajson.ReadOptions(use_threads=True,
-                                                                             block_size=_BLOCK_SIZE))
+        options = pajson.ReadOptions(use_threads=True, block_size=_BLOCK_SIZE)
+        self._table = pajson.read_json(path, read_options=options)
+        temporal = [field.name for field in self._table.schema if pa.types.is_temporal(field.type)]
+        if temporal:  # pandas keeps dates as they are written: read them again as text
+            text = pa.schema([(name, pa.string()) for name in temporal])
+            names = self._table.schema.names
+            self._table = pajson.read_json(path, read_options=options,
+                                           parse_options=pajson.ParseOptions(explicit_schema=text)).select(names)
         self.columns = [str(name) for name in self._table.schema.names]
 
     def _read(self, columns, groups=frozenset()):
@@ -273,8 +279,6 @@ class _JSONLines(Table):
             column = self._table[name]
             if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
                 column = _json_text(column)
-            elif pa.types.is_temporal(column.type):
-                column = pc.cast(column, pa.string())
             out[name] = column
         return pa.table(out)
 

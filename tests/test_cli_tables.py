@@ -175,3 +175,11 @@ def test_bom_is_not_part_of_the_first_name(tmp_path):
     path = tmp_path / "bom.csv"
     path.write_bytes(b"\xef\xbb\xbfsex,label\nF,1\n")
     assert open_table(path).columns == list(pd.read_csv(io.BytesIO(path.read_bytes())).columns) == ["sex", "label"]
+
+
+def test_json_lines_dates_stay_text_in_place(tmp_path):
+    path = tmp_path / "dates.jsonl"
+    path.write_text('{"a": 1, "visit": "2020-01-03", "z": "x"}\n{"a": 2, "visit": "2021-02-03", "z": "y"}\n')
+    table = open_table(path)
+    assert table.columns == list(pd.read_json(path, lines=True).columns) == ["a", "visit", "z"]
+    assert table.read(["visit"])["visit"].to_pylist() == ["2020-01-03", "2021-02-03"]
