@@ -174,6 +174,10 @@ class _CSV(Table):
             # read everything as text and infer per column as pandas does.
             table = self._read_csv(columns, {name: pa.string() for name in columns})
             return pa.table({name: _infer_text(table[name]) for name in columns})
+        binary = [name for name in columns if pa.types.is_binary(table.schema.field(name).type)]
+        if binary:
+            raise TableError(f"{self.role} {str(self.path)!r}: column {binary[0]!r} is not UTF-8 text; save the "
+                             "table as UTF-8 (e.g. in pandas: to_csv(..., encoding='utf-8'))")
         temporal = [name for name in columns if pa.types.is_temporal(table.schema.field(name).type)]
         if temporal:  # pandas keeps dates and times as text
             text = self._read_csv(temporal, {name: pa.string() for name in temporal})

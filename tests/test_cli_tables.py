@@ -183,3 +183,10 @@ def test_json_lines_dates_stay_text_in_place(tmp_path):
     table = open_table(path)
     assert table.columns == list(pd.read_json(path, lines=True).columns) == ["a", "visit", "z"]
     assert table.read(["visit"])["visit"].to_pylist() == ["2020-01-03", "2021-02-03"]
+
+
+def test_csv_that_is_not_utf8(tmp_path):
+    path = tmp_path / "latin1.csv"
+    path.write_bytes("sex,label\nF\xe9,1\nM,0\n".encode("latin-1"))
+    with pytest.raises(TableError, match="UTF-8"):
+        open_table(path).read(["sex", "label"])
