@@ -538,3 +538,36 @@ def test_errors_where_fairmedfm_crashes_or_guesses(tmp_path, capsys):
     (tmp_path / "ok.csv").write_text("label,prob,sex\n1,0.1,F\n0,0.2,M\n1,0.3,F\n0,0.5,M\n")
     assert_one_error(["score", tmp_path / "ok.csv", "--output", tmp_path / "file" / "report.json"], capsys,
                      contains=["--output"])
+
+
+def test_columns_reach_evaluate_without_python_objects(tmp_path, capsys, monkeypatch):
+    import pyarrow as pa
+
+    import fairmedfm_fast.evaluation as evaluation
+
+    seen = {}
+    original = evaluation.evaluate
+
+    def spy(y_true, y_score, sensitive_features, **kwargs):
+        seen.update(y_true=y_true, y_score=y_score, sensitive=sensitive_features)
+        return original(y_true, y_score, sensitive_features, **kwargs)
+
+    monkeypatch.setattr(evaluation, "evaluate", spy)
+    rng = np.random.default_rng(11)
+    n = 200
+    frame = pd.DataFrame({"target": rng.choice(["sick", "healthy"], n), "score": rng.random(n),
+                          "sex": rng.choice(["F", "M"], n), "site": rng.integers(1, 4, n)})
+    frame.to_parquet(tmp_path / "t.parquet", index=False)
+    assert run_fast(["score", tmp_path / "t.parquet", "--pos-label", "sick"], capsys)[0] == 0
+
+    def plain(values):
+        if isinstance(values, (pa.Array, pa.ChunkedArray)):
+            return not pa.types.is_string(values.type)
+        if isinstance(values, pd.Series):
+            return values.dtype != object and not pd.api.types.is_string_dtype(values.dtype)
+        return np.asarray(values).dtype != object
+
+    assert plain(seen["y_true"]) and plain(seen["y_score"])
+    columns = seen["sensitive"]
+    assert all(plain(columns[name]) for name in ("sex", "site"))
+    assert isinstance(columns["sex"].dtype, pd.CategoricalDtype)  # text: codes, not strings
