@@ -106,7 +106,7 @@ class Table:
         """
         wanted = list(dict.fromkeys(columns))
         try:
-            table = self._read(wanted) if not groups else self._read(wanted, set(groups))
+            table = self._read(wanted, set(groups))
         except TableError:
             raise
         except MemoryError:
