@@ -44,13 +44,19 @@ class Arranged:
     sizes: np.ndarray  # int64 (K,), groups per grouping
     weights: np.ndarray | None
     is_sorted: bool
+    log_loss: np.ndarray | None = None  # per-sample BCE terms, made on first use
+
+    def log_loss_terms(self) -> np.ndarray:
+        if self.log_loss is None:
+            self.log_loss = _kernels()[1].log_loss_terms(self.scores, self.labels)
+        return self.log_loss
 
     @property
     def slot_starts(self) -> np.ndarray:
         return np.concatenate(([0], np.cumsum(self.sizes + 1)))
 
     def with_codes(self, codes: np.ndarray, sizes: np.ndarray) -> Arranged:
-        return Arranged(self.scores, self.labels, codes, sizes, self.weights, self.is_sorted)
+        return Arranged(self.scores, self.labels, codes, sizes, self.weights, self.is_sorted, self.log_loss)
 
 
 def _code_dtype(largest: int) -> np.dtype:
@@ -128,7 +134,8 @@ def compute(scores: np.ndarray, labels: np.ndarray, code_rows: list[np.ndarray],
 
 
 def measure(arranged: Arranged, wanted: set[str] | None = None, threshold: float = 0.5,
-            fixed_best: float | None = None, weights: np.ndarray | None = None) -> list[Grouping]:
+            fixed_best: float | None = None, weights: np.ndarray | None = None,
+            sample_counts: bool = True) -> list[Grouping]:
     """Metrics of every slot of every grouping.
 
     Parameters
@@ -142,6 +149,9 @@ def measure(arranged: Arranged, wanted: set[str] | None = None, threshold: float
         Decision threshold of the ``@best_f1`` metrics instead of each grouping's best-F1 one.
     weights : float64 array of shape (n,), optional
         Overrides ``arranged.weights`` (e.g. bootstrap counts over the arranged order).
+    sample_counts : bool, default True
+        With weights, also count samples (``Grouping.count``); otherwise ``count`` holds the
+        weighted totals, which is all a bootstrap resample needs.
     """
     ranking, calibration = _kernels()
     keys = set(all_keys()) if wanted is None else set(wanted)
@@ -157,7 +167,9 @@ def measure(arranged: Arranged, wanted: set[str] | None = None, threshold: float
     totals = calibration.score_ranges(scores, labels, codes, sizes, weights)
     positives, low, high = totals[1], totals[2], totals[3]
     negatives = totals[0] - positives
-    count = totals[0] if weights is None else calibration.score_ranges(scores, labels, codes, sizes)[0]
+    count = totals[0]
+    if weights is not None and sample_counts:
+        count = calibration.score_ranges(scores, labels, codes, sizes)[0]
     per_slot: dict[str, np.ndarray] = {}
     with np.errstate(divide="ignore", invalid="ignore"):
         if "auc" in base:
@@ -166,7 +178,7 @@ def measure(arranged: Arranged, wanted: set[str] | None = None, threshold: float
             auc[(positives == 0) | (negatives == 0)] = np.nan
             per_slot["auc"] = auc
         if "bce" in base:
-            per_slot["bce"] = -calibration.log_loss_sums(scores, labels, codes, sizes, weights) / totals[0]
+            per_slot["bce"] = calibration.slot_sums(arranged.log_loss_terms(), codes, sizes, weights) / totals[0]
         if "ece" in base:
             edges = calibration.equal_width_edges(low, high, ECE_BINS)
             bins = calibration.binned_calibration(scores, labels, codes, sizes, edges, False, weights)

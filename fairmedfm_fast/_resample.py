@@ -86,7 +86,7 @@ def bootstrap(arranged: _engine.Arranged, n_attributes: int, valid_groups: list[
         resampling.stratified_bootstrap_counts(members, starts, seed, r, weights)
         if arranged.weights is not None:
             weights *= arranged.weights
-        groupings = _engine.measure(arranged, None, fixed_best=fixed_best, weights=weights)
+        groupings = _engine.measure(arranged, None, fixed_best=fixed_best, weights=weights, sample_counts=False)
         for a in range(n_attributes):
             grouping, g = groupings[a], int(sizes[a])
             for j, key in enumerate(keys):

@@ -106,28 +106,6 @@ def equal_width_edges(low, high, n_bins):
     return edges
 
 
-@inline_kernel
-def _bin_of(edges, slot, score, include_lowest, guess_origin, guess_scale):
-    # The bin of pandas: right-closed (edge[b], edge[b + 1]]; the lowest edge itself belongs to bin 0
-    # only with include_lowest (pandas.qcut). -1 when outside every bin. A guess from the (nearly)
-    # uniform spacing, corrected against the exact edges, replaces a binary search.
-    n_bins = edges.shape[1] - 1
-    if include_lowest and score == edges[slot, 0]:
-        return 0
-    b = int((score - guess_origin) * guess_scale)
-    if b < 0:
-        b = 0
-    elif b > n_bins - 1:
-        b = n_bins - 1
-    while b > 0 and score <= edges[slot, b]:
-        b -= 1
-    while b < n_bins - 1 and score > edges[slot, b + 1]:
-        b += 1
-    if score <= edges[slot, b] or score > edges[slot, b + 1]:
-        return -1
-    return b
-
-
 @kernel
 def binned_calibration(scores, labels, codes, n_groups, edges, include_lowest, weights=None):
     """Per slot and bin: sample count, sum of scores (compensated) and sum of labels.
@@ -172,8 +150,21 @@ def binned_calibration(scores, labels, codes, n_groups, edges, include_lowest, w
             if code < 0:
                 continue
             for slot in (offsets[k] + code, offsets[k] + n_groups[k]):
-                b = _bin_of(edges, slot, score, include_lowest, origin[slot], scale[slot])
+                # The bin of pandas: right-closed (edge[b], edge[b + 1]]; the lowest edge itself is in
+                # bin 0 only with include_lowest (pandas.qcut). A guess from the (nearly) uniform
+                # spacing, corrected against the exact edges, replaces a binary search. (Written out
+                # here rather than in a helper: inlined helpers with several exits cost ~2x here.)
+                b = int((score - origin[slot]) * scale[slot])
                 if b < 0:
+                    b = 0
+                elif b > n_bins - 1:
+                    b = n_bins - 1
+                while b > 0 and score <= edges[slot, b]:
+                    b -= 1
+                while b < n_bins - 1 and score > edges[slot, b + 1]:
+                    b += 1
+                inside = score > edges[slot, b] and score <= edges[slot, b + 1]
+                if not inside and not (include_lowest and b == 0 and score == edges[slot, 0]):
                     continue
                 cell = slot * n_bins + b
                 count[cell] += w
@@ -211,11 +202,38 @@ def calibration_error(count, label_sum, score_sum, variant):
 
 
 @kernel
-def log_loss_sums(scores, labels, codes, n_groups, weights=None):
-    """Per slot, the compensated sum of ``y log p + (1 - y) log(1 - p)``, logs clamped below at -100.
+def log_loss_terms(scores, labels):
+    """Per sample, ``-(y log p + (1 - y) log(1 - p))`` with each log clamped below at -100.
 
-    The clamp is ``torch.nn.BCELoss``'s, so scores of exactly 0 or 1 give finite terms. BCE is
-    ``-sum / count``. ``labels`` may be uint8 (0/1) or float64 (soft labels).
+    The clamp is ``torch.nn.BCELoss``'s, so scores of exactly 0 or 1 give finite terms. ``labels``
+    may be uint8 (0/1: one logarithm per sample) or float64 (soft labels: both, weighted).
+    BCE of a slot is the mean of its terms (:func:`slot_sums` divided by the count).
+    """
+    n = scores.shape[0]
+    out = np.empty(n)
+    for i in range(n):
+        p = float(scores[i])
+        y = labels[i]
+        if y == 1:
+            out[i] = -max(np.log(p), -100.0)
+        elif y == 0:
+            out[i] = -max(np.log(1.0 - p), -100.0)
+        else:
+            y = float(y)
+            out[i] = -(y * max(np.log(p), -100.0) + (1.0 - y) * max(np.log(1.0 - p), -100.0))
+    return out
+
+
+@kernel
+def slot_sums(values, codes, n_groups, weights=None):
+    """Per slot, the compensated (Neumaier) sum of ``values`` (weighted when ``weights`` is given).
+
+    Parameters
+    ----------
+    values : float64 array of shape (n,)
+    codes : integer array of shape (K, n); negative = not in the grouping
+    n_groups : int64 array of shape (K,)
+    weights : float64 array of shape (n,), optional
     """
     offsets, n_slots = slot_offsets(n_groups)
     n_groupings, n = codes.shape
@@ -225,10 +243,7 @@ def log_loss_sums(scores, labels, codes, n_groups, weights=None):
         w = weight_of(weights, i)
         if w == 0:
             continue
-        p = float(scores[i])
-        y = float(labels[i])
-        # Both logs, as in the reference formula; for y in {0, 1} this is exactly one of them.
-        term = w * (y * max(np.log(p), -100.0) + (1.0 - y) * max(np.log(1.0 - p), -100.0))
+        term = w * values[i]
         for k in range(n_groupings):
             code = codes[k, i]
             if code < 0:

@@ -33,7 +33,7 @@ def stratified_bootstrap_counts(members, stratum_starts, seed, resample, out):
     Parameters
     ----------
     members : intp array of shape (n,)
-        Sample positions grouped by stratum.
+        Sample positions grouped by stratum, ascending within each stratum.
     stratum_starts : intp array of shape (n_strata + 1,)
         Stratum ``c`` is ``members[stratum_starts[c]:stratum_starts[c + 1]]``.
     seed : uint64
@@ -41,16 +41,22 @@ def stratified_bootstrap_counts(members, stratum_starts, seed, resample, out):
         The resample's number (its random stream).
     out : float64 array of shape (n,), overwritten with the counts
     """
-    out[:] = 0.0
     stream = np.uint64(resample)
+    largest = 0
+    for c in range(stratum_starts.shape[0] - 1):
+        largest = max(largest, stratum_starts[c + 1] - stratum_starts[c])
+    tally = np.empty(largest, np.int32)  # draws per member of the current stratum
     for c in range(stratum_starts.shape[0] - 1):
         start = stratum_starts[c]
         size = stratum_starts[c + 1] - start
+        tally[:size] = 0
         for t in range(size):
             pick = int(_uniform(seed, stream, start + t) * size)
             if pick >= size:  # guard against rounding at the top of [0, 1)
                 pick = size - 1
-            out[members[start + pick]] += 1.0
+            tally[pick] += 1
+        for j in range(size):  # members ascend: the writes stream through `out`
+            out[members[start + j]] = tally[j]
 
 
 @kernel
