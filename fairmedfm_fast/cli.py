@@ -138,6 +138,22 @@ def build_parser() -> argparse.ArgumentParser:
     seg.add_argument("--empty-score", type=float, default=1.0, metavar="D",
                      help="Dice when both masks of a sample are empty (default 1; torchmetrics gives 0)")
 
+    more = score.add_argument_group("beyond fairmedfm score")
+    more.add_argument("--threshold", type=float, metavar="T",
+                      help="classification: a fixed decision threshold (e.g. chosen on validation data) for "
+                      "the @best_f1 metrics, instead of the best-F1 threshold of this table")
+    more.add_argument("--bootstrap", type=int, default=0, metavar="N",
+                      help="N group-stratified bootstrap resamples: 95%% intervals for every summary metric")
+    more.add_argument("--permutations", type=int, default=0, metavar="N",
+                      help="N permutations of the group labels: a p-value for every gap")
+    more.add_argument("--seed", type=int, metavar="S", help="random seed of --bootstrap and --permutations")
+    more.add_argument("--plot", type=Path, metavar="FILE.png", help="also save a figure (see --plot-kind)")
+    more.add_argument("--plot-kind", choices=["roc", "reliability", "bars", "dice"], metavar="KIND",
+                      help="roc, reliability, bars or dice (default: roc for classification, dice for "
+                      "segmentation)")
+    more.add_argument("--html", type=Path, metavar="FILE.html",
+                      help="also save a self-contained HTML report (tables, figures, warnings)")
+
     out = score.add_argument_group("output")
     out.add_argument("--output", type=Path, metavar="FILE",
                      help="also write the full report (.json) or the per-group table (.csv)")
@@ -624,6 +640,28 @@ def _attributes(layout, table, sensitive):
     return pd.DataFrame({name: series(column) for name, column in columns.items()}, copy=False)
 
 
+def _extensions(args, function, task: str) -> dict:
+    """Keyword arguments of the options beyond ``fairmedfm score`` that were given."""
+    import inspect
+
+    wanted = {}
+    if args.threshold is not None:
+        wanted["threshold"] = ("--threshold", args.threshold)
+    for option, name, value in (("--bootstrap", "n_boot", args.bootstrap),
+                                ("--permutations", "n_permutations", args.permutations)):
+        if value < 0:
+            raise UsageError(f"{option} {value}: give a number of resamples, 0 or more (e.g. {option} 1000)")
+        if value:
+            wanted[name] = (option, value)
+    if args.seed is not None and (args.bootstrap or args.permutations):
+        wanted["random_state"] = ("--seed", args.seed)
+    accepted = inspect.signature(function).parameters
+    for name, (option, _) in wanted.items():
+        if name not in accepted:
+            raise UsageError(f"{option} does not apply to {task} in this version; leave it out")
+    return {name: value for name, (_, value) in wanted.items()}
+
+
 def _classification(args, layout, sensitive, bins, label, scores, notes):
     import pyarrow.compute as pc
 
@@ -667,7 +705,8 @@ def _classification(args, layout, sensitive, bins, label, scores, notes):
     with _Progress(f"scoring {table.num_rows:,} samples"):
         report = evaluate(y_true, y_score, _attributes(layout, table, sensitive),
                           pos_label=pos_label, score_type=args.score_type, score_column=score_column,
-                          bins=bins or None, intersectional=args.intersectional)
+                          bins=bins or None, intersectional=args.intersectional,
+                          **_extensions(args, evaluate, "classification"))
     if label_info is not None:
         report.metadata = {**label_info, **report.metadata}
     return report
@@ -685,7 +724,8 @@ def _segmentation(args, layout, path, sensitive, bins, dice, pred_mask, true_mas
         table = _read(layout, [dice, *sensitive], [s for s in sensitive if s != dice])
         with _Progress(f"scoring {table.num_rows:,} samples"):
             return evaluate_segmentation(_attributes(layout, table, sensitive), dice=table[dice],
-                                         bins=bins or None, intersectional=args.intersectional)
+                                         bins=bins or None, intersectional=args.intersectional,
+                                         **_extensions(args, evaluate_segmentation, "segmentation"))
     if not (pred_mask and true_mask):
         raise UsageError("segmentation needs a Dice column (--dice) or both mask columns "
                          "(--pred-mask and --true-mask)")
@@ -706,7 +746,8 @@ def _segmentation(args, layout, path, sensitive, bins, dice, pred_mask, true_mas
         return evaluate_segmentation(_attributes(layout, table, sensitive), pred_masks=masks["--pred-mask"],
                                      true_masks=masks["--true-mask"], label=_mask_value(args.mask_label),
                                      mask_threshold=args.mask_threshold, empty_score=args.empty_score,
-                                     bins=bins or None, intersectional=args.intersectional)
+                                     bins=bins or None, intersectional=args.intersectional,
+                                     **_extensions(args, evaluate_segmentation, "segmentation"))
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -767,6 +808,10 @@ def _run(args) -> int:
             text = _render(report, args.format)  # before any output, so that a failure is one line
             if args.output:
                 _write(report, args.output)
+            if args.plot:
+                _write_plot(report, args.plot, args.plot_kind)
+            if args.html:
+                _write_file(args.html, "--html", lambda path: report.to_html(path))
     except _OutputError as exc:
         return _error(str(exc))
     except (ValueError, OSError, ImportError, NotImplementedError) as exc:
@@ -797,24 +842,61 @@ class _OutputError(Exception):
 
 
 def _render(report, form: str) -> str:
-    """What goes to stdout: the summary per attribute, as JSON or as a table."""
+    """What goes to stdout: the summary per attribute, as JSON or as a table.
+
+    With --bootstrap or --permutations, each attribute also gets ``"ci"`` (metric -> [low, high])
+    and ``"p_values"`` (gap -> p); without them the output is that of ``fairmedfm score``.
+    """
+    ci, p_values = getattr(report, "ci", None), getattr(report, "p_values", None)
     if form == "table":
-        return report.summary.to_string(float_format=lambda v: f"{v:.4f}") + "\n"
+        def table(frame):
+            return frame.to_string(float_format=lambda v: f"{v:.4f}") + "\n"
+
+        text = table(report.summary)
+        if ci is not None:
+            text += f"\n{ci['level']:.0%} bootstrap intervals ({ci['n_boot']} resamples)\n" + table(ci["summary"])
+        if p_values is not None:
+            text += "\npermutation p-values\n" + table(p_values)
+        return text
     import json
 
-    attributes = report.to_dict()["attributes"]
-    return json.dumps({name: entry["summary"] for name, entry in attributes.items()}, indent=2) + "\n"
+    result = report.to_dict()
+    out = {name: entry["summary"] for name, entry in result["attributes"].items()}
+    for name, summary in out.items():
+        if "ci" in result and name in result["ci"]["summary"]:
+            bounds = result["ci"]["summary"][name]
+            summary["ci"] = {key[:-3]: [bounds[key], bounds[key[:-3] + "_hi"]] for key in bounds
+                             if key.endswith("_lo")}
+        if "p_values" in result and name in result["p_values"]:
+            summary["p_values"] = result["p_values"][name]
+    return json.dumps(out, indent=2) + "\n"
 
 
 def _write(report, path: Path) -> None:
+    if path.suffix.lower() == ".csv":
+        _write_file(path, "--output", report.by_group.to_csv)
+    else:
+        _write_file(path, "--output", report.to_json)
+
+
+def _write_plot(report, path: Path, kind) -> None:
+    if kind is None:
+        kind = "dice" if report.task == "seg" else "roc"
+    figure = report.plot(kind)
+    try:
+        _write_file(path, "--plot", figure.savefig)
+    finally:
+        import matplotlib.pyplot as plt
+
+        plt.close(figure)
+
+
+def _write_file(path: Path, option: str, write) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        if path.suffix.lower() == ".csv":
-            report.by_group.to_csv(path)
-        else:
-            report.to_json(path)
+        write(path)
     except OSError as exc:
-        raise _OutputError(f"cannot write --output {str(path)!r}: {exc.strerror or exc}; check the folder and "
+        raise _OutputError(f"cannot write {option} {str(path)!r}: {exc.strerror or exc}; check the folder and "
                            "its permissions") from None
 
 

@@ -409,13 +409,16 @@ def test_help_and_version(capsys):
         assert option in out
 
 
+EXTENSIONS = {"--threshold", "--bootstrap", "--permutations", "--seed", "--plot", "--plot-kind", "--html"}
+
+
 def test_same_options_and_defaults_as_fairmedfm():
     ours = cli.build_parser()._subparsers._group_actions[0].choices["score"]
     theirs = fairmedfm_cli._parser()._subparsers._group_actions[0].choices["score"]
 
     def options(parser):
         return {tuple(a.option_strings): (a.dest, a.default, a.nargs, a.choices) for a in parser._actions
-                if a.option_strings and a.dest != "help"}
+                if a.option_strings and a.dest != "help" and not EXTENSIONS & set(a.option_strings)}
 
     assert options(ours) == options(theirs)
 
@@ -571,3 +574,53 @@ def test_columns_reach_evaluate_without_python_objects(tmp_path, capsys, monkeyp
     columns = seen["sensitive"]
     assert all(plain(columns[name]) for name in ("sex", "site"))
     assert isinstance(columns["sex"].dtype, pd.CategoricalDtype)  # text: codes, not strings
+
+
+# ------------------------------------------------------------------------------------------------
+# Options beyond fairmedfm score: passed through to evaluate
+
+
+def test_threshold_bootstrap_and_permutations_pass_through(data, capsys):
+    import fairmedfm_fast as fm
+
+    argv = ["score", data / "p.parquet", "--sensitive", "sex", "race", "--threshold", "0.4",
+            "--bootstrap", "60", "--permutations", "40", "--seed", "3"]
+    code, out, _ = run_fast(argv, capsys)
+    assert code == 0
+    printed = json.loads(out)
+    assert run_fast(argv, capsys)[1] == out  # the seed fixes the resamples
+    frame = pd.read_parquet(data / "p.parquet")
+    report = fm.evaluate(frame["label"], frame["prob"], frame[["sex", "race"]], threshold=0.4, n_boot=60,
+                         n_permutations=40, random_state=3)
+    result = report.to_dict()
+    for name in ("sex", "race"):
+        expected = dict(result["attributes"][name]["summary"])
+        bounds = result["ci"]["summary"][name]
+        expected["ci"] = {key[:-3]: [bounds[key], bounds[key[:-3] + "_hi"]] for key in bounds if key.endswith("_lo")}
+        expected["p_values"] = result["p_values"][name]
+        assert_close(printed[name], expected, name)
+    assert printed["sex"]["ci"]["auc-gap"][0] <= printed["sex"]["auc-gap"] <= printed["sex"]["ci"]["auc-gap"][1]
+    code, table, _ = run_fast([*argv, "--format", "table"], capsys)
+    assert code == 0 and "bootstrap intervals (60 resamples)" in table and "permutation p-values" in table
+
+
+def test_plot_and_html_files(data, tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    argv = ["score", data / "p.csv", "--sensitive", "sex", "--plot", tmp_path / "figs" / "roc.png",
+            "--html", tmp_path / "audit.html"]
+    code, out, _ = run_fast(argv, capsys)
+    assert code == 0 and json.loads(out)
+    assert (tmp_path / "figs" / "roc.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    page = (tmp_path / "audit.html").read_text()
+    assert "<table" in page and "data:image/png;base64" in page
+    code, _, _ = run_fast([*argv[:4], "--plot-kind", "reliability", "--plot", tmp_path / "rel.png"], capsys)
+    assert code == 0 and (tmp_path / "rel.png").exists()
+
+
+def test_extension_errors(data, tmp_path, capsys):
+    assert_one_error(["score", data / "p.csv", "--sensitive", "sex", "--bootstrap", "-5"], capsys,
+                     contains=["--bootstrap"])
+    assert_one_error(["score", data / "p.csv", "--sensitive", "sex", "--threshold", "x"], capsys,
+                     contains=["--threshold"])
+    assert_one_error(["score", data / "p.csv", "--sensitive", "sex", "--plot-kind", "pie"], capsys,
+                     contains=["--plot-kind"])
