@@ -624,3 +624,20 @@ def test_extension_errors(data, tmp_path, capsys):
                      contains=["--threshold"])
     assert_one_error(["score", data / "p.csv", "--sensitive", "sex", "--plot-kind", "pie"], capsys,
                      contains=["--plot-kind"])
+
+
+def test_interrupt_and_unexpected_errors(data, capsys, monkeypatch):
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "score", interrupted)
+    code, out, err = run_fast(["score", data / "p.csv"], capsys)
+    assert code == 130 and out == "" and len(err.splitlines()) == 1
+
+    def broken(args):
+        raise RuntimeError("something\nunforeseen")
+
+    monkeypatch.setattr(cli, "score", broken)
+    code, out, err = run_fast(["score", data / "p.csv"], capsys)
+    assert code == 1 and out == ""
+    assert err.splitlines() == [err.strip()] and "RuntimeError: something unforeseen" in err and "bug" in err
