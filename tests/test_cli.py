@@ -641,3 +641,17 @@ def test_interrupt_and_unexpected_errors(data, capsys, monkeypatch):
     code, out, err = run_fast(["score", data / "p.csv"], capsys)
     assert code == 1 and out == ""
     assert err.splitlines() == [err.strip()] and "RuntimeError: something unforeseen" in err and "bug" in err
+
+
+@needs_segmentation
+def test_segmentation_extensions(tmp_path, capsys):
+    rng = np.random.default_rng(12)
+    n = 150
+    pd.DataFrame({"dice": rng.random(n), "sex": rng.choice(["F", "M"], n)}).to_csv(tmp_path / "d.csv", index=False)
+    assert_one_error(["score", tmp_path / "d.csv", "--threshold", "0.5"], capsys, contains=["--threshold"])
+    code, out, _ = run_fast(["score", tmp_path / "d.csv", "--bootstrap", "30", "--permutations", "30",
+                             "--seed", "1"], capsys)
+    assert code == 0
+    printed = json.loads(out)["sex"]
+    assert printed["ci"]["delta_dice"][0] <= printed["delta_dice"] <= printed["ci"]["delta_dice"][1]
+    assert set(printed["p_values"]) >= {"delta_dice"}
