@@ -901,10 +901,13 @@ def score_command(args: Any) -> tuple[FairnessReport, list[str]]:
         if task == "auto":
             task = "seg" if (dice or (pred_mask and true_mask)) and not (label and scores) else "cls"
         if task == "seg":
+            from . import evaluate_segmentation as in_memory_segmentation
+
+            extra = cli._extensions(args, in_memory_segmentation, "segmentation")
             if dice:
                 notes.append(f"segmentation: Dice column {dice!r}")
                 report = evaluate_segmentation(ddf, sensitive=sensitive, dice=dice, bins=bins or None,
-                                               intersectional=args.intersectional)
+                                               intersectional=args.intersectional, **extra)
             else:
                 if not (pred_mask and true_mask):
                     raise ValueError("segmentation needs a Dice column (--dice) or both mask columns "
@@ -914,8 +917,10 @@ def score_command(args: Any) -> tuple[FairnessReport, list[str]]:
                 report = evaluate_segmentation(ddf, sensitive=sensitive, pred_mask=pred_mask, true_mask=true_mask,
                                                label=cli._mask_value(args.mask_label),
                                                mask_threshold=args.mask_threshold, empty_score=args.empty_score,
-                                               base=_dataset_folder(path), bins=bins or None, intersectional=args.intersectional)
+                                               base=_dataset_folder(path), bins=bins or None,
+                                               intersectional=args.intersectional, **extra)
         else:
+            extra = cli._extensions(args, evaluate, "classification with --engine dask")
             label = label or cli.find_column(columns, "label")
             if not scores:
                 raise ValueError(f"found no score column; name it with --score COLUMN (columns: {columns[:30]})")
@@ -932,7 +937,7 @@ def score_command(args: Any) -> tuple[FairnessReport, list[str]]:
             report = evaluate(ddf, label=label, score=scores[0], sensitive=sensitive, bins=bins or None,
                               intersectional=args.intersectional,
                               pos_label=_typed_pos_label(args.pos_label, ddf[label].dtype),
-                              score_type=args.score_type)
+                              score_type=args.score_type, **extra)
     finally:
         cluster = getattr(client, "cluster", None)
         client.close()

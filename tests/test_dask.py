@@ -345,14 +345,17 @@ def test_command_line_score_on_a_cluster(client, tmp_path):
     for i in range(2):
         frame.iloc[i * 1000:(i + 1) * 1000].to_parquet(tmp_path / f"part-{i}.parquet", index=False)
     args = cli.build_parser().parse_args(["score", str(tmp_path / "*.parquet"), "--label", "y", "--score", "p",
-                                          "--sensitive", "sex", "site", "--intersectional"])
+                                          "--sensitive", "sex", "site", "--intersectional", "--threshold", "0.4"])
     args.scheduler = client.scheduler.address
     report, notes = fdask.score_command(args)
     assert "left out 2 rows with a missing label or score" in notes
     kept = frame.dropna(subset=["p"])
-    expected = fm.evaluate(kept["y"], kept["p"], kept[["sex", "site"]], intersectional=True)
+    expected = fm.evaluate(kept["y"], kept["p"], kept[["sex", "site"]], intersectional=True, threshold=0.4)
     expected.metadata["input"] = str(tmp_path / "*.parquet")
     assert_same_report(report, expected)
+    args.bootstrap = 10
+    with pytest.raises(ValueError, match="--bootstrap does not apply to classification with --engine dask"):
+        fdask.score_command(args)
 
 
 def test_command_line_masks_on_a_cluster(client, tmp_path):
