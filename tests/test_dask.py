@@ -99,9 +99,14 @@ def client():
         yield client
 
 
-def test_ties_on_partition_boundaries_skipped_groups_and_missing_values(client):
-    ddf = dd.from_pandas(tied_frame(6000, 1), npartitions=6)
+def test_ties_on_partition_boundaries_skipped_groups_and_missing_values(client, monkeypatch):
+    original, boundaries = fdask._boundaries, []
+    monkeypatch.setattr(fdask, "_boundaries", lambda *args: boundaries.append(original(*args)) or boundaries[-1])
+    frame = tied_frame(6000, 1)
+    ddf = dd.from_pandas(frame, npartitions=6)
     report = both(ddf, "y", "p", ["sex", "site"], intersectional=True)
+    # the boundaries are tied score values: each starts a partition with a whole block of ties
+    assert len(set(boundaries[0]) & set(frame["p"])) >= 3
     assert report.by_group.loc[("site", "4"), "skipped"] == "only label 1"
     assert "sex & site" in report.summary.index
 
