@@ -30,8 +30,8 @@ import numpy as np
 import pandas as pd
 
 from . import _engine, _inputs
-from .evaluation import _attribute_result, _by_group_frame, check_threshold, transform_note
-from .report import FairnessReport, summary_frame
+from .evaluation import _attribute_result, check_threshold, classification_report, transform_note
+from .report import FairnessReport
 
 __all__ = ["evaluate", "evaluate_segmentation", "read_parquet", "score_command"]
 
@@ -518,28 +518,10 @@ def _groupings(firsts: list[dict[str, Any]], seconds: list[dict[str, Any]], size
         thresholds[k] = seconds[chosen]["thresholds"][k]
         tp_best[window] = seconds[chosen]["pos_above"][window] + positives_by_part[chosen + 1:, window].sum(axis=0)
         fp_best[window] = seconds[chosen]["neg_above"][window] + negatives_by_part[chosen + 1:, window].sum(axis=0)
-    per_slot: dict[str, np.ndarray] = {}
-    best_suffix = _engine.BEST
-    with np.errstate(divide="ignore", invalid="ignore"):
-        auc = u2 / (2.0 * positives * negatives)
-        auc[(positives == 0) | (negatives == 0)] = np.nan
-        per_slot["auc"] = auc
-        per_slot["bce"] = log_sums / count  # sums of -(y log p + (1 - y) log(1 - p))
-        per_slot["ece"] = calibration.calibration_error(bin_count, bin_labels, bin_scores, 0)
-        for suffix, tp, fp in (("", tp_half, fp_half), (best_suffix, tp_best, fp_best)):
-            fn, tn = positives - tp, negatives - fp
-            per_slot.update({"acc" + suffix: (tp + tn) / (positives + negatives), "tpr" + suffix: tp / positives,
-                             "tnr" + suffix: tn / negatives, "tn" + suffix: tn, "fp" + suffix: fp,
-                             "fn" + suffix: fn, "tp" + suffix: tp})
-    for name in ("auc", "bce", "ece"):
-        per_slot[name + best_suffix] = per_slot[name]
-    groupings = []
-    for k in range(len(sizes)):
-        window = slice(offsets[k], offsets[k] + sizes[k] + 1)
-        values = {key: per_slot[key][window] for key in _engine.all_keys()}
-        groupings.append(_engine.Grouping(count[window], positives[window], negatives[window],
-                                          float(thresholds[k]), values))
-    return groupings
+    ece = calibration.calibration_error(bin_count, bin_labels, bin_scores, 0)
+    confusion = {"": (tp_half, fp_half), _engine.BEST: (tp_best, fp_best)}
+    return _engine.from_counts(sizes, count, positives, negatives, thresholds, set(_engine.all_keys()), u2=u2,
+                               loss_sums=log_sums, ece=ece, confusion=confusion)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -663,18 +645,8 @@ def _report(plan: _Plan, groupings: list[_engine.Grouping], metadata: dict[str, 
     complete = len(groupings) - 1 if plan.all_samples else next(
         k for k, grouping in enumerate(groupings) if int(grouping.count[-1]) == n)
     overall = {key: _as_python(values[-1]) for key, values in groupings[complete].values.items()}
-    summaries: dict[str, dict[str, Any]] = {}
-    rows: list[dict[str, Any]] = []
-    attribute_overall: dict[str, dict[str, Any]] = {}
-    for attribute, grouping in zip(attributes, groupings):
-        result = _attribute_result(attribute, grouping, n, warnings)
-        summaries[result.name] = result.summary
-        attribute_overall[result.name] = result.overall
-        for i, group in enumerate(result.groups):
-            rows.append({"attribute": result.name, "group": group, "n": result.counts[i],
-                         **result.by_group.get(i, {}), "skipped": result.skipped.get(i)})
-    return FairnessReport("cls", summary_frame(summaries), _by_group_frame(rows), overall, attribute_overall,
-                          warnings, metadata)
+    results = [_attribute_result(attribute, grouping, n, warnings) for attribute, grouping in zip(attributes, groupings)]
+    return classification_report(results, overall, warnings, metadata)
 
 
 def _as_python(value: Any) -> Any:
