@@ -69,19 +69,17 @@ def _code_dtype(largest: int) -> np.dtype:
 def sort_scores(scores: np.ndarray, ranking) -> tuple[np.ndarray, np.ndarray]:
     """Ascending order of non-negative scores, and the sorted scores.
 
-    Large inputs sort 64-bit words (score bits above, sample index below) with NumPy's integer sort,
-    about twice as fast as ``argsort``; ``ranking.finish_packed_sort`` unpacks them.
+    Large inputs sort 64-bit words (score bits above, sample index below) with a radix sort on the
+    32-bit score key (``ranking.radix_sort_packed``, linear time, ~4x faster than ``argsort``);
+    ``ranking.finish_packed_sort`` unpacks them and orders the rare float64 scores that share their
+    high 32 bits.
     """
     n = len(scores)
     if n < 1 << 16 or n >= 1 << 32:
         order = np.argsort(scores)
         return order, scores[order]
-    if scores.dtype == np.float32:
-        high = scores.view(np.uint32).astype(np.uint64) & np.uint64(0x7FFFFFFF)  # -0.0 sorts as 0.0
-    else:
-        high = (scores.view(np.uint64) >> np.uint64(32)) & np.uint64(0x7FFFFFFF)
-    packed = (high << np.uint64(32)) | np.arange(n, dtype=np.uint64)
-    packed.sort()
+    scores = np.ascontiguousarray(scores)
+    packed = ranking.radix_sort_packed(scores.view(np.uint32 if scores.dtype == np.float32 else np.uint64))
     return ranking.finish_packed_sort(packed, scores, scores.dtype == np.float32)
 
 
@@ -164,16 +162,19 @@ def measure(arranged: Arranged, wanted: set[str] | None = None, threshold: float
     weights = arranged.weights if weights is None else weights
     slot_starts = arranged.slot_starts
 
-    totals = calibration.score_ranges(scores, labels, codes, sizes, weights)
-    positives, low, high = totals[1], totals[2], totals[3]
+    u2 = loss_sums = ece = None
+    confusion: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+    if "auc" in base:
+        totals = ranking.rank_statistics(scores, labels, codes, sizes, weights)
+        u2 = totals[2]
+    if "ece" in base or "auc" not in base:  # score ranges (for ECE edges) and the counts
+        totals = calibration.score_ranges(scores, labels, codes, sizes, weights)
+        low, high = totals[2], totals[3]
+    positives = totals[1]
     negatives = totals[0] - positives
     count = totals[0]
     if weights is not None and sample_counts:
         count = calibration.score_ranges(scores, labels, codes, sizes)[0]
-    u2 = loss_sums = ece = None
-    confusion: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-    if "auc" in base:
-        u2 = ranking.rank_statistics(scores, labels, codes, sizes, weights)[2]
     if "bce" in base:
         loss_sums = calibration.slot_sums(arranged.log_loss_terms(), codes, sizes, weights)
     if "ece" in base:
