@@ -210,3 +210,71 @@ def api_cases(draw, max_n: int = 120, max_attributes: int = 3, max_groups: int =
     frame = pd.DataFrame(columns)  # pandas Series (categorical) have the same RangeIndex
     return {"y_true": case.labels.astype(np.int64), "y_score": case.scores, "sensitive_features": frame,
             "case": case}
+
+
+LABEL_FORMS = ("01", "bool", "strings", "one_hot", "multi_class")
+SCORE_FORMS = ("1d", "float32", "proba_2col", "logits_2col", "column_n1")
+
+
+@st.composite
+def input_forms(draw, data: dict):
+    """Re-express an :func:`api_cases` case in another input form: (args, kwargs) for ``evaluate``.
+
+    Labels as 0/1, booleans, strings with ``pos_label``, one-hot rows or three classes with
+    ``pos_label``; scores as 1-D, float32, (n, 2) probabilities or logits, or an (n, 1) column; an
+    extra continuous attribute grouped with ``bins`` (cut points or quantiles); and pandas inputs
+    whose unique index labels are in a different order (paired by label, with a warning).
+    """
+    import pandas as pd
+
+    y, scores, frame = data["y_true"], data["y_score"], data["sensitive_features"].copy()
+    n = len(y)
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    kwargs = {}
+    label_form = draw(st.sampled_from(LABEL_FORMS))
+    if label_form == "bool":
+        labels = y.astype(bool)
+    elif label_form == "strings":
+        labels = np.where(y == 1, "sick", "healthy")
+        kwargs["pos_label"] = "sick"
+    elif label_form == "one_hot":
+        labels = np.eye(2, dtype=np.int64)[y]
+    elif label_form == "multi_class":
+        labels = np.where(y == 1, 2, rng.integers(0, 2, n))
+        kwargs["pos_label"] = 2
+    else:
+        labels = y
+    score_form = draw(st.sampled_from(SCORE_FORMS))
+    if score_form == "float32":
+        y_score = scores.astype(np.float32)
+    elif score_form == "proba_2col" and scores.min() >= 0 and scores.max() <= 1 and label_form != "multi_class":
+        y_score = np.column_stack([1 - scores, scores])
+    elif score_form == "logits_2col" and label_form != "multi_class":
+        y_score = np.column_stack([-scores / 2, scores / 2])
+    elif score_form == "column_n1":
+        y_score = scores[:, None]
+    else:
+        y_score = scores
+    if draw(st.booleans()):
+        age = rng.integers(18, 95, n).astype(np.float64)
+        age[rng.random(n) < 0.05] = np.nan
+        frame["age"] = age
+        kwargs["bins"] = {"age": draw(st.sampled_from([[40, 60], [50], [30.5, 45, 70], 2, 3, 4]))}
+    if draw(st.booleans()):
+        kwargs["intersectional"] = True
+    if draw(st.booleans()):
+        # Unique index labels; the attribute table comes in a shuffled row order and must be re-paired.
+        index = pd.Index([f"id{i:04d}" for i in rng.permutation(n)])
+        labels = pd.Series(list(labels) if np.ndim(labels) > 1 else labels, index=index) \
+            if np.ndim(labels) == 1 else labels
+        frame = frame.set_axis(index)
+        shuffle = rng.permutation(n)
+        frame = frame.iloc[shuffle]
+        if not isinstance(labels, pd.Series):
+            # 2-D labels cannot be a Series: make the scores the reference pandas input instead.
+            if np.ndim(y_score) == 1:
+                y_score = pd.Series(y_score, index=index)
+            else:
+                y_score = pd.DataFrame(y_score, index=index)
+    note_text = f"labels={label_form} scores={score_form} kwargs={kwargs}"
+    return (labels, y_score, frame), kwargs, note_text

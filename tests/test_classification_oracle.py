@@ -369,3 +369,19 @@ def test_evaluate_without_jit_matches_oracle():
     result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.strip() == "ok"
+
+
+@settings(max_examples=40)
+@given(data=api_cases(max_n=120, max_attributes=2, max_groups=6), forms=st.data())
+def test_input_forms_match_oracle(data, forms):
+    from strategies import input_forms
+
+    _note_case(data)
+    args, kwargs, text = forms.draw(input_forms(data))
+    note(text)
+    fast, oracle = both("evaluate", *args, **kwargs)
+    assert_same(fast, oracle)
+    function = forms.draw(st.sampled_from(ONE_NUMBER))
+    kwargs.pop("intersectional", None)
+    fast, oracle = both(function, args[0], args[1], sensitive_features=args[2], **kwargs)
+    assert_same(fast, oracle)
