@@ -145,7 +145,13 @@ def assert_reports(fast, oracle) -> None:
     assert len(fast.warnings) == len(oracle.warnings), (
         f"{len(fast.warnings)} warnings instead of {len(oracle.warnings)}:\n  fast: {fast.warnings}\n"
         f"  oracle: {oracle.warnings}")
-    fast_dict, oracle_dict = fast.to_dict(), oracle.to_dict()
+    fast_dict = fast.to_dict()
+    try:
+        oracle_dict = oracle.to_dict()
+    except KeyError:
+        # The oracle's to_dict() crashes when an attribute has no present value (no by_group rows); ours
+        # must not, and there is nothing to compare it with.
+        return
     for key in VERSION_KEYS:
         fast_dict.pop(key, None)
         oracle_dict.pop(key, None)
@@ -156,8 +162,13 @@ def assert_reports(fast, oracle) -> None:
 
 def assert_same(fast: Outcome, oracle: Outcome, *, warning_categories=(UserWarning, FutureWarning)) -> None:
     """Both raised ValueError, or both returned agreeing values with as many warnings of each category."""
+    if oracle.error is not None and not isinstance(oracle.error, ValueError):
+        # The oracle's own crash (e.g. KeyError from pandas when every value of an attribute is missing):
+        # there is no oracle behaviour to copy. We must not crash: a ValueError or a result are both fine.
+        assert fast.error is None or isinstance(fast.error, ValueError), \
+            f"fairmedfm_fast raised {fast.error!r} (the oracle crashed with {oracle.error!r})"
+        return
     if oracle.error is not None:
-        assert isinstance(oracle.error, ValueError), f"the oracle raised {oracle.error!r}, not a ValueError"
         assert fast.error is not None, f"the oracle raised {oracle.error!r}; fairmedfm_fast returned {fast.value!r}"
         assert isinstance(fast.error, ValueError), f"fairmedfm_fast raised {fast.error!r} instead of a ValueError"
         return

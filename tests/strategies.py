@@ -278,3 +278,10 @@ def input_forms(draw, data: dict):
                 y_score = pd.DataFrame(y_score, index=index)
     note_text = f"labels={label_form} scores={score_form} kwargs={kwargs}"
     return (labels, y_score, frame), kwargs, note_text
+
+
+def examples(fraction: float):
+    """Hypothesis settings with ``fraction`` of the loaded profile's ``max_examples`` (for the slow oracle)."""
+    from hypothesis import settings
+
+    return settings(max_examples=max(5, int(settings().max_examples * fraction)))

@@ -12,9 +12,9 @@ import numpy as np
 import pandas as pd
 import pytest
 from compare import assert_same, both, check
-from hypothesis import given, note, settings
+from hypothesis import given, note
 from hypothesis import strategies as st
-from strategies import api_cases, with_layout
+from strategies import api_cases, examples, with_layout
 
 import fairmedfm_fast as fm
 
@@ -34,7 +34,7 @@ def _note_case(kwargs):
 
 # --- random and adversarial cases -------------------------------------------------------------------
 
-@settings(max_examples=40)
+@examples(0.7)
 @given(data=api_cases(max_n=150, max_attributes=3, max_groups=12), intersectional=st.booleans())
 def test_evaluate_matches_oracle(data, intersectional):
     _note_case(data)
@@ -43,14 +43,14 @@ def test_evaluate_matches_oracle(data, intersectional):
     assert_same(fast, oracle)
 
 
-@settings(max_examples=25)
+@examples(0.4)
 @given(data=api_cases(max_n=300, max_attributes=1, max_groups=50, logits=False))
 def test_evaluate_many_groups_matches_oracle(data):
     _note_case(data)
     check("evaluate", data["y_true"], data["y_score"], data["sensitive_features"])
 
 
-@settings(max_examples=40)
+@examples(0.7)
 @given(data=api_cases(max_n=150, max_attributes=2, max_groups=8), function=st.sampled_from(ONE_NUMBER),
        columns=st.sampled_from(["first", "all"]))
 def test_one_number_functions_match_oracle(data, function, columns):
@@ -61,7 +61,7 @@ def test_one_number_functions_match_oracle(data, function, columns):
     assert_same(fast, oracle)
 
 
-@settings(max_examples=25)
+@examples(0.4)
 @given(data=api_cases(max_n=150, max_attributes=1, max_groups=6), function=st.sampled_from(ONE_NUMBER))
 def test_one_number_equals_evaluate_column(data, function):
     # The one-number function is the summary column of evaluate on one attribute.
@@ -371,7 +371,7 @@ def test_evaluate_without_jit_matches_oracle():
     assert result.stdout.strip() == "ok"
 
 
-@settings(max_examples=40)
+@examples(0.7)
 @given(data=api_cases(max_n=120, max_attributes=2, max_groups=6), forms=st.data())
 def test_input_forms_match_oracle(data, forms):
     from strategies import input_forms
