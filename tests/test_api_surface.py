@@ -146,3 +146,17 @@ def test_report_json_has_no_nan():
 def test_lazy_attribute_access_returns_the_same_objects():
     module = importlib.import_module("fairmedfm_fast.group_metrics")
     assert fm.auc_gap is module.auc_gap
+
+
+@pytest.mark.parametrize("first_use", ["evaluate", "auc_gap", "classification_fairness"])
+def test_submodule_attributes_after_first_use_match_oracle(tmp_path, first_use):
+    # Drop-in: code that reaches ``fm.metrics`` after using ``fm.evaluate`` works with the oracle, so it
+    # must work here (and the other way round).
+    code = """
+        import {package} as fm
+        fm.{first_use}
+        print(sorted(name for name in ('metrics', 'evaluation', 'group_metrics') if hasattr(fm, name)))
+    """
+    theirs = _run(code.format(package="fairmedfm", first_use=first_use), tmp_path)
+    ours = _run(code.format(package="fairmedfm_fast", first_use=first_use), tmp_path)
+    assert "metrics" not in theirs or "'metrics'" in ours, f"oracle has {theirs}, we have {ours}"
