@@ -1,33 +1,19 @@
 """Ranking kernels: per-group AUC, the best-F1 threshold sweep, confusion counts above thresholds.
 
 ``rank_statistics`` and ``best_f1_thresholds`` need the samples in ascending score order (one sort
-in the caller serves every grouping); ``confusion_above`` works in any order.
+in the caller serves every grouping); ``confusion_above`` works in any order. Every kernel takes
+optional float64 ``weights`` (sample weights, or bootstrap counts over the sorted order): counts
+then become weighted sums, and samples of weight 0 are absent.
 """
 import numpy as np
 
-from ._config import kernel
+from ._config import inline_kernel, kernel
 from ._slots import slot_offsets
+from ._weights import counters, weight_of
 
 
 @kernel
-def _tally_rank(slot, block, positive, count, positives, last_block, block_pos, block_neg, neg_below, u2):
-    # A slot's tie block is closed lazily, the first time the slot is seen in a later block.
-    if last_block[slot] != block:
-        u2[slot] += block_pos[slot] * (2 * neg_below[slot] + block_neg[slot])
-        neg_below[slot] += block_neg[slot]
-        block_pos[slot] = 0
-        block_neg[slot] = 0
-        last_block[slot] = block
-    if positive:
-        block_pos[slot] += 1
-        positives[slot] += 1
-    else:
-        block_neg[slot] += 1
-    count[slot] += 1
-
-
-@kernel
-def rank_statistics(sorted_scores, sorted_labels, sorted_codes, n_groups):
+def rank_statistics(sorted_scores, sorted_labels, sorted_codes, n_groups, weights=None):
     """Sample counts, positives and twice the Mann-Whitney U of every slot, in one pass.
 
     Parameters
@@ -36,42 +22,78 @@ def rank_statistics(sorted_scores, sorted_labels, sorted_codes, n_groups):
     sorted_labels : uint8 array of shape (n,), 0 or 1, in the same order
     sorted_codes : intp array of shape (K, n), in the same order; negative = not in the grouping
     n_groups : int64 array of shape (K,)
+    weights : float64 array of shape (n,), optional
 
     Returns
     -------
-    count, positives, u2 : int64 arrays of shape (n_slots,)
+    count, positives, u2 : int64 arrays of shape (n_slots,) (float64 with weights)
         ``u2`` counts, over positive samples, twice the negatives with a lower score plus the
         negatives with an equal score, so that ``AUC = u2 / (2 * positives * negatives)``, ties
         counted as one half (scikit-learn's ``roc_auc_score``). Integer, hence exact.
     """
     offsets, n_slots = slot_offsets(n_groups)
     n_groupings, n = sorted_codes.shape
-    count = np.zeros(n_slots, np.int64)
-    positives = np.zeros(n_slots, np.int64)
-    u2 = np.zeros(n_slots, np.int64)
-    last_block = np.full(n_slots, -1, np.int64)
-    block_pos = np.zeros(n_slots, np.int64)
-    block_neg = np.zeros(n_slots, np.int64)
-    neg_below = np.zeros(n_slots, np.int64)
-    block = -1
-    for i in range(n):
-        if i == 0 or sorted_scores[i] != sorted_scores[i - 1]:
-            block += 1
-        positive = sorted_labels[i] != 0
-        for k in range(n_groupings):
-            code = sorted_codes[k, i]
-            if code < 0:
-                continue
-            _tally_rank(offsets[k] + code, block, positive, count, positives, last_block, block_pos,
-                        block_neg, neg_below, u2)
-            _tally_rank(offsets[k] + n_groups[k], block, positive, count, positives, last_block,
-                        block_pos, block_neg, neg_below, u2)
-    for slot in range(n_slots):
-        u2[slot] += block_pos[slot] * (2 * neg_below[slot] + block_neg[slot])
+    count = counters(weights, n_slots)
+    positives = counters(weights, n_slots)
+    u2 = counters(weights, n_slots)
+    neg_below = counters(weights, n_slots)  # negatives with a score below the current tie block
+    block_pos = counters(weights, n_slots)
+    block_neg = counters(weights, n_slots)
+    start = 0
+    while start < n:
+        stop = start + 1
+        while stop < n and sorted_scores[stop] == sorted_scores[start]:
+            stop += 1
+        if stop == start + 1:  # a score of its own: no tie to split
+            positive = sorted_labels[start] != 0
+            w = weight_of(weights, start)
+            for k in range(n_groupings):
+                code = sorted_codes[k, start]
+                if code < 0:
+                    continue
+                group = offsets[k] + code
+                overall = offsets[k] + n_groups[k]
+                count[group] += w
+                count[overall] += w
+                if positive:
+                    positives[group] += w
+                    positives[overall] += w
+                    u2[group] += 2 * w * neg_below[group]
+                    u2[overall] += 2 * w * neg_below[overall]
+                else:
+                    neg_below[group] += w
+                    neg_below[overall] += w
+        else:  # a tie block: count it per slot, then credit each of its positives half the tied negatives
+            for i in range(start, stop):
+                positive = sorted_labels[i] != 0
+                w = weight_of(weights, i)
+                for k in range(n_groupings):
+                    code = sorted_codes[k, i]
+                    if code < 0:
+                        continue
+                    for slot in (offsets[k] + code, offsets[k] + n_groups[k]):
+                        count[slot] += w
+                        if positive:
+                            positives[slot] += w
+                            block_pos[slot] += w
+                        else:
+                            block_neg[slot] += w
+            for i in range(start, stop):
+                for k in range(n_groupings):
+                    code = sorted_codes[k, i]
+                    if code < 0:
+                        continue
+                    for slot in (offsets[k] + code, offsets[k] + n_groups[k]):
+                        if block_pos[slot] + block_neg[slot] > 0:
+                            u2[slot] += block_pos[slot] * (2 * neg_below[slot] + block_neg[slot])
+                            neg_below[slot] += block_neg[slot]
+                            block_pos[slot] = 0
+                            block_neg[slot] = 0
+        start = stop
     return count, positives, u2
 
 
-@kernel
+@inline_kernel
 def f1_at(tp, fp, n_pos):
     """F1 from counts, with the FairMedFM formula ``2PR / (P + R + 1e-8)`` in its order of operations."""
     tp = float(tp)
@@ -83,7 +105,8 @@ def f1_at(tp, fp, n_pos):
 
 
 @kernel
-def best_f1_thresholds(sorted_scores, sorted_labels, sorted_codes, n_pos, n_neg):
+def best_f1_thresholds(sorted_scores, sorted_labels, sorted_codes, n_pos, n_neg, pos_before=None,
+                       neg_before=None, weights=None):
     """Decision threshold with the highest F1 in each grouping (over its present samples).
 
     Candidate thresholds are the distinct scores; at threshold ``t`` a sample counts as predicted
@@ -95,6 +118,12 @@ def best_f1_thresholds(sorted_scores, sorted_labels, sorted_codes, n_pos, n_neg)
     sorted_scores, sorted_labels, sorted_codes : as in :func:`rank_statistics`
     n_pos, n_neg : int64 arrays of shape (K,)
         Positives and negatives among each grouping's present samples.
+    pos_before, neg_before : int64 arrays of shape (K,), optional
+        For a slice of a larger sorted sample (one partition of a distributed sort, where equal
+        scores never straddle two slices): the positives and negatives of the earlier slices.
+        The global best is then the highest F1 over slices, the earliest slice on ties.
+    weights : float64 array of shape (n,), optional
+        Then ``n_pos``, ``n_neg`` and the ``*_before`` counts are weighted sums too.
 
     Returns
     -------
@@ -104,22 +133,27 @@ def best_f1_thresholds(sorted_scores, sorted_labels, sorted_codes, n_pos, n_neg)
     n_groupings, n = sorted_codes.shape
     thresholds = np.full(n_groupings, np.nan)
     best = np.full(n_groupings, -np.inf)
-    pos_below = np.zeros(n_groupings, np.int64)
-    neg_below = np.zeros(n_groupings, np.int64)
-    block_pos = np.zeros(n_groupings, np.int64)
-    block_neg = np.zeros(n_groupings, np.int64)
+    pos_below = counters(weights, n_groupings)
+    neg_below = counters(weights, n_groupings)
+    if pos_before is not None:
+        pos_below[:] = pos_before
+    if neg_before is not None:
+        neg_below[:] = neg_before
+    block_pos = counters(weights, n_groupings)
+    block_neg = counters(weights, n_groupings)
     start = 0
     while start < n:
         value = sorted_scores[start]
         stop = start
         while stop < n and sorted_scores[stop] == value:
             positive = sorted_labels[stop] != 0
+            w = weight_of(weights, stop)
             for k in range(n_groupings):
                 if sorted_codes[k, stop] >= 0:
                     if positive:
-                        block_pos[k] += 1
+                        block_pos[k] += w
                     else:
-                        block_neg[k] += 1
+                        block_neg[k] += w
             stop += 1
         for k in range(n_groupings):
             if block_pos[k] + block_neg[k] == 0:
@@ -137,7 +171,7 @@ def best_f1_thresholds(sorted_scores, sorted_labels, sorted_codes, n_pos, n_neg)
 
 
 @kernel
-def confusion_above(scores, labels, codes, n_groups, thresholds):
+def confusion_above(scores, labels, codes, n_groups, thresholds, weights=None):
     """Positives and negatives scoring strictly above each threshold, for every slot.
 
     Parameters
@@ -146,21 +180,23 @@ def confusion_above(scores, labels, codes, n_groups, thresholds):
     codes : intp array of shape (K, n)
     n_groups : int64 array of shape (K,)
     thresholds : float64 array of shape (K, T); grouping ``k`` uses row ``k``
+    weights : float64 array of shape (n,), optional
 
     Returns
     -------
-    pos_above, neg_above : int64 arrays of shape (n_slots, T)
+    pos_above, neg_above : int64 arrays of shape (n_slots, T) (float64 with weights)
         With the slot's positives P and negatives N: TP = pos_above, FP = neg_above,
         FN = P - TP, TN = N - FP (prediction ``score > threshold``).
     """
     offsets, n_slots = slot_offsets(n_groups)
     n_groupings, n = codes.shape
     n_thresholds = thresholds.shape[1]
-    pos_above = np.zeros((n_slots, n_thresholds), np.int64)
-    neg_above = np.zeros((n_slots, n_thresholds), np.int64)
+    pos_above = counters(weights, (n_slots, n_thresholds))
+    neg_above = counters(weights, (n_slots, n_thresholds))
     for i in range(n):
         score = scores[i]
         positive = labels[i] != 0
+        w = weight_of(weights, i)
         for k in range(n_groupings):
             code = codes[k, i]
             if code < 0:
@@ -170,9 +206,67 @@ def confusion_above(scores, labels, codes, n_groups, thresholds):
             for t in range(n_thresholds):
                 if score > thresholds[k, t]:
                     if positive:
-                        pos_above[group, t] += 1
-                        pos_above[overall, t] += 1
+                        pos_above[group, t] += w
+                        pos_above[overall, t] += w
                     else:
-                        neg_above[group, t] += 1
-                        neg_above[overall, t] += 1
+                        neg_above[group, t] += w
+                        neg_above[overall, t] += w
     return pos_above, neg_above
+
+
+@kernel
+def finish_packed_sort(packed, scores, keys_are_exact):
+    """Permutation and sorted scores from sorted ``(score key << 32) | index`` words.
+
+    The caller sorts 64-bit words whose high half orders the scores (the bits of a non-negative
+    float32, or the high half of a non-negative float64) and whose low half is the sample index:
+    a plain integer sort, much faster than an argsort. With float64 scores the high half ties
+    scores that differ only in their low 32 bits; those runs are put in full order here.
+
+    Parameters
+    ----------
+    packed : uint64 array of shape (n,), sorted ascending
+    scores : float32 or float64 array of shape (n,), the unsorted scores
+    keys_are_exact : bool
+        True when the high half holds the whole score (float32): no run needs ordering.
+
+    Returns
+    -------
+    order : intp array of shape (n,)
+    sorted_scores : array of shape (n,), the dtype of ``scores``
+    """
+    n = packed.shape[0]
+    low_mask = np.uint64(0xFFFFFFFF)
+    order = np.empty(n, np.intp)
+    sorted_scores = np.empty(n, scores.dtype)
+    for i in range(n):
+        index = np.intp(packed[i] & low_mask)
+        order[i] = index
+        sorted_scores[i] = scores[index]
+    if keys_are_exact:
+        return order, sorted_scores
+    shift = np.uint64(32)
+    start = 0
+    while start < n:
+        high = packed[start] >> shift
+        stop = start + 1
+        while stop < n and (packed[stop] >> shift) == high:
+            stop += 1
+        if stop - start > 1:
+            if stop - start <= 16:  # insertion sort of a short run
+                for i in range(start + 1, stop):
+                    value = sorted_scores[i]
+                    index = order[i]
+                    j = i - 1
+                    while j >= start and sorted_scores[j] > value:
+                        sorted_scores[j + 1] = sorted_scores[j]
+                        order[j + 1] = order[j]
+                        j -= 1
+                    sorted_scores[j + 1] = value
+                    order[j + 1] = index
+            else:
+                within = np.argsort(sorted_scores[start:stop])
+                sorted_scores[start:stop] = sorted_scores[start:stop][within]
+                order[start:stop] = order[start:stop][within]
+        start = stop
+    return order, sorted_scores
