@@ -18,14 +18,20 @@ import numpy as np
 import pandas as pd
 import pytest
 import reference as ref
-from fairmedfm_fast.kernels import calibration, ranking
 from hypothesis import example, given, note
 from hypothesis import strategies as st
 from sklearn.metrics import roc_auc_score
 from strategies import LAYOUTS, Case, cases, with_layout
 
+from fairmedfm_fast.kernels import calibration, ranking
+
 SCORE_DTYPES = (np.float64, np.float32)
 VARIANTS = {"abs": 0, "squared": 1, "rmse": 2}
+
+
+def log_loss_sums(scores, labels, codes, n_groups):
+    """Per slot, the sum of ``y log p + (1 - y) log(1 - p)`` (clamped logs), from the two BCE kernels."""
+    return -calibration.slot_sums(calibration.log_loss_terms(scores, labels), codes, n_groups)
 
 
 def _prepare(case: Case, layout: str, dtype):
@@ -171,11 +177,13 @@ def test_confusion_above(case, layout, dtype, data):
 @given(case=cases(), layout=layouts, dtype=dtypes)
 def test_score_ranges_and_edges(case, layout, dtype):
     inputs, exact = _prepare(case, layout, dtype)
-    count, low, high = calibration.score_ranges(inputs["scores"], inputs["codes"], case.n_groups)
+    count, positives, low, high = calibration.score_ranges(inputs["scores"], inputs["labels"], inputs["codes"],
+                                                           case.n_groups)
     edges = calibration.equal_width_edges(low, high, 10)
     assert edges.shape == (len(count), 11)
     for _, slot, mask in case.slots():
         assert count[slot] == mask.sum()
+        assert positives[slot] == case.labels[mask].sum()
         if not mask.any():
             assert math.isnan(low[slot]) and math.isnan(high[slot])
             assert np.isnan(edges[slot]).all()
@@ -208,13 +216,13 @@ def test_equal_width_edges_match_pandas_bitwise(n_bins, low, width):
 @given(case=cases(), layout=layouts, dtype=dtypes)
 def test_equal_width_calibration_error(variant, case, layout, dtype):
     inputs, exact = _prepare(case, layout, dtype)
-    _, low, high = calibration.score_ranges(inputs["scores"], inputs["codes"], case.n_groups)
+    _, _, low, high = calibration.score_ranges(inputs["scores"], inputs["labels"], inputs["codes"], case.n_groups)
     edges = calibration.equal_width_edges(low, high, 10)
     before = _snapshot(inputs)
-    count, positives, score_sum = calibration.binned_calibration(inputs["scores"], inputs["labels"],
+    count, label_sum, score_sum = calibration.binned_calibration(inputs["scores"], inputs["labels"],
                                                                  inputs["codes"], case.n_groups, edges, False)
     _assert_unchanged(inputs, before)
-    ece = calibration.calibration_error(count, positives, score_sum, VARIANTS[variant])
+    ece = calibration.calibration_error(count, label_sum, score_sum, VARIANTS[variant])
     for _, slot, mask in case.slots():
         # pandas.cut edges lie below the minimum: every present sample is in exactly one bin.
         assert count[slot].sum() == mask.sum()
@@ -245,9 +253,9 @@ def test_quantile_calibration_error(n_bins, case, dtype):
             usable[slot] = mask
         except ValueError:  # pandas.qcut refuses duplicate edges; the API must raise there too
             pass
-    count, positives, score_sum = calibration.binned_calibration(inputs["scores"], inputs["labels"],
+    count, label_sum, score_sum = calibration.binned_calibration(inputs["scores"], inputs["labels"],
                                                                  inputs["codes"], case.n_groups, edges, True)
-    ece = calibration.calibration_error(count, positives, score_sum, 0)
+    ece = calibration.calibration_error(count, label_sum, score_sum, 0)
     for slot, mask in usable.items():
         assert count[slot].sum() == mask.sum(), "qcut includes the lowest edge: every sample has a bin"
         expected = ref.calibration_error(exact[mask], case.labels[mask], n_bins, quantile=True)
@@ -260,7 +268,7 @@ def test_quantile_calibration_error(n_bins, case, dtype):
 def test_log_loss_sums(case, layout, dtype):
     inputs, exact = _prepare(case, layout, dtype)
     before = _snapshot(inputs)
-    sums = calibration.log_loss_sums(inputs["scores"], inputs["labels"], inputs["codes"], case.n_groups)
+    sums = log_loss_sums(inputs["scores"], inputs["labels"], inputs["codes"], case.n_groups)
     _assert_unchanged(inputs, before)
     for _, slot, mask in case.slots():
         if not mask.any():
@@ -275,7 +283,7 @@ def test_log_loss_clamps_at_minus_100():
     scores = np.array([0.0, 1.0, 0.0, 1.0])
     labels = np.array([1, 0, 0, 1], np.uint8)
     codes = np.array([[0, 0, 1, 1]], np.intp)
-    sums = calibration.log_loss_sums(scores, labels, codes, np.array([2], np.int64))
+    sums = log_loss_sums(scores, labels, codes, np.array([2], np.int64))
     np.testing.assert_array_equal(sums, [-200.0, 0.0, -200.0])
 
 
@@ -286,7 +294,7 @@ def test_log_loss_sums_are_compensated():
     scores = np.array([0.0] + [p] * 1000)
     labels = np.ones(1001, np.uint8)
     codes = np.zeros((1, 1001), np.intp)
-    sums = calibration.log_loss_sums(scores, labels, codes, np.array([1], np.int64))
+    sums = log_loss_sums(scores, labels, codes, np.array([1], np.int64))
     exact = math.fsum([-100.0] + [math.log(p)] * 1000)
     naive = -100.0
     for _ in range(1000):
@@ -305,7 +313,7 @@ def test_calibration_score_sums_are_compensated():
     labels = np.zeros(scores.shape[0], np.uint8)
     codes = np.zeros((1, scores.shape[0]), np.intp)
     n_groups = np.array([1], np.int64)
-    _, low, high = calibration.score_ranges(scores, codes, n_groups)
+    _, _, low, high = calibration.score_ranges(scores, labels, codes, n_groups)
     edges = calibration.equal_width_edges(low, high, 10)
     count, _, score_sum = calibration.binned_calibration(scores, labels, codes, n_groups, edges, False)
     in_top = scores[scores > edges[0, -2]]
@@ -330,7 +338,7 @@ def test_kernels_accept_arrow_zero_copy_buffers():
     count, positives, u2 = ranking.rank_statistics(np.sort(scores), labels[np.argsort(scores, kind="stable")],
                                                    codes, np.array([1], np.int64))
     assert u2[0] == ref.pairwise_u2(scores, labels)
-    sums = calibration.log_loss_sums(scores, labels, codes, np.array([1], np.int64))
+    sums = log_loss_sums(scores, labels, codes, np.array([1], np.int64))
     assert -sums[0] / 5 == pytest.approx(ref.binary_cross_entropy(scores, labels), rel=1e-14)
 
 
@@ -357,13 +365,13 @@ _NO_JIT_SCRIPT = textwrap.dedent("""
         thresholds, best = ranking.best_f1_thresholds(scores[order], labels[order], codes[:, order], n_pos, n_neg)
         pos_above, neg_above = ranking.confusion_above(scores, labels, codes, ng,
                                                        np.column_stack([np.full(len(ng), 0.5), thresholds]))
-        _, low, high = calibration.score_ranges(scores, codes, ng)
+        _, _, low, high = calibration.score_ranges(scores, labels, codes, ng)
         for n_bins in (1, 10):
             edges = calibration.equal_width_edges(low, high, n_bins)
             c, p, s = calibration.binned_calibration(scores, labels, codes, ng, edges, False)
             for variant in (0, 1, 2):
                 calibration.calibration_error(c, p, s, variant)
-        sums = calibration.log_loss_sums(scores, labels, codes, ng)
+        sums = calibration.slot_sums(calibration.log_loss_terms(scores, labels), codes, ng)
         slot = 0
         for k, g_count in enumerate(n_groups):
             for g in list(range(g_count)) + [None]:
