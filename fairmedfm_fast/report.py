@@ -58,8 +58,9 @@ class FairnessReport:
         from . import __version__
 
         attributes = {}
+        present = set(self.by_group.index.get_level_values(0))
         for attribute, row in self.summary.iterrows():
-            groups = self.by_group.loc[attribute]
+            groups = self.by_group.loc[attribute] if attribute in present else self.by_group.iloc[:0]
             entry = {"n": int(row["n"]), "summary": _jsonable(row.drop(["n", "n_groups"]).to_dict()),
                      "groups": {str(group): _jsonable(values.to_dict()) for group, values in groups.iterrows()}}
             if attribute in self._attribute_overall:

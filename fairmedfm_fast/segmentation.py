@@ -221,7 +221,8 @@ def _by_group_frame(rows: list[dict[str, Any]]):
 def evaluate_segmentation(sensitive_features: Any, *, dice: Any = None, pred_masks: Any = None,
                           true_masks: Any = None, label: Any = None, mask_threshold: float = 0.5,
                           empty_score: float = 1.0, bins: _inputs.Bins | None = None,
-                          intersectional: bool = False) -> FairnessReport:
+                          intersectional: bool = False, n_boot: int = 0, ci: float = 0.95,
+                          n_permutations: int = 0, random_state: Any = None) -> FairnessReport:
     """Fairness of a segmentation model across the groups of one or more sensitive attributes.
 
     Give per-sample Dice scores (``dice``), or predicted and ground-truth masks from which Dice is
@@ -249,6 +250,10 @@ def evaluate_segmentation(sensitive_features: Any, *, dice: Any = None, pred_mas
         Groups for numeric attributes, e.g. ``{"age": [40, 60]}`` or ``{"age": 4}``.
     intersectional : bool, default False
         Also evaluate the combination of all attributes (groups such as ``"F & >=60"``).
+    n_boot, ci, n_permutations, random_state
+        Extensions, as in :func:`fairmedfm_fast.evaluate`: bootstrap intervals (stratified by
+        every attribute's groups) of every summary column and group mean in ``report.ci``, and
+        permutation p-values of ``delta_dice`` and ``std_dice`` in ``report.p_values``.
 
     Returns
     -------
@@ -273,7 +278,53 @@ def evaluate_segmentation(sensitive_features: Any, *, dice: Any = None, pred_mas
     report = FairnessReport("seg", summary_frame(result.summaries), _by_group_frame(result.rows), overall, {},
                             warnings, metadata)
     report._dice_data = (scores, attributes)  # per-sample Dice for report.plot("dice")
+    if n_boot or n_permutations:
+        _resampled(report, scores[finite], [a.codes[finite] for a in attributes], attributes, result,
+                   n_boot, ci, n_permutations, random_state)
     return report
+
+
+def _resampled(report: FairnessReport, dice: np.ndarray, code_rows: list[np.ndarray],
+               attributes: list[_inputs.Attribute], result: _Assessment, n_boot: Any, ci: Any,
+               n_permutations: Any, random_state: Any) -> None:
+    """Bootstrap intervals and permutation p-values on the report (see :func:`evaluate_segmentation`)."""
+    import pandas as pd
+
+    from . import _resample
+    from .evaluation import _count
+
+    n_boot, n_permutations = _count(n_boot, "n_boot"), _count(n_permutations, "n_permutations")
+    if not (isinstance(ci, (float, int)) and 0 < ci < 1):
+        raise ValueError(f"ci must be a coverage strictly between 0 and 1, such as 0.95; got {ci!r}")
+    seed = _resample.seed_from(random_state)
+    sizes = [a.n_groups for a in attributes]
+    valid = {a.name: len(result.summaries[a.name]) > 2 for a in attributes}
+    if n_boot:
+        groups, summaries, columns = _resample.dice_intervals(dice, code_rows, sizes, _summary, n_boot, float(ci),
+                                                              seed)
+        group_rows, summary_rows = [], {}
+        for attribute, bounds, summary_bounds in zip(attributes, groups, summaries):
+            counts = np.bincount(attribute.codes[attribute.codes >= 0], minlength=attribute.n_groups)
+            for i in np.flatnonzero(counts):
+                group_rows.append({"attribute": attribute.name, "group": attribute.groups[i],
+                                   "mean_dice_lo": float(bounds[i, 0]), "mean_dice_hi": float(bounds[i, 1])})
+            summary_rows[attribute.name] = ({f"{c}_{side}": float(summary_bounds[j, k]) for j, c in enumerate(columns)
+                                             for k, side in enumerate(("lo", "hi"))} if valid[attribute.name] else {})
+        summary = pd.DataFrame.from_dict(summary_rows, orient="index",
+                                         columns=[f"{c}_{side}" for c in columns for side in ("lo", "hi")])
+        summary.index.name = "attribute"
+        by_group = (pd.DataFrame(group_rows).set_index(["attribute", "group"]) if group_rows
+                    else pd.DataFrame(columns=["mean_dice_lo", "mean_dice_hi"]))
+        report.ci = {"level": float(ci), "n_boot": n_boot, "summary": summary, "by_group": by_group}
+    if n_permutations:
+        rows = {}
+        for k, (attribute, codes) in enumerate(zip(attributes, code_rows)):
+            rows[attribute.name] = (_resample.dice_permutation_pvalues(
+                dice, codes, attribute.n_groups, result.summaries[attribute.name], _summary, n_permutations, seed, k)
+                if valid[attribute.name] else {})
+        frame = pd.DataFrame.from_dict(rows, orient="index", columns=["delta_dice", "std_dice"])
+        frame.index.name = "attribute"
+        report.p_values = frame
 
 
 # ---------------------------------------------------------------------------------------------
