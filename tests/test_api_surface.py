@@ -34,7 +34,17 @@ def test_top_level_signatures_match_oracle(name):
     if target:
         assert inspect.isclass(ours)
         ours, theirs = ours.__init__, theirs.__init__
-    assert _parameters(ours) == _parameters(theirs)
+    _assert_compatible(_parameters(ours), _parameters(theirs))
+
+
+def _assert_compatible(ours, theirs):
+    """The oracle's parameters, in order, with the same kinds and defaults; anything we add after them
+    must be keyword-only with a default (later issues add e.g. ``sample_weight``), so that every call
+    that works with the oracle works the same way here."""
+    assert ours[: len(theirs)] == theirs, f"{ours} does not start with the oracle's {theirs}"
+    for name, kind, default in ours[len(theirs):]:
+        assert kind is inspect.Parameter.KEYWORD_ONLY, f"extra parameter {name} must be keyword-only"
+        assert default is not inspect.Parameter.empty, f"extra parameter {name} needs a default"
 
 
 @pytest.mark.parametrize("name", METRICS)
@@ -43,7 +53,7 @@ def test_metrics_signatures_match_oracle(name):
 
     from fairmedfm_fast import metrics
 
-    assert _parameters(getattr(metrics, name)) == _parameters(getattr(oracle, name))
+    _assert_compatible(_parameters(getattr(metrics, name)), _parameters(getattr(oracle, name)))
 
 
 def test_exports_cover_the_oracles_classification_names():

@@ -400,3 +400,61 @@ def test_no_numba_warnings_on_first_call():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         ranking.f1_at(1, 1, 2)
+
+
+# --- optional sample weights: integer weights are repeated samples ------------------------------------
+
+@given(case=cases(max_n=120), data=st.data())
+def test_integer_weights_equal_repeated_samples(case, data):
+    weights_int = np.asarray(data.draw(st.lists(st.integers(0, 3), min_size=case.n, max_size=case.n)), np.int64)
+    weights = weights_int.astype(np.float64)
+    note(f"weights={weights_int.tolist()}")
+    order = np.argsort(case.scores, kind="stable")
+    repeat = np.repeat(np.arange(case.n), weights_int)  # weight 0: the sample is absent
+    rep_scores, rep_labels, rep_codes = case.scores[repeat], case.labels[repeat], case.codes[:, repeat]
+    rep_order = np.argsort(rep_scores, kind="stable")
+
+    weighted = ranking.rank_statistics(case.scores[order], case.labels[order], case.codes[:, order], case.n_groups,
+                                       weights[order])
+    plain = ranking.rank_statistics(rep_scores[rep_order], rep_labels[rep_order], rep_codes[:, rep_order],
+                                    case.n_groups)
+    for w_value, p_value in zip(weighted, plain, strict=True):
+        np.testing.assert_array_equal(w_value, p_value.astype(np.float64))
+
+    thresholds = np.column_stack([np.full(len(case.n_groups), 0.5), np.full(len(case.n_groups), 0.25)])
+    for w_value, p_value in zip(ranking.confusion_above(case.scores, case.labels, case.codes, case.n_groups,
+                                                        thresholds, weights),
+                                ranking.confusion_above(rep_scores, rep_labels, rep_codes, case.n_groups, thresholds),
+                                strict=True):
+        np.testing.assert_array_equal(w_value, p_value.astype(np.float64))
+
+    w_count, w_pos, w_low, w_high = calibration.score_ranges(case.scores, case.labels, case.codes, case.n_groups,
+                                                             weights)
+    p_count, p_pos, p_low, p_high = calibration.score_ranges(rep_scores, rep_labels, rep_codes, case.n_groups)
+    np.testing.assert_array_equal(w_count, p_count.astype(np.float64))
+    np.testing.assert_array_equal(w_low, p_low)
+    np.testing.assert_array_equal(w_high, p_high)
+
+    edges = calibration.equal_width_edges(p_low, p_high, 10)
+    w_cal = calibration.binned_calibration(case.scores, case.labels, case.codes, case.n_groups, edges, False, weights)
+    p_cal = calibration.binned_calibration(rep_scores, rep_labels, rep_codes, case.n_groups, edges, False)
+    np.testing.assert_array_equal(w_cal[0], p_cal[0].astype(np.float64))
+    np.testing.assert_allclose(w_cal[1], p_cal[1], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(w_cal[2], p_cal[2], rtol=1e-12, atol=1e-12)
+
+    terms = calibration.log_loss_terms(case.scores, case.labels)
+    np.testing.assert_allclose(calibration.slot_sums(terms, case.codes, case.n_groups, weights),
+                               calibration.slot_sums(terms[repeat], rep_codes, case.n_groups), rtol=1e-12, atol=1e-12)
+
+    present = case.codes >= 0
+    w_pos_k = np.array([weights[p & (case.labels == 1)].sum() for p in present])
+    w_neg_k = np.array([weights[p & (case.labels == 0)].sum() for p in present])
+    w_thr, w_best = ranking.best_f1_thresholds(case.scores[order], case.labels[order], case.codes[:, order], w_pos_k,
+                                               w_neg_k, weights=weights[order])
+    rep_present = rep_codes >= 0
+    p_thr, p_best = ranking.best_f1_thresholds(
+        rep_scores[rep_order], rep_labels[rep_order], rep_codes[:, rep_order],
+        np.array([rep_labels[p].sum() for p in rep_present], np.int64),
+        np.array([(1 - rep_labels[p]).sum() for p in rep_present], np.int64))
+    np.testing.assert_array_equal(w_thr, p_thr)
+    np.testing.assert_array_equal(w_best, p_best)
