@@ -407,7 +407,11 @@ def _encode_values(values: Column, max_distinct: int | None = None) -> tuple[np.
     made, so a continuous column fails fast). Names come from the distinct values as Python objects,
     exactly as ``pandas.Series.map`` would hand them over.
     """
-    if isinstance(values, pd.Series) and isinstance(values.dtype, pd.CategoricalDtype):
+    # Category order is the report order, except when the column has a missing value: fairmedfm
+    # 0.4.2 then names the groups through Series.map, which drops the categorical dtype, so they
+    # are sorted like any other values. We follow it (see the README).
+    if (isinstance(values, pd.Series) and isinstance(values.dtype, pd.CategoricalDtype)
+            and not values.isna().any()):
         raw_codes = values.cat.codes.to_numpy()
         names = [group_name(value) for value in values.cat.categories.tolist()]
         present = np.bincount(raw_codes[raw_codes >= 0], minlength=len(names)) > 0
@@ -424,7 +428,7 @@ def _encode_values(values: Column, max_distinct: int | None = None) -> tuple[np.
         column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
         if isinstance(column, pa.ChunkedArray):  # no chunks at all
             column = pa.array([], column.type)
-        raw_codes = pc.fill_null(column.indices, -1).to_numpy(zero_copy_only=False).astype(np.intp)
+        raw_codes = pc.fill_null(column.indices.cast(pa.int64()), -1).to_numpy(zero_copy_only=False).astype(np.intp)
         names = [group_name(value) for value in column.dictionary.to_pylist()]
         used = np.bincount(raw_codes[raw_codes >= 0], minlength=len(names)) > 0
         names = [name if here else None for name, here in zip(names, used)]
@@ -469,6 +473,8 @@ def _bin_edges_label(edge: float) -> str:
 
 def _binned(values: pd.Series, spec: Any, column: str) -> tuple[np.ndarray, list[str]]:
     """Codes and names of a numeric attribute grouped by cut points or into quantile groups."""
+    if isinstance(values, np.ndarray):
+        values = pd.Series(values, copy=False)
     numeric = pd.to_numeric(values, errors="coerce")
     if numeric.notna().sum() < values.notna().sum():
         bad = values[numeric.isna() & values.notna()].head(3).tolist()

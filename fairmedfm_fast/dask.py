@@ -289,8 +289,9 @@ def _plan(surveys: list[dict], columns: _Columns, meta: pd.DataFrame, score_type
                 f"attribute {name!r} looks continuous (more than {_inputs.MAX_NUMERIC_GROUPS} distinct "
                 f"numbers); group it with bins={{{name!r}: [40, 60]}} (cut points) or bins={{{name!r}: 4}} "
                 "(quantile groups)")
-        groups.append(_global_order(name, meta[name], present, spec, [s["categories"][j] for s in surveys]))
         missing.append(sum(s["missing"][j] for s in surveys))
+        groups.append(_global_order(name, meta[name], present, spec, [s["categories"][j] for s in surveys],
+                                    missing[-1] > 0))
     if positives == 0 or positives == n:
         raise ValueError(f"label column {columns.label!r} has only label {1 if positives else 0} ({n} "
                          "samples); fairness metrics need both positive and negative samples")
@@ -307,19 +308,20 @@ def _plan(surveys: list[dict], columns: _Columns, meta: pd.DataFrame, score_type
 
 
 def _global_order(name: str, column: pd.Series, present: set[str], cut_points: list[float] | None,
-                  categories: list[list[str] | None]) -> list[str]:
+                  categories: list[list[str] | None], has_missing: bool) -> list[str]:
     """Group names in the order of the in-memory report.
 
-    Categorical columns follow their categories: those of the Dask meta when it knows them, else
-    (Parquet dictionaries, read per file) the union of the partitions' categories in partition order,
-    as pyarrow unifies the dictionaries of a dataset read into one table.
+    Categorical columns without missing values follow their categories: those of the Dask meta when
+    it knows them, else (Parquet dictionaries, read per file) the union of the partitions'
+    categories in partition order, as pyarrow unifies the dictionaries of a dataset read into one
+    table. With a missing value they are sorted, as in memory (fairmedfm's rule).
     """
     if cut_points is not None:
         edges = sorted(float(edge) for edge in cut_points)
         _, full = _inputs._binned(pd.Series([-np.inf, *edges]), list(edges), name)
         return [label for label in full if label in present]
     dtype = column.dtype
-    if not isinstance(dtype, pd.CategoricalDtype):
+    if not isinstance(dtype, pd.CategoricalDtype) or has_missing:
         return sorted(present, key=_inputs._order_key)
     known = [] if dtype.categories is None else list(dtype.categories)
     if known and "__UNKNOWN_CATEGORIES__" not in known:

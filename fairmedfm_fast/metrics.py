@@ -102,7 +102,7 @@ def _quantile_edges(scores: np.ndarray, num_bins: int) -> np.ndarray:
     import pandas as pd
 
     edges = pd.Series(scores.astype(np.float64, copy=False)).quantile(np.linspace(0, 1, num_bins + 1)).to_numpy()
-    if len(np.unique(edges)) < len(edges):
+    if len(np.unique(edges)) < len(edges) and len(edges) > 2:  # pandas.qcut allows a single degenerate bin
         raise ValueError(f"quantile_bins=True: the scores have too many ties for {num_bins} distinct quantile "
                          f"bins (edges {np.unique(edges).tolist()[:6]}...); use fewer bins or equal-width bins")
     return edges

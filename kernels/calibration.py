@@ -37,7 +37,7 @@ def score_ranges(scores, labels, codes, n_groups, weights=None):
         w = weight_of(weights, i)
         if w == 0:
             continue
-        score = float(scores[i])
+        score = np.float64(scores[i])
         positive = labels[i] != 0
         for k in range(n_groupings):
             code = codes[k, i]
@@ -143,7 +143,7 @@ def binned_calibration(scores, labels, codes, n_groups, edges, include_lowest, w
         w = weight_of(weights, i)
         if w == 0:
             continue
-        score = float(scores[i])
+        score = np.float64(scores[i])
         label = float(labels[i])
         for k in range(n_groupings):
             code = codes[k, i]
@@ -212,7 +212,7 @@ def log_loss_terms(scores, labels):
     n = scores.shape[0]
     out = np.empty(n)
     for i in range(n):
-        p = float(scores[i])
+        p = np.float64(scores[i])
         y = labels[i]
         if y == 1:
             out[i] = -max(np.log(p), -100.0)

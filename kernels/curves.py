@@ -108,7 +108,7 @@ def roc_points(sorted_scores, sorted_labels, sorted_codes, n_groups, weights=Non
                         block_pos[slot] += w
                     else:
                         block_neg[slot] += w
-        value = float(sorted_scores[start])
+        value = np.float64(sorted_scores[start])
         for i in range(start, stop):
             for k in range(n_groupings):
                 code = sorted_codes[k, i]

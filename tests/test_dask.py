@@ -117,7 +117,9 @@ def test_logits_text_labels_cut_points_categorical_and_no_complete_attribute(cli
                   intersectional=True)
     assert report.metadata["score_transform"] == "sigmoid"
     assert report.metadata["one_vs_rest"] is True
-    assert list(report.by_group.loc["race"].index) == ["W", "B", "A"]
+    # race is a categorical (W, B, A) with missing values: fairmedfm 0.4.2 then sorts its groups,
+    # and so do both of our engines
+    assert list(report.by_group.loc["race"].index) == ["A", "B", "W"]
 
 
 def test_float32_probabilities_quantile_bins_booleans_and_fixed_threshold(client):
