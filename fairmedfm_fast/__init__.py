@@ -1,1 +1,63 @@
-"""fairmedfm_fast: the FairMedFM fairness metrics, exact and fast."""
+"""fairmedfm_fast: the FairMedFM fairness metrics (fairmedfm 0.4.2), exact and fast.
+
+``import fairmedfm_fast as fm`` is a drop-in for ``import fairmedfm as fm``: the same functions,
+signatures, defaults and numbers, computed by Numba kernels over one sort of the scores. Names
+are imported on first use, so importing the package loads neither pandas nor numba.
+"""
+from __future__ import annotations
+
+from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING
+
+try:
+    __version__ = version("fairmedfm_fast")
+except PackageNotFoundError:  # a source checkout that is not installed
+    __version__ = "0+unknown"
+
+_CLASSIFICATION = ("auc_gap", "worst_group_auc", "accuracy_gap", "bce_gap", "ece_gap",
+                   "equal_opportunity_difference", "equalized_odds_score")
+_SEGMENTATION = ("dice_gap", "worst_group_dice", "dice_std", "dice_skewness", "equity_scaled_dice",
+                 "evaluate_segmentation", "dice_per_label")
+_WHERE = {
+    "evaluate": "evaluation",
+    "FairnessReport": "report",
+    "classification_fairness": "metrics",
+    "segmentation_fairness": "metrics",
+    **{name: "group_metrics" for name in _CLASSIFICATION},
+    **{name: "segmentation" for name in _SEGMENTATION},
+}
+
+__all__ = [
+    "evaluate", "evaluate_segmentation", "FairnessReport",
+    "auc_gap", "worst_group_auc", "accuracy_gap", "bce_gap", "ece_gap", "equal_opportunity_difference",
+    "equalized_odds_score",
+    "dice_gap", "worst_group_dice", "dice_std", "dice_skewness", "equity_scaled_dice", "dice_per_label",
+    "classification_fairness", "segmentation_fairness", "__version__",
+]
+
+if TYPE_CHECKING:
+    from .evaluation import evaluate
+    from .group_metrics import (
+        accuracy_gap,
+        auc_gap,
+        bce_gap,
+        ece_gap,
+        equal_opportunity_difference,
+        equalized_odds_score,
+        worst_group_auc,
+    )
+    from .metrics import classification_fairness, segmentation_fairness
+    from .report import FairnessReport
+
+
+def __getattr__(name: str):
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'fairmedfm_fast' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

@@ -9,27 +9,38 @@ from ._slots import neumaier_add, slot_offsets
 
 
 @kernel
-def score_ranges(scores, codes, n_groups):
-    """Sample count, smallest and largest score of every slot.
+def score_ranges(scores, labels, codes, n_groups):
+    """Sample count, positives, smallest and largest score of every slot.
+
+    Parameters
+    ----------
+    scores : float32 or float64 array of shape (n,), any order
+    labels : uint8 array of shape (n,), 0 or 1
+    codes : intp array of shape (K, n); negative = not in the grouping
+    n_groups : int64 array of shape (K,)
 
     Returns
     -------
-    count : int64 array of shape (n_slots,)
+    count, positives : int64 arrays of shape (n_slots,)
     low, high : float64 arrays of shape (n_slots,); NaN for an empty slot
     """
     offsets, n_slots = slot_offsets(n_groups)
     n_groupings, n = codes.shape
     count = np.zeros(n_slots, np.int64)
+    positives = np.zeros(n_slots, np.int64)
     low = np.full(n_slots, np.inf)
     high = np.full(n_slots, -np.inf)
     for i in range(n):
         score = float(scores[i])
+        positive = labels[i] != 0
         for k in range(n_groupings):
             code = codes[k, i]
             if code < 0:
                 continue
             for slot in (offsets[k] + code, offsets[k] + n_groups[k]):
                 count[slot] += 1
+                if positive:
+                    positives[slot] += 1
                 if score < low[slot]:
                     low[slot] = score
                 if score > high[slot]:
@@ -38,7 +49,7 @@ def score_ranges(scores, codes, n_groups):
         if count[slot] == 0:
             low[slot] = np.nan
             high[slot] = np.nan
-    return count, low, high
+    return count, positives, low, high
 
 
 @kernel
@@ -111,11 +122,12 @@ def _bin_of(edges_row, score, include_lowest):
 
 @kernel
 def binned_calibration(scores, labels, codes, n_groups, edges, include_lowest):
-    """Per slot and bin: sample count, sum of scores (compensated) and number of positives.
+    """Per slot and bin: sample count, sum of scores (compensated) and sum of labels.
 
     Parameters
     ----------
-    scores, labels : arrays of shape (n,), any order
+    scores : float32 or float64 array of shape (n,), any order
+    labels : uint8 (0/1) or float64 array of shape (n,)
     codes : intp array of shape (K, n)
     n_groups : int64 array of shape (K,)
     edges : float64 array of shape (n_slots, n_bins + 1), one row of edges per slot
@@ -125,19 +137,19 @@ def binned_calibration(scores, labels, codes, n_groups, edges, include_lowest):
 
     Returns
     -------
-    count, positives : int64 arrays of shape (n_slots, n_bins)
-    score_sum : float64 array of shape (n_slots, n_bins)
+    count : int64 array of shape (n_slots, n_bins)
+    label_sum, score_sum : float64 arrays of shape (n_slots, n_bins)
     """
     offsets, n_slots = slot_offsets(n_groups)
     n_groupings, n = codes.shape
     n_bins = edges.shape[1] - 1
     count = np.zeros(n_slots * n_bins, np.int64)
-    positives = np.zeros(n_slots * n_bins, np.int64)
+    label_sum = np.zeros(n_slots * n_bins)
     sums = np.zeros(n_slots * n_bins)
     compensation = np.zeros(n_slots * n_bins)
     for i in range(n):
         score = float(scores[i])
-        positive = labels[i] != 0
+        label = float(labels[i])
         for k in range(n_groupings):
             code = codes[k, i]
             if code < 0:
@@ -148,15 +160,14 @@ def binned_calibration(scores, labels, codes, n_groups, edges, include_lowest):
                     continue
                 cell = slot * n_bins + b
                 count[cell] += 1
-                if positive:
-                    positives[cell] += 1
+                label_sum[cell] += label
                 neumaier_add(sums, compensation, cell, score)
     score_sum = (sums + compensation).reshape((n_slots, n_bins))
-    return count.reshape((n_slots, n_bins)), positives.reshape((n_slots, n_bins)), score_sum
+    return count.reshape((n_slots, n_bins)), label_sum.reshape((n_slots, n_bins)), score_sum
 
 
 @kernel
-def calibration_error(count, positives, score_sum, variant):
+def calibration_error(count, label_sum, score_sum, variant):
     """ECE of every slot from its bin sums: ``sum_b n_b * err_b / sum_b n_b`` over non-empty bins.
 
     ``err_b`` is ``|mean score - fraction positive|`` for ``variant`` 0 ("abs"), its square for 1
@@ -171,7 +182,7 @@ def calibration_error(count, positives, score_sum, variant):
             size = count[slot, b]
             if size == 0:
                 continue
-            difference = score_sum[slot, b] / size - positives[slot, b] / size
+            difference = score_sum[slot, b] / size - label_sum[slot, b] / size
             error = abs(difference) if variant == 0 else difference * difference
             weighted += error * size
             total += size
@@ -187,7 +198,7 @@ def log_loss_sums(scores, labels, codes, n_groups):
     """Per slot, the compensated sum of ``y log p + (1 - y) log(1 - p)``, logs clamped below at -100.
 
     The clamp is ``torch.nn.BCELoss``'s, so scores of exactly 0 or 1 give finite terms. BCE is
-    ``-sum / count``.
+    ``-sum / count``. ``labels`` may be uint8 (0/1) or float64 (soft labels).
     """
     offsets, n_slots = slot_offsets(n_groups)
     n_groupings, n = codes.shape
@@ -195,10 +206,9 @@ def log_loss_sums(scores, labels, codes, n_groups):
     compensation = np.zeros(n_slots)
     for i in range(n):
         p = float(scores[i])
-        if labels[i] != 0:
-            term = max(np.log(p), -100.0)
-        else:
-            term = max(np.log(1.0 - p), -100.0)
+        y = float(labels[i])
+        # Both logs, as in the reference formula; for y in {0, 1} this is exactly one of them.
+        term = y * max(np.log(p), -100.0) + (1.0 - y) * max(np.log(1.0 - p), -100.0)
         for k in range(n_groupings):
             code = codes[k, i]
             if code < 0:

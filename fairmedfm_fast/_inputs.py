@@ -1,0 +1,518 @@
+"""From what users have to what kernels take: uint8 labels, float scores, integer group codes.
+
+Everything here runs once per call, on whole arrays or on the (few) distinct group values; no
+Python loop touches individual samples. Validation happens here, so kernels can trust their input.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+Bins = Mapping[str, int | Sequence[float]]
+#: A numeric attribute with more distinct values than this looks continuous and must be binned.
+MAX_NUMERIC_GROUPS = 20
+
+
+# ---------------------------------------------------------------------------------------------
+# Generic conversion
+# ---------------------------------------------------------------------------------------------
+
+def _is_arrow(values: Any) -> bool:
+    module = type(values).__module__
+    return module.startswith("pyarrow")
+
+
+def _is_polars(values: Any) -> bool:
+    return type(values).__module__.startswith("polars")
+
+
+def to_numpy(values: Any, name: str) -> np.ndarray:
+    """A NumPy array from a list, NumPy array, pandas, pyarrow or polars object, or a tensor.
+
+    Tensors (PyTorch, on any device; TensorFlow; JAX) are converted through their own methods, so
+    no framework is imported here.
+    """
+    if values is None:
+        raise ValueError(f"{name} is missing: pass one value per sample")
+    if isinstance(values, np.ndarray):
+        array = values
+    elif hasattr(values, "detach") and hasattr(values, "cpu"):  # PyTorch, any device
+        array = values.detach().cpu().numpy()
+    elif isinstance(values, (pd.Series, pd.DataFrame, pd.Index)):
+        array = values.to_numpy()
+    elif _is_arrow(values):
+        if hasattr(values, "num_columns"):  # Table / RecordBatch
+            array = np.column_stack([_arrow_to_numpy(column) for column in values.columns])
+        else:
+            array = _arrow_to_numpy(values)
+    elif hasattr(values, "to_numpy"):  # polars and other array libraries
+        array = values.to_numpy()
+    elif hasattr(values, "numpy"):  # TensorFlow
+        array = values.numpy()
+    else:
+        try:
+            array = np.asarray(values)
+        except (ValueError, TypeError) as error:
+            raise ValueError(f"{name} could not be read as an array ({error}); pass a list, a NumPy "
+                             "array or a pandas Series with one value per sample") from None
+    array = np.asarray(array)
+    if array.ndim == 0:
+        raise ValueError(f"{name} must hold one value per sample, got the scalar {array.item()!r}")
+    return array
+
+
+def _arrow_to_numpy(values: Any) -> np.ndarray:
+    import pyarrow as pa
+
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks() if values.num_chunks != 1 else values.chunk(0)
+    if pa.types.is_dictionary(values.type):
+        values = values.dictionary_decode()
+    return values.to_numpy(zero_copy_only=False)
+
+
+def _preview(values: Any, limit: int = 6) -> str:
+    values = list(values[:limit + 1])
+    shown = ", ".join(repr(v.item() if isinstance(v, np.generic) else v) for v in values[:limit])
+    return f"[{shown}{', ...' if len(values) > limit else ''}]"
+
+
+def _length(values: Any) -> int:
+    if isinstance(values, Mapping):
+        first = next(iter(values.values()), None)
+        return 0 if first is None else len(first)
+    if hasattr(values, "shape") and len(values.shape) > 0:
+        return int(values.shape[0])
+    return len(values)
+
+
+# ---------------------------------------------------------------------------------------------
+# Pairing of pandas inputs
+# ---------------------------------------------------------------------------------------------
+
+def pandas_index(value: Any) -> pd.Index | None:
+    """The index of a pandas input (or of the first pandas column of a mapping), else None."""
+    if isinstance(value, (pd.Series, pd.DataFrame)):
+        return value.index
+    if isinstance(value, Mapping):
+        for item in value.values():
+            if isinstance(item, (pd.Series, pd.DataFrame)):
+                return item.index
+    return None
+
+
+def _is_range_index(index: pd.Index | None) -> bool:
+    return index is not None and index.equals(pd.RangeIndex(len(index)))
+
+
+def _reindexed(value: Any, reference: pd.Index) -> Any:
+    """``value`` reordered to ``reference`` when it holds the same unique labels in another order."""
+    if not isinstance(value, (pd.Series, pd.DataFrame)):
+        return value
+    index = value.index
+    if (len(index) != len(reference) or index.equals(reference) or not index.is_unique
+            or not index.isin(reference).all()):
+        return value
+    return value.loc[reference]
+
+
+def align_by_index(named: dict[str, Any], notes: list[str]) -> tuple:
+    """Inputs paired by position, except pandas inputs whose index is the same set of labels in a
+    different order: those are reordered to the first pandas input's index (with a note).
+
+    If either index is the default ``0, 1, 2, ...``, which pairing is meant is unclear (a shuffled
+    table next to model outputs wrapped in a fresh Series looks just like it), so a ValueError
+    explains both ways of choosing.
+    """
+    values = dict(named)
+    reference_name = next((name for name, value in values.items() if pandas_index(value) is not None), None)
+    if reference_name is None:
+        return tuple(values.values())
+    reference = pandas_index(values[reference_name])
+    if not reference.is_unique:
+        return tuple(values.values())
+    for name, value in values.items():
+        if name == reference_name:
+            continue
+        if isinstance(value, Mapping):
+            moved = {key: _reindexed(item, reference) for key, item in value.items()}
+            changed = any(moved[key] is not item for key, item in value.items())
+        else:
+            moved = _reindexed(value, reference)
+            changed = moved is not value
+        if not changed:
+            continue
+        if _is_range_index(reference) or _is_range_index(pandas_index(value)):
+            raise ValueError(
+                f"{name} holds the same index labels as {reference_name} but in another order, and one "
+                "of them has the default index 0, 1, 2, ..., so the pairing of samples is ambiguous. "
+                f"Pair by label with {name}.loc[{reference_name}.index], or by position with "
+                f"{name}.to_numpy() (or reset_index(drop=True) on both)")
+        notes.append(f"{name} was paired with {reference_name} by index label (same labels, different "
+                     "order)")
+        values[name] = moved
+    return tuple(values.values())
+
+
+# ---------------------------------------------------------------------------------------------
+# Labels and scores
+# ---------------------------------------------------------------------------------------------
+
+def _plain(value: Any) -> Any:
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def binary_labels(y_true: Any, pos_label: Any = None) -> tuple[np.ndarray, dict[str, Any]]:
+    """0/1 labels as uint8, from booleans, 0/1 numbers, one-hot rows, or any values with ``pos_label``."""
+    raw = to_numpy(y_true, "y_true")
+    labels = raw
+    if labels.ndim == 2 and labels.shape[1] > 1:  # one-hot (or per-class scores): the argmax class
+        labels = labels.argmax(axis=1)
+    if len(labels) == 0:
+        raise ValueError("y_true is empty: pass one label per sample")
+    labels = labels.reshape(len(labels), -1)
+    if labels.shape[1] != 1:
+        raise ValueError(f"y_true must hold one label per sample (or one-hot rows), got shape {raw.shape}")
+    labels = labels[:, 0]
+    info: dict[str, Any] = {}
+    if pos_label is not None:
+        is_positive = np.asarray(labels == pos_label)
+        if is_positive.shape != labels.shape or not is_positive.any():
+            raise ValueError(f"pos_label={pos_label!r} does not occur in y_true, whose values include "
+                             f"{_preview(pd.unique(labels))}; pass one of those")
+        info["pos_label"] = _plain(pos_label)
+        if len(pd.unique(labels)) > 2:
+            info["one_vs_rest"] = True
+        return is_positive.astype(np.uint8), info
+    kind = labels.dtype.kind
+    if kind == "b":
+        return labels.astype(np.uint8), info
+    if kind in "iu" and labels.min() >= 0 and labels.max() <= 1:
+        return labels.astype(np.uint8), info
+    if kind == "f" and bool(np.all((labels == 0) | (labels == 1))):
+        return labels.astype(np.uint8), info
+    if kind == "f" and np.isnan(labels).any():
+        raise ValueError(f"y_true contains {int(np.isnan(labels).sum())} NaN values; drop those samples "
+                         "or fill in their labels")
+    values = pd.unique(labels)
+    raise ValueError(f"y_true has values {_preview(values)}, not only 0/1 or booleans; pass pos_label= "
+                     "to name the positive class (every other value counts as negative)")
+
+
+def _in_unit_interval(values: np.ndarray) -> bool:
+    return bool(values.size) and values.min() >= 0 and values.max() <= 1
+
+
+def positive_scores(y_score: Any, score_type: str = "auto", score_column: int | None = None,
+                    pos_label: Any = None) -> tuple[np.ndarray, dict[str, Any]]:
+    """Positive-class probabilities (float32 kept as float32) from probabilities, logits, or a
+    (samples, classes) array of either."""
+    if score_type not in ("auto", "probability", "logit"):
+        raise ValueError(f"score_type={score_type!r} is not one of 'auto', 'probability', 'logit'")
+    scores = to_numpy(y_score, "y_score")
+    if scores.dtype.kind not in "biuf":
+        try:
+            scores = scores.astype(np.float64)
+        except (ValueError, TypeError):
+            raise ValueError(f"y_score must be numeric, got dtype {scores.dtype} with values "
+                             f"{_preview(scores.ravel())}") from None
+    if scores.dtype != np.float32:
+        scores = scores.astype(np.float64, copy=False)
+    if scores.ndim == 2 and scores.shape[1] == 1:
+        scores = scores[:, 0]
+    if scores.ndim > 2:
+        raise ValueError(f"y_score must be one score per sample or a (samples, classes) array, got shape "
+                         f"{scores.shape}")
+    if scores.size == 0:
+        raise ValueError("y_score is empty: pass one score per sample")
+    nan = np.isnan(scores)
+    if nan.any():
+        where = np.flatnonzero(nan.reshape(len(scores), -1).any(axis=1))
+        raise ValueError(f"y_score contains NaN (samples {_preview(where)}); drop or fix those samples")
+    info: dict[str, Any] = {}
+    if scores.ndim == 1:
+        probability = _in_unit_interval(scores)
+        if score_type == "probability" and not probability:
+            raise ValueError(f"score_type='probability' but y_score ranges over [{scores.min()}, "
+                             f"{scores.max()}]; pass score_type='logit' or 'auto' for logits")
+        if score_type == "logit" or not probability:
+            scores = 1 / (1 + np.exp(-scores.astype(np.float64)))
+            info["score_transform"] = "sigmoid"
+        return scores, info
+    scores = scores.astype(np.float64, copy=False)
+    n_classes = scores.shape[1]
+    if score_column is not None:
+        column = int(score_column)
+    elif n_classes == 2:
+        column = 1
+    elif isinstance(pos_label, (int, np.integer)) and not isinstance(pos_label, bool):
+        column = int(pos_label)
+    else:
+        raise ValueError(f"y_score has {n_classes} columns; pass score_column= (the column of the "
+                         "positive class) or an integer pos_label")
+    if not 0 <= column < n_classes:
+        raise ValueError(f"score_column={column} is out of range for y_score with {n_classes} columns "
+                         f"(0 to {n_classes - 1})")
+    rows_sum_to_one = _in_unit_interval(scores) and np.allclose(scores.sum(axis=1), 1, atol=1e-3)
+    if score_type == "logit" or (score_type == "auto" and not rows_sum_to_one):
+        shifted = np.exp(scores - scores.max(axis=1, keepdims=True))
+        scores = shifted / shifted.sum(axis=1, keepdims=True)
+        info["score_transform"] = "softmax"
+    info["score_column"] = column
+    return scores[:, column], info
+
+
+def class_column(y_true: Any, y_score: Any, pos_label: Any) -> int | None:
+    """Column of ``pos_label`` in a (samples, classes) score array, classes in sorted order."""
+    shape = getattr(y_score, "shape", None)
+    if shape is None:
+        shape = np.shape(y_score)
+    if len(shape) != 2 or shape[1] < 2:
+        return None
+    labels = to_numpy(y_true, "y_true")
+    if labels.ndim != 1:
+        return None
+    classes = np.sort(pd.unique(labels))
+    if len(classes) != shape[1]:
+        return None
+    matches = np.flatnonzero(classes == pos_label)
+    return int(matches[0]) if len(matches) else None
+
+
+# ---------------------------------------------------------------------------------------------
+# Sensitive attributes -> integer codes
+# ---------------------------------------------------------------------------------------------
+
+@dataclass
+class Attribute:
+    """One sensitive attribute: a group code per sample and the group names in report order."""
+
+    name: str
+    codes: np.ndarray  # intp, -1 where the value is missing
+    groups: list[str]
+
+    @property
+    def n_groups(self) -> int:
+        return len(self.groups)
+
+
+def group_name(value: Any) -> str | None:
+    """Name of a group value: None when missing; whole floats without ".0"."""
+    if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
+        return None
+    if isinstance(value, (float, np.floating)) and float(value).is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def _order_key(name: str):
+    try:
+        return (0, float(name), "")
+    except ValueError:
+        return (1, 0.0, name)
+
+
+def _as_series(values: Any, name: str) -> pd.Series:
+    """A pandas Series over the values without a Python object per sample where possible."""
+    if isinstance(values, pd.Series):
+        return values.reset_index(drop=True)
+    if _is_polars(values):
+        values = values.to_arrow()
+    if _is_arrow(values):
+        import pyarrow as pa
+
+        if isinstance(values, pa.ChunkedArray):
+            values = values.combine_chunks() if values.num_chunks != 1 else values.chunk(0)
+        return pd.Series(pd.arrays.ArrowExtensionArray(values), name=name, copy=False)
+    array = to_numpy(values, name)
+    if array.ndim != 1:
+        array = array.reshape(len(array), -1)
+        if array.shape[1] != 1:
+            raise ValueError(f"{name} must hold one value per sample, got shape {array.shape}")
+        array = array[:, 0]
+    return pd.Series(array, name=name, copy=False)
+
+
+def _columns(sensitive_features: Any) -> list[tuple[str, pd.Series]]:
+    """(attribute name, values) pairs, named as a pandas DataFrame of the same input would be."""
+    features = sensitive_features
+    if isinstance(features, pd.DataFrame):
+        return [(str(name), features.iloc[:, i].reset_index(drop=True))
+                for i, name in enumerate(features.columns)]
+    if isinstance(features, pd.Series):
+        name = str(features.name) if features.name else "sensitive"
+        return [(name, features.reset_index(drop=True))]
+    if isinstance(features, Mapping):
+        return [(str(key), _as_series(value, f"sensitive_features[{key!r}]")) for key, value in features.items()]
+    if _is_polars(features):
+        if hasattr(features, "get_columns"):  # DataFrame
+            return [(str(column.name), _as_series(column, str(column.name))) for column in features.get_columns()]
+        name = str(features.name) if features.name else "sensitive"
+        return [(name, _as_series(features, name))]
+    if _is_arrow(features) and hasattr(features, "column_names"):  # Table / RecordBatch
+        return [(str(name), _as_series(features.column(i), str(name)))
+                for i, name in enumerate(features.column_names)]
+    if _is_arrow(features):
+        return [("sensitive", _as_series(features, "sensitive"))]
+    array = to_numpy(features, "sensitive_features")
+    if array.ndim == 1:
+        return [("sensitive", pd.Series(array, copy=False))]
+    if array.ndim == 2:
+        return [(f"sensitive_{i}", pd.Series(array[:, i])) for i in range(array.shape[1])]
+    raise ValueError(f"sensitive_features must be one value per sample or a (samples, attributes) table, "
+                     f"got shape {array.shape}")
+
+
+def _is_numeric(values: pd.Series) -> bool:
+    dtype = values.dtype
+    return pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype)
+
+
+def _encode_values(values: pd.Series) -> tuple[np.ndarray, list[str]]:
+    """Codes (intp, -1 missing) in report order, and the group names, of one attribute column."""
+    if isinstance(values.dtype, pd.CategoricalDtype):
+        raw_codes = values.cat.codes.to_numpy()
+        names = pd.Series(values.cat.categories).map(group_name).tolist()
+        present = np.bincount(raw_codes[raw_codes >= 0], minlength=len(names)) > 0
+        ordered: list[str] = []
+        for name, here in zip(names, present):
+            if here and name is not None and name not in ordered:
+                ordered.append(name)
+    else:
+        raw_codes, uniques = pd.factorize(values, use_na_sentinel=True)
+        names = pd.Series(uniques, copy=False).map(group_name).tolist() if len(uniques) else []
+        ordered = sorted({name for name in names if name is not None}, key=_order_key)
+    position = {name: i for i, name in enumerate(ordered)}
+    lookup = np.array([position.get(name, -1) if name is not None else -1 for name in names] + [-1],
+                      dtype=np.intp)
+    # code -1 (missing) indexes the trailing -1 of the lookup table
+    return lookup[raw_codes], ordered
+
+
+def _bin_edges_label(edge: float) -> str:
+    return f"{edge:.4g}"
+
+
+def _binned(values: pd.Series, spec: Any, column: str) -> tuple[np.ndarray, list[str]]:
+    """Codes and names of a numeric attribute grouped by cut points or into quantile groups."""
+    numeric = pd.to_numeric(values, errors="coerce")
+    if numeric.notna().sum() < values.notna().sum():
+        bad = values[numeric.isna() & values.notna()].head(3).tolist()
+        raise ValueError(f"bins[{column!r}]: attribute {column!r} has non-numeric values such as {bad}, so it "
+                         "cannot be binned; remove it from bins")
+    numeric = numeric.to_numpy(dtype=np.float64, na_value=np.nan)
+    if isinstance(spec, (int, np.integer)):
+        if spec < 2:
+            raise ValueError(f"bins[{column!r}]={spec!r}: a number of quantile groups must be at least 2")
+        present = numeric[~np.isnan(numeric)]
+        if present.size == 0:
+            raise ValueError(f"bins[{column!r}]: attribute {column!r} has no values to take quantiles of")
+        cut_points = np.unique(np.quantile(present, np.linspace(0, 1, int(spec) + 1)[1:-1]))
+    else:
+        if isinstance(spec, (str, bytes)) or not isinstance(spec, (Sequence, np.ndarray)):
+            raise ValueError(f"bins[{column!r}]={spec!r}: give cut points such as [40, 60] or a number of "
+                             "quantile groups such as 4")
+        cut_points = spec
+    try:
+        edges = sorted(float(edge) for edge in cut_points)
+    except (TypeError, ValueError):
+        raise ValueError(f"bins[{column!r}]={spec!r}: cut points must be numbers, e.g. [40, 60]") from None
+    if not edges:
+        raise ValueError(f"bins[{column!r}] is empty: give at least one cut point, e.g. [40, 60]")
+    if any(math.isnan(edge) for edge in edges) or len(set(edges)) < len(edges):
+        raise ValueError(f"bins[{column!r}]={spec!r}: cut points must be distinct numbers")
+    labels = ([f"<{_bin_edges_label(edges[0])}"]
+              + [f"{_bin_edges_label(a)}-{_bin_edges_label(b)}" for a, b in itertools.pairwise(edges)]
+              + [f">={_bin_edges_label(edges[-1])}"])
+    if len(set(labels)) < len(labels):
+        raise ValueError(f"bins[{column!r}]={spec!r}: cut points too close to name the groups apart "
+                         f"({labels}); use fewer or rounder cut points")
+    # Intervals [a, b): the group is the number of cut points <= value; +inf and NaN are missing.
+    codes = np.searchsorted(np.asarray(edges), numeric, side="right").astype(np.intp)
+    codes[np.isnan(numeric) | (numeric == np.inf)] = -1
+    present = np.bincount(codes[codes >= 0], minlength=len(labels)) > 0
+    compact = np.cumsum(present) - 1
+    lookup = np.append(np.where(present, compact, -1), -1).astype(np.intp)
+    return lookup[codes], [label for label, here in zip(labels, present) if here]
+
+
+def _combine(attributes: list[Attribute]) -> Attribute:
+    """The intersectional attribute ("a & b"): combinations that occur, in product order."""
+    codes = attributes[0].codes
+    names: list[tuple[str, ...]] = [(group,) for group in attributes[0].groups]
+    for attribute in attributes[1:]:
+        width = attribute.n_groups
+        valid = (codes >= 0) & (attribute.codes >= 0)
+        combined = np.where(valid, codes * width + attribute.codes, -1)
+        n_cells = len(names) * width
+        if n_cells <= max(4 * len(combined), 1 << 16):
+            present = np.flatnonzero(np.bincount(combined[valid], minlength=n_cells))
+            lookup = np.full(n_cells + 1, -1, np.intp)
+            lookup[present] = np.arange(len(present))
+            codes = lookup[combined]
+        else:
+            present, inverse = np.unique(combined[valid], return_inverse=True)
+            codes = np.full(len(combined), -1, np.intp)
+            codes[valid] = inverse
+        names = [names[cell // width] + (attribute.groups[cell % width],) for cell in present]
+    return Attribute(" & ".join(a.name for a in attributes), codes.astype(np.intp, copy=False),
+                     [" & ".join(parts) for parts in names])
+
+
+def encode_attributes(sensitive_features: Any, n_samples: int, bins: Bins | None = None,
+                      intersectional: bool = False) -> list[Attribute]:
+    """Sensitive attributes as integer group codes, validated.
+
+    Parameters
+    ----------
+    sensitive_features : DataFrame, dict of name -> values, Series, 1-D or 2-D array, pyarrow
+        Table/Array/ChunkedArray, polars DataFrame/Series
+    n_samples : int
+    bins : dict of attribute -> cut points or number of quantile groups, optional
+    intersectional : bool
+        Append the combination of all attributes (when there are several).
+    """
+    columns = _columns(sensitive_features)
+    if not columns:
+        raise ValueError("sensitive_features has no attributes: pass at least one column of group values")
+    for name, values in columns:
+        if len(values) != n_samples:
+            raise ValueError(f"sensitive_features: attribute {name!r} has {len(values)} values but there are "
+                             f"{n_samples} samples; pass one value per sample")
+    if bins is not None and not isinstance(bins, Mapping):
+        raise ValueError(f"bins must be a dict such as {{'age': [40, 60]}}, got {type(bins).__name__}")
+    bins = dict(bins or {})
+    known = [name for name, _ in columns]
+    unknown = sorted(set(map(str, bins)) - set(known))
+    if unknown:
+        raise ValueError(f"bins names attribute(s) {unknown} that sensitive_features does not have; "
+                         f"its attributes are {known}")
+    bins = {str(key): value for key, value in bins.items()}
+    attributes = []
+    for name, values in columns:
+        if name in bins:
+            codes, groups = _binned(values, bins[name], name)
+        else:
+            if _is_numeric(values):
+                n_distinct = values.nunique(dropna=True)
+                if n_distinct > MAX_NUMERIC_GROUPS:
+                    raise ValueError(
+                        f"attribute {name!r} looks continuous ({n_distinct} distinct numbers); group it with "
+                        f"bins={{{name!r}: [40, 60]}} (cut points) or bins={{{name!r}: 4}} (quantile groups)")
+            codes, groups = _encode_values(values)
+        attributes.append(Attribute(name, codes, groups))
+    if intersectional and len(attributes) > 1:
+        attributes.append(_combine(attributes))
+    return attributes
+
+
+def one_attribute(sensitive_features: Any, n_samples: int, bins: Bins | None = None) -> Attribute:
+    """A single attribute: the only one given, or the combination of several."""
+    attributes = encode_attributes(sensitive_features, n_samples, bins)
+    return attributes[0] if len(attributes) == 1 else _combine(attributes)

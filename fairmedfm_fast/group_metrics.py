@@ -1,0 +1,121 @@
+"""One fairness number per call, like ``sklearn.metrics``: for training logs, model selection and
+``sklearn.metrics.make_scorer``.
+
+Each function computes only what its number needs (``auc_gap`` sorts and counts; ``bce_gap`` does
+not even sort). With several attribute columns in ``sensitive_features``, their combinations are
+the groups (e.g. ``"F & >=60"``). When the number cannot be computed (fewer than two groups with
+both labels) the result is NaN and the reasons are issued as ``UserWarning``.
+"""
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Any
+
+from . import _inputs
+from .evaluation import assess, prepare, require_both_labels, transform_note
+
+__all__ = [
+    "auc_gap", "worst_group_auc", "accuracy_gap", "bce_gap", "ece_gap", "equal_opportunity_difference",
+    "equalized_odds_score",
+]
+
+# The per-group metrics that each summary column needs.
+_NEEDS = {"auc-gap": {"auc"}, "worst-auc": {"auc"}, "acc-gap": {"acc@best_f1"}, "bce-gap": {"bce"},
+          "ece-gap": {"ece"}, "eo": {"tpr@best_f1"}, "eod": {"tpr@best_f1", "tnr@best_f1"}}
+
+
+def _classification(column: str, y_true: Any, y_score: Any, sensitive_features: Any, pos_label: Any,
+                    score_type: str, score_column: int | None, bins: _inputs.Bins | None) -> float:
+    notes: list[str] = []
+    prepared, sensitive_features = prepare(y_true, y_score, sensitive_features, pos_label, score_type,
+                                           score_column, notes)
+    attribute = _inputs.one_attribute(sensitive_features, len(prepared.labels), bins)
+    notes.extend(transform_note(prepared.metadata))
+    require_both_labels(prepared.labels)
+    result = assess(prepared, [attribute], notes, wanted=_NEEDS[column], with_overall=False)[0][0]
+    for message in notes:
+        warnings.warn(message, UserWarning, stacklevel=3)
+    value = result.summary.get(column, math.nan)
+    return float(value)
+
+
+def auc_gap(y_true: Any, y_score: Any, *, sensitive_features: Any, pos_label: Any = None, score_type: str = "auto",
+            score_column: int | None = None, bins: _inputs.Bins | None = None) -> float:
+    """Largest minus smallest group ROC AUC (0 is fair).
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n_samples,) or (n_samples, n_classes)
+        0/1, booleans, one-hot rows, or any labels with ``pos_label``.
+    y_score : array-like of shape (n_samples,) or (n_samples, n_classes)
+        Probabilities, logits, or a per-class matrix (``predict_proba``, softmax or logits).
+    sensitive_features : array-like, Series, DataFrame or dict
+        Group of each sample; several columns are combined into intersectional groups.
+    pos_label, score_type, score_column, bins
+        As in :func:`fairmedfm_fast.evaluate`.
+
+    Returns
+    -------
+    float
+        NaN (with a ``UserWarning``) when fewer than two groups have both labels.
+    """
+    return _classification("auc-gap", y_true, y_score, sensitive_features, pos_label, score_type, score_column,
+                           bins)
+
+
+def worst_group_auc(y_true: Any, y_score: Any, *, sensitive_features: Any, pos_label: Any = None,
+                    score_type: str = "auto", score_column: int | None = None,
+                    bins: _inputs.Bins | None = None) -> float:
+    """Lowest group ROC AUC (higher is better). Parameters as in :func:`auc_gap`."""
+    return _classification("worst-auc", y_true, y_score, sensitive_features, pos_label, score_type, score_column,
+                           bins)
+
+
+def accuracy_gap(y_true: Any, y_score: Any, *, sensitive_features: Any, pos_label: Any = None,
+                 score_type: str = "auto", score_column: int | None = None,
+                 bins: _inputs.Bins | None = None) -> float:
+    """Largest minus smallest group accuracy at the best overall F1 threshold (0 is fair).
+
+    Parameters as in :func:`auc_gap`. Predictions are ``score > threshold``.
+    """
+    return _classification("acc-gap", y_true, y_score, sensitive_features, pos_label, score_type, score_column,
+                           bins)
+
+
+def bce_gap(y_true: Any, y_score: Any, *, sensitive_features: Any, pos_label: Any = None, score_type: str = "auto",
+            score_column: int | None = None, bins: _inputs.Bins | None = None) -> float:
+    """Largest minus smallest group binary cross-entropy (0 is fair). Parameters as in :func:`auc_gap`."""
+    return _classification("bce-gap", y_true, y_score, sensitive_features, pos_label, score_type, score_column,
+                           bins)
+
+
+def ece_gap(y_true: Any, y_score: Any, *, sensitive_features: Any, pos_label: Any = None, score_type: str = "auto",
+            score_column: int | None = None, bins: _inputs.Bins | None = None) -> float:
+    """Largest minus smallest group expected calibration error (0 is fair).
+
+    Parameters as in :func:`auc_gap`. Each group's 10 equal-width bins span its own score range.
+    """
+    return _classification("ece-gap", y_true, y_score, sensitive_features, pos_label, score_type, score_column,
+                           bins)
+
+
+def equal_opportunity_difference(y_true: Any, y_score: Any, *, sensitive_features: Any, pos_label: Any = None,
+                                 score_type: str = "auto", score_column: int | None = None,
+                                 bins: _inputs.Bins | None = None) -> float:
+    """Largest minus smallest group true positive rate at the best-F1 threshold (``eo``; 0 is fair).
+
+    Parameters as in :func:`auc_gap`.
+    """
+    return _classification("eo", y_true, y_score, sensitive_features, pos_label, score_type, score_column, bins)
+
+
+def equalized_odds_score(y_true: Any, y_score: Any, *, sensitive_features: Any, pos_label: Any = None,
+                         score_type: str = "auto", score_column: int | None = None,
+                         bins: _inputs.Bins | None = None) -> float:
+    """``1 - (TPR gap + TNR gap) / 2`` at the best-F1 threshold (``eod``; 1 is fair).
+
+    A score, not a difference: fairlearn's ``equalized_odds_difference`` is 0 when fair.
+    Parameters as in :func:`auc_gap`.
+    """
+    return _classification("eod", y_true, y_score, sensitive_features, pos_label, score_type, score_column, bins)

@@ -1,0 +1,108 @@
+"""The result object of :func:`fairmedfm_fast.evaluate` and :func:`fairmedfm_fast.evaluate_segmentation`."""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+__all__ = ["FairnessReport", "summary_frame", "group_frame"]
+
+
+class FairnessReport:
+    """Fairness of a model across the groups of one or more sensitive attributes.
+
+    Attributes
+    ----------
+    task : str
+        ``"cls"`` (binary classification) or ``"seg"`` (segmentation).
+    summary : pandas.DataFrame
+        One row per attribute: ``n`` (samples with a value for it), ``n_groups`` (groups that could
+        be evaluated) and the fairness metrics. An attribute with fewer than two evaluable groups
+        has only ``n`` and ``n_groups``.
+    by_group : pandas.DataFrame
+        One row per (attribute, group): the group's sample count ``n``, its metrics, and
+        ``skipped``, the reason a group was left out of the gaps (None when it was not).
+    overall : dict
+        Metrics on all samples.
+    warnings : list of str
+        How the input was read, which samples and groups were left out, and why.
+    metadata : dict
+        Facts about the input, e.g. ``n_samples``, the positive label, the score transform.
+    """
+
+    def __init__(self, task: str, summary: pd.DataFrame, by_group: pd.DataFrame, overall: dict[str, Any],
+                 attribute_overall: dict[str, dict[str, Any]], warnings: list[str], metadata: dict[str, Any]):
+        self.task = task
+        self.summary = summary
+        self.by_group = by_group
+        self.overall = overall
+        self.warnings = warnings
+        self.metadata = metadata
+        self._attribute_overall = attribute_overall
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dictionary (NaN becomes None), one entry per attribute."""
+        from . import __version__
+
+        attributes = {}
+        for attribute, row in self.summary.iterrows():
+            groups = self.by_group.loc[attribute]
+            entry = {"n": int(row["n"]), "summary": _jsonable(row.drop(["n", "n_groups"]).to_dict()),
+                     "groups": {str(group): _jsonable(values.to_dict()) for group, values in groups.iterrows()}}
+            if attribute in self._attribute_overall:
+                entry["overall"] = _jsonable(self._attribute_overall[attribute])
+            attributes[str(attribute)] = entry
+        return {"fairmedfm_fast_version": __version__, "task": self.task, "metadata": _jsonable(self.metadata),
+                "overall": _jsonable(self.overall), "attributes": attributes, "warnings": list(self.warnings)}
+
+    def to_json(self, path: str | Path | None = None, indent: int = 2) -> str:
+        """The report as JSON text (see :meth:`to_dict`), also written to ``path`` when given."""
+        text = json.dumps(self.to_dict(), indent=indent, allow_nan=False)
+        if path is not None:
+            path = Path(path)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text + "\n")
+        return text
+
+    def __repr__(self) -> str:
+        head = f"FairnessReport({self.task}, attributes: {', '.join(map(str, self.summary.index))})"
+        lines = [head, self.summary.to_string(float_format=lambda v: f"{v:.4f}")]
+        lines.extend(f"warning: {message}" for message in self.warnings)
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        import html
+
+        notes = "".join(f"<p><b>warning:</b> {html.escape(message)}</p>" for message in self.warnings)
+        return self.summary.to_html(float_format=lambda v: f"{v:.4f}") + notes
+
+
+def summary_frame(summaries: dict[str, dict[str, Any]]) -> pd.DataFrame:
+    """One row per attribute, ``n`` and ``n_groups`` first, other columns in order of appearance."""
+    frame = pd.DataFrame.from_dict(summaries, orient="index")
+    frame.index.name = "attribute"
+    first = ["n", "n_groups"]
+    return frame[first + [column for column in frame.columns if column not in first]]
+
+
+def group_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
+    """One row per (attribute, group): ``n``, the metrics, then ``skipped``."""
+    frame = pd.DataFrame(rows).set_index(["attribute", "group"])
+    middle = [column for column in frame.columns if column not in ("n", "skipped")]
+    return frame[["n", *middle, "skipped"]]
+
+
+def _jsonable(values: Any) -> Any:
+    if isinstance(values, dict):
+        return {str(key): _jsonable(value) for key, value in values.items()}
+    if isinstance(values, (list, tuple)):
+        return [_jsonable(value) for value in values]
+    if isinstance(values, np.generic):
+        values = values.item()
+    if isinstance(values, float) and not math.isfinite(values):
+        return None
+    return values
