@@ -54,20 +54,20 @@ class CalibrationKernels:
         self._run_all(self._arrays(warm_classification(n_attributes, 5)))
 
     def _arrays(self, case):
-        count, low, high = self.calibration.score_ranges(case.y_score, case.codes, case.n_groups)
+        _, _, low, high = self.calibration.score_ranges(case.y_score, case.y_true, case.codes, case.n_groups)
         edges = self.calibration.equal_width_edges(low, high, 10)
         return case.y_score, case.y_true, case.codes, case.n_groups, edges
 
     def _run_all(self, arrays):
         scores, labels, codes, n_groups, edges = arrays
-        self.calibration.score_ranges(scores, codes, n_groups)
+        self.calibration.score_ranges(scores, labels, codes, n_groups)
         sums = self.calibration.binned_calibration(scores, labels, codes, n_groups, edges, False)
         self.calibration.calibration_error(*sums, 0)
         self.calibration.log_loss_sums(scores, labels, codes, n_groups)
 
     def time_score_ranges(self, n_samples, n_attributes):
-        scores, _, codes, n_groups, _ = self.arrays
-        self.calibration.score_ranges(scores, codes, n_groups)
+        scores, labels, codes, n_groups, _ = self.arrays
+        self.calibration.score_ranges(scores, labels, codes, n_groups)
 
     def time_binned_calibration(self, n_samples, n_attributes):
         scores, labels, codes, n_groups, edges = self.arrays
