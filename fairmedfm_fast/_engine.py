@@ -36,6 +36,32 @@ class Grouping:
         return self.count - self.positives
 
 
+def _code_dtype(largest: int) -> np.dtype:
+    for dtype in (np.int8, np.int16, np.int32):
+        if largest < np.iinfo(dtype).max:
+            return np.dtype(dtype)
+    return np.dtype(np.intp)
+
+
+def sort_scores(scores: np.ndarray, ranking) -> tuple[np.ndarray, np.ndarray]:
+    """Ascending order of non-negative scores, and the sorted scores.
+
+    Large inputs sort 64-bit words (score bits above, sample index below) with NumPy's integer sort,
+    about twice as fast as ``argsort``; ``ranking.finish_packed_sort`` unpacks them.
+    """
+    n = len(scores)
+    if n < 1 << 16 or n >= 1 << 32:
+        order = np.argsort(scores)
+        return order, scores[order]
+    if scores.dtype == np.float32:
+        high = scores.view(np.uint32).astype(np.uint64) & np.uint64(0x7FFFFFFF)  # -0.0 sorts as 0.0
+    else:
+        high = (scores.view(np.uint64) >> np.uint64(32)) & np.uint64(0x7FFFFFFF)
+    packed = (high << np.uint64(32)) | np.arange(n, dtype=np.uint64)
+    packed.sort()
+    return ranking.finish_packed_sort(packed, scores, scores.dtype == np.float32)
+
+
 def _kernels():
     # Imported on first use, so that `import fairmedfm_fast` does not load numba.
     from .kernels import calibration, ranking
@@ -51,7 +77,7 @@ def compute(scores: np.ndarray, labels: np.ndarray, code_rows: list[np.ndarray],
     ----------
     scores : float32 or float64 array of shape (n,), probabilities
     labels : uint8 array of shape (n,), 0 or 1
-    code_rows : list of K intp arrays of shape (n,); -1 = not in the grouping
+    code_rows : list of K integer arrays of shape (n,); -1 = not in the grouping
     n_groups : list of K ints
     wanted : set of metric keys (e.g. ``{"auc", "tpr@best_f1"}``); None computes all
     threshold : float, default 0.5
@@ -66,16 +92,21 @@ def compute(scores: np.ndarray, labels: np.ndarray, code_rows: list[np.ndarray],
     at_half = any(key in THRESHOLD_METRICS for key in keys)
     at_best = any(key.endswith(BEST) and key.removesuffix(BEST) in THRESHOLD_METRICS for key in keys)
 
-    scores = np.ascontiguousarray(scores)
-    labels = np.ascontiguousarray(labels)
-    codes = np.ascontiguousarray(np.stack(code_rows) if len(code_rows) > 1 else code_rows[0][None, :],
-                                 dtype=np.intp)
     sizes = np.asarray(n_groups, dtype=np.int64)
     slot_starts = np.concatenate(([0], np.cumsum(sizes + 1)))
-
+    # Codes travel in the narrowest integer type that holds them: after the sort they are gathered in
+    # score order, and int8 rows stay in cache where intp rows would not.
+    code_type = _code_dtype(int(sizes.max(initial=1)))
+    codes = np.empty((len(code_rows), len(scores)), code_type)
     if need_auc or at_best:  # the one sort, shared by every grouping
-        order = np.argsort(scores)
-        scores, labels, codes = scores[order], labels[order], codes[:, order]
+        order, scores = sort_scores(scores, ranking)
+        labels = labels[order]
+        for k, row in enumerate(code_rows):
+            np.take(row.astype(code_type, copy=False), order, out=codes[k])
+    else:
+        scores, labels = np.ascontiguousarray(scores), np.ascontiguousarray(labels)
+        for k, row in enumerate(code_rows):
+            codes[k] = row
     count, positives, low, high = calibration.score_ranges(scores, labels, codes, sizes)
     negatives = count - positives
     per_slot: dict[str, np.ndarray] = {}

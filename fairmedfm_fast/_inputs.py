@@ -318,8 +318,12 @@ def _order_key(name: str):
         return (1, 0.0, name)
 
 
-def _as_series(values: Any, name: str) -> pd.Series:
-    """A pandas Series over the values without a Python object per sample where possible."""
+Column = pd.Series | np.ndarray
+
+
+def _column(values: Any, name: str) -> Column:
+    """One attribute's values: a pandas Series (pandas, pyarrow or polars input, whose dtype says
+    how to code it) or a 1-D NumPy array (anything else), without a Python object per sample."""
     if isinstance(values, pd.Series):
         return values.reset_index(drop=True)
     if _is_polars(values):
@@ -336,10 +340,10 @@ def _as_series(values: Any, name: str) -> pd.Series:
         if array.shape[1] != 1:
             raise ValueError(f"{name} must hold one value per sample, got shape {array.shape}")
         array = array[:, 0]
-    return pd.Series(array, name=name, copy=False)
+    return array
 
 
-def _columns(sensitive_features: Any) -> list[tuple[str, pd.Series]]:
+def _columns(sensitive_features: Any) -> list[tuple[str, Column]]:
     """(attribute name, values) pairs, named as a pandas DataFrame of the same input would be."""
     features = sensitive_features
     if isinstance(features, pd.DataFrame):
@@ -349,50 +353,90 @@ def _columns(sensitive_features: Any) -> list[tuple[str, pd.Series]]:
         name = str(features.name) if features.name else "sensitive"
         return [(name, features.reset_index(drop=True))]
     if isinstance(features, Mapping):
-        return [(str(key), _as_series(value, f"sensitive_features[{key!r}]")) for key, value in features.items()]
+        # Values of a mapping are taken as plain arrays (as a DataFrame built from them would be),
+        # except pyarrow and polars columns, which keep their own types.
+        return [(str(key), _column(value if _is_arrow(value) or _is_polars(value)
+                                   else to_numpy(value, f"sensitive_features[{key!r}]").ravel(),
+                                   f"sensitive_features[{key!r}]"))
+                for key, value in features.items()]
     if _is_polars(features):
         if hasattr(features, "get_columns"):  # DataFrame
-            return [(str(column.name), _as_series(column, str(column.name))) for column in features.get_columns()]
+            return [(str(column.name), _column(column, str(column.name))) for column in features.get_columns()]
         name = str(features.name) if features.name else "sensitive"
-        return [(name, _as_series(features, name))]
+        return [(name, _column(features, name))]
     if _is_arrow(features) and hasattr(features, "column_names"):  # Table / RecordBatch
-        return [(str(name), _as_series(features.column(i), str(name)))
+        return [(str(name), _column(features.column(i), str(name)))
                 for i, name in enumerate(features.column_names)]
     if _is_arrow(features):
-        return [("sensitive", _as_series(features, "sensitive"))]
+        return [("sensitive", _column(features, "sensitive"))]
     array = to_numpy(features, "sensitive_features")
     if array.ndim == 1:
-        return [("sensitive", pd.Series(array, copy=False))]
+        return [("sensitive", array)]
     if array.ndim == 2:
-        return [(f"sensitive_{i}", pd.Series(array[:, i])) for i in range(array.shape[1])]
+        return [(f"sensitive_{i}", array[:, i]) for i in range(array.shape[1])]
     raise ValueError(f"sensitive_features must be one value per sample or a (samples, attributes) table, "
                      f"got shape {array.shape}")
 
 
-def _is_numeric(values: pd.Series) -> bool:
+def _is_numeric(values: Column) -> bool:
+    if isinstance(values, np.ndarray):
+        return values.dtype.kind in "iufc"
     dtype = values.dtype
     return pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype)
 
 
-def _encode_values(values: pd.Series) -> tuple[np.ndarray, list[str]]:
-    """Codes (intp, -1 missing) in report order, and the group names, of one attribute column."""
-    if isinstance(values.dtype, pd.CategoricalDtype):
+def _small_range(array: np.ndarray) -> bool:
+    span = int(array.max()) - int(array.min())
+    return span <= max(1 << 16, 2 * len(array))
+
+
+def _encode_values(values: Column, max_distinct: int | None = None) -> tuple[np.ndarray, list[str]] | None:
+    """Codes (intp, -1 missing) in report order, and the group names, of one attribute column.
+
+    None when the column has more than ``max_distinct`` distinct values (checked before any name is
+    made, so a continuous column fails fast). Names come from the distinct values as Python objects,
+    exactly as ``pandas.Series.map`` would hand them over.
+    """
+    if isinstance(values, pd.Series) and isinstance(values.dtype, pd.CategoricalDtype):
         raw_codes = values.cat.codes.to_numpy()
-        names = pd.Series(values.cat.categories).map(group_name).tolist()
+        names = [group_name(value) for value in values.cat.categories.tolist()]
         present = np.bincount(raw_codes[raw_codes >= 0], minlength=len(names)) > 0
         ordered: list[str] = []
         for name, here in zip(names, present):
             if here and name is not None and name not in ordered:
                 ordered.append(name)
     else:
-        raw_codes, uniques = pd.factorize(values, use_na_sentinel=True)
-        names = pd.Series(uniques, copy=False).map(group_name).tolist() if len(uniques) else []
+        array = values if isinstance(values, np.ndarray) else None
+        if array is None and values.dtype.kind in "iu" and not isinstance(values.dtype, pd.api.extensions.ExtensionDtype):
+            array = values.to_numpy()
+        if array is not None and array.dtype.kind in "iu" and len(array) and _small_range(array):
+            # Integers over a short range: offsets and a bincount instead of hashing every value.
+            low = int(array.min())
+            offsets = (array - low).astype(np.intp, copy=False)
+            present_offsets = np.flatnonzero(np.bincount(offsets))
+            if max_distinct is not None and len(present_offsets) > max_distinct:
+                return None
+            position = np.full(int(present_offsets[-1]) + 1, -1, np.intp)
+            position[present_offsets] = np.arange(len(present_offsets))
+            raw_codes = position[offsets]
+            uniques = (present_offsets + low).astype(array.dtype).tolist()
+        elif array is not None and array.dtype.kind in "US" and len(array) <= 100_000:
+            distinct, raw_codes = np.unique(array, return_inverse=True)  # sorting beats hashing when small
+            if max_distinct is not None and len(distinct) > max_distinct:
+                return None
+            uniques = distinct.tolist()
+        else:
+            raw_codes, distinct = pd.factorize(values, use_na_sentinel=True)
+            if max_distinct is not None and len(distinct) > max_distinct:
+                return None
+            uniques = distinct.tolist()
+        names = [group_name(value) for value in uniques]
         ordered = sorted({name for name in names if name is not None}, key=_order_key)
     position = {name: i for i, name in enumerate(ordered)}
     lookup = np.array([position.get(name, -1) if name is not None else -1 for name in names] + [-1],
                       dtype=np.intp)
     # code -1 (missing) indexes the trailing -1 of the lookup table
-    return lookup[raw_codes], ordered
+    return lookup[np.asarray(raw_codes).ravel()], ordered
 
 
 def _bin_edges_label(edge: float) -> str:
@@ -499,13 +543,13 @@ def encode_attributes(sensitive_features: Any, n_samples: int, bins: Bins | None
         if name in bins:
             codes, groups = _binned(values, bins[name], name)
         else:
-            if _is_numeric(values):
-                n_distinct = values.nunique(dropna=True)
-                if n_distinct > MAX_NUMERIC_GROUPS:
-                    raise ValueError(
-                        f"attribute {name!r} looks continuous ({n_distinct} distinct numbers); group it with "
-                        f"bins={{{name!r}: [40, 60]}} (cut points) or bins={{{name!r}: 4}} (quantile groups)")
-            codes, groups = _encode_values(values)
+            encoded = _encode_values(values, MAX_NUMERIC_GROUPS if _is_numeric(values) else None)
+            if encoded is None:
+                raise ValueError(
+                    f"attribute {name!r} looks continuous (more than {MAX_NUMERIC_GROUPS} distinct numbers); "
+                    f"group it with bins={{{name!r}: [40, 60]}} (cut points) or bins={{{name!r}: 4}} "
+                    "(quantile groups)")
+            codes, groups = encoded
         attributes.append(Attribute(name, codes, groups))
     if intersectional and len(attributes) > 1:
         attributes.append(_combine(attributes))

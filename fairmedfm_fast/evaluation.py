@@ -84,14 +84,17 @@ def assess(prepared: Prepared, attributes: list[_inputs.Attribute], warnings: li
     labels = prepared.labels
     rows = [attribute.codes for attribute in attributes]
     sizes = [attribute.n_groups for attribute in attributes]
-    if with_overall:
+    # "All samples" is the present-samples slot of any attribute without missing values; only when
+    # every attribute has some does it need a grouping of its own.
+    complete = next((k for k, attribute in enumerate(attributes) if attribute.codes.min(initial=0) >= 0), None)
+    if with_overall and complete is None:
         rows.append(np.zeros(len(labels), np.intp))
         sizes.append(1)
+        complete = len(rows) - 1
     groupings = _engine.compute(prepared.scores, labels, rows, sizes, wanted)
     overall = {}
     if with_overall:
-        everything = groupings[-1]
-        overall = {key: _as_python(values[-1]) for key, values in everything.values.items()}
+        overall = {key: _as_python(values[-1]) for key, values in groupings[complete].values.items()}
     results = []
     for attribute, grouping in zip(attributes, groupings):
         results.append(_attribute_result(attribute, grouping, len(labels), warnings))
@@ -106,8 +109,9 @@ def _attribute_result(attribute: _inputs.Attribute, grouping: _engine.Grouping, 
     if missing:
         warnings.append(f"{name}: {missing} samples have no value for this attribute and were left out of it")
     positives, negatives = grouping.positives[:g], grouping.negatives[:g]
-    valid = [i for i in range(g) if positives[i] > 0 and negatives[i] > 0]
-    skipped = {i: f"only label {1 if positives[i] else 0}" for i in range(g) if i not in set(valid)}
+    both = (positives > 0) & (negatives > 0)
+    valid = np.flatnonzero(both).tolist()
+    skipped = {i: f"only label {1 if positives[i] else 0}" for i in np.flatnonzero(~both).tolist()}
     for i, reason in skipped.items():
         warnings.append(f"{name}={attribute.groups[i]}: skipped, {reason} among its "
                         f"{int(grouping.count[i])} samples (AUC, TPR and TNR need both labels)")

@@ -13,3 +13,9 @@ JIT_OPTIONS = {"cache": True, "nogil": True, "fastmath": False, "error_model": "
 def kernel(function):
     """Compile ``function`` lazily (at first call) with the shared flags."""
     return njit(**JIT_OPTIONS)(function)
+
+
+def inline_kernel(function):
+    """A helper called from inner loops: inlined into its callers at Numba IR level, so that no call
+    (and no reference counting of the arrays it is handed) happens per sample."""
+    return njit(inline="always", **JIT_OPTIONS)(function)

@@ -1,7 +1,7 @@
 """Slot layout shared by the kernels: grouping ``k`` owns ``n_groups[k] + 1`` consecutive slots."""
 import numpy as np
 
-from ._config import kernel
+from ._config import inline_kernel, kernel
 
 
 @kernel
@@ -25,7 +25,7 @@ def slot_offsets(n_groups):
     return offsets, total
 
 
-@kernel
+@inline_kernel
 def neumaier_add(sums, compensations, index, value):
     """Add ``value`` to ``sums[index]`` with Neumaier's compensated summation."""
     total = sums[index]

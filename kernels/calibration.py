@@ -4,7 +4,7 @@ Every kernel here works on samples in any order.
 """
 import numpy as np
 
-from ._config import kernel
+from ._config import inline_kernel, kernel
 from ._slots import neumaier_add, slot_offsets
 
 
@@ -52,7 +52,7 @@ def score_ranges(scores, labels, codes, n_groups):
     return count, positives, low, high
 
 
-@kernel
+@inline_kernel
 def _linspace_into(out, start, stop, n_bins):
     # numpy.linspace(start, stop, n_bins + 1), reproduced operation by operation so that the edges
     # are bit-identical: y[i] = i * step + start, or (i / n) * delta + start when step underflows.
@@ -100,24 +100,26 @@ def equal_width_edges(low, high, n_bins):
     return edges
 
 
-@kernel
-def _bin_of(edges_row, score, include_lowest):
-    # pandas: searchsorted(edges, x, side="left") - 1, i.e. right-closed bins; the lowest edge itself
-    # belongs to bin 0 only with include_lowest (pandas.qcut). -1 when outside every bin.
-    n_edges = edges_row.shape[0]
-    if include_lowest and score == edges_row[0]:
+@inline_kernel
+def _bin_of(edges, slot, score, include_lowest, guess_origin, guess_scale):
+    # The bin of pandas: right-closed (edge[b], edge[b + 1]]; the lowest edge itself belongs to bin 0
+    # only with include_lowest (pandas.qcut). -1 when outside every bin. A guess from the (nearly)
+    # uniform spacing, corrected against the exact edges, replaces a binary search.
+    n_bins = edges.shape[1] - 1
+    if include_lowest and score == edges[slot, 0]:
         return 0
-    lo = 0
-    hi = n_edges
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if edges_row[mid] < score:
-            lo = mid + 1
-        else:
-            hi = mid
-    if lo == 0 or lo == n_edges:
+    b = int((score - guess_origin) * guess_scale)
+    if b < 0:
+        b = 0
+    elif b > n_bins - 1:
+        b = n_bins - 1
+    while b > 0 and score <= edges[slot, b]:
+        b -= 1
+    while b < n_bins - 1 and score > edges[slot, b + 1]:
+        b += 1
+    if score <= edges[slot, b] or score > edges[slot, b + 1]:
         return -1
-    return lo - 1
+    return b
 
 
 @kernel
@@ -147,6 +149,11 @@ def binned_calibration(scores, labels, codes, n_groups, edges, include_lowest):
     label_sum = np.zeros(n_slots * n_bins)
     sums = np.zeros(n_slots * n_bins)
     compensation = np.zeros(n_slots * n_bins)
+    origin = edges[:, 0].copy()
+    scale = np.empty(n_slots)
+    for slot in range(n_slots):
+        width = edges[slot, n_bins] - edges[slot, 0]
+        scale[slot] = n_bins / width if width > 0 else 0.0
     for i in range(n):
         score = float(scores[i])
         label = float(labels[i])
@@ -155,7 +162,7 @@ def binned_calibration(scores, labels, codes, n_groups, edges, include_lowest):
             if code < 0:
                 continue
             for slot in (offsets[k] + code, offsets[k] + n_groups[k]):
-                b = _bin_of(edges[slot], score, include_lowest)
+                b = _bin_of(edges, slot, score, include_lowest, origin[slot], scale[slot])
                 if b < 0:
                     continue
                 cell = slot * n_bins + b

@@ -5,25 +5,8 @@ in the caller serves every grouping); ``confusion_above`` works in any order.
 """
 import numpy as np
 
-from ._config import kernel
+from ._config import inline_kernel, kernel
 from ._slots import slot_offsets
-
-
-@kernel
-def _tally_rank(slot, block, positive, count, positives, last_block, block_pos, block_neg, neg_below, u2):
-    # A slot's tie block is closed lazily, the first time the slot is seen in a later block.
-    if last_block[slot] != block:
-        u2[slot] += block_pos[slot] * (2 * neg_below[slot] + block_neg[slot])
-        neg_below[slot] += block_neg[slot]
-        block_pos[slot] = 0
-        block_neg[slot] = 0
-        last_block[slot] = block
-    if positive:
-        block_pos[slot] += 1
-        positives[slot] += 1
-    else:
-        block_neg[slot] += 1
-    count[slot] += 1
 
 
 @kernel
@@ -49,29 +32,62 @@ def rank_statistics(sorted_scores, sorted_labels, sorted_codes, n_groups):
     count = np.zeros(n_slots, np.int64)
     positives = np.zeros(n_slots, np.int64)
     u2 = np.zeros(n_slots, np.int64)
-    last_block = np.full(n_slots, -1, np.int64)
+    neg_below = np.zeros(n_slots, np.int64)  # negatives with a score below the current tie block
     block_pos = np.zeros(n_slots, np.int64)
     block_neg = np.zeros(n_slots, np.int64)
-    neg_below = np.zeros(n_slots, np.int64)
-    block = -1
-    for i in range(n):
-        if i == 0 or sorted_scores[i] != sorted_scores[i - 1]:
-            block += 1
-        positive = sorted_labels[i] != 0
-        for k in range(n_groupings):
-            code = sorted_codes[k, i]
-            if code < 0:
-                continue
-            _tally_rank(offsets[k] + code, block, positive, count, positives, last_block, block_pos,
-                        block_neg, neg_below, u2)
-            _tally_rank(offsets[k] + n_groups[k], block, positive, count, positives, last_block,
-                        block_pos, block_neg, neg_below, u2)
-    for slot in range(n_slots):
-        u2[slot] += block_pos[slot] * (2 * neg_below[slot] + block_neg[slot])
+    start = 0
+    while start < n:
+        stop = start + 1
+        while stop < n and sorted_scores[stop] == sorted_scores[start]:
+            stop += 1
+        if stop == start + 1:  # a score of its own: no tie to split
+            positive = sorted_labels[start] != 0
+            for k in range(n_groupings):
+                code = sorted_codes[k, start]
+                if code < 0:
+                    continue
+                group = offsets[k] + code
+                overall = offsets[k] + n_groups[k]
+                count[group] += 1
+                count[overall] += 1
+                if positive:
+                    positives[group] += 1
+                    positives[overall] += 1
+                    u2[group] += 2 * neg_below[group]
+                    u2[overall] += 2 * neg_below[overall]
+                else:
+                    neg_below[group] += 1
+                    neg_below[overall] += 1
+        else:  # a tie block: count it per slot, then credit each of its positives half the tied negatives
+            for i in range(start, stop):
+                positive = sorted_labels[i] != 0
+                for k in range(n_groupings):
+                    code = sorted_codes[k, i]
+                    if code < 0:
+                        continue
+                    for slot in (offsets[k] + code, offsets[k] + n_groups[k]):
+                        count[slot] += 1
+                        if positive:
+                            positives[slot] += 1
+                            block_pos[slot] += 1
+                        else:
+                            block_neg[slot] += 1
+            for i in range(start, stop):
+                for k in range(n_groupings):
+                    code = sorted_codes[k, i]
+                    if code < 0:
+                        continue
+                    for slot in (offsets[k] + code, offsets[k] + n_groups[k]):
+                        if block_pos[slot] + block_neg[slot] > 0:
+                            u2[slot] += block_pos[slot] * (2 * neg_below[slot] + block_neg[slot])
+                            neg_below[slot] += block_neg[slot]
+                            block_pos[slot] = 0
+                            block_neg[slot] = 0
+        start = stop
     return count, positives, u2
 
 
-@kernel
+@inline_kernel
 def f1_at(tp, fp, n_pos):
     """F1 from counts, with the FairMedFM formula ``2PR / (P + R + 1e-8)`` in its order of operations."""
     tp = float(tp)
@@ -83,7 +99,8 @@ def f1_at(tp, fp, n_pos):
 
 
 @kernel
-def best_f1_thresholds(sorted_scores, sorted_labels, sorted_codes, n_pos, n_neg):
+def best_f1_thresholds(sorted_scores, sorted_labels, sorted_codes, n_pos, n_neg, pos_before=None,
+                       neg_before=None):
     """Decision threshold with the highest F1 in each grouping (over its present samples).
 
     Candidate thresholds are the distinct scores; at threshold ``t`` a sample counts as predicted
@@ -95,6 +112,10 @@ def best_f1_thresholds(sorted_scores, sorted_labels, sorted_codes, n_pos, n_neg)
     sorted_scores, sorted_labels, sorted_codes : as in :func:`rank_statistics`
     n_pos, n_neg : int64 arrays of shape (K,)
         Positives and negatives among each grouping's present samples.
+    pos_before, neg_before : int64 arrays of shape (K,), optional
+        For a slice of a larger sorted sample (one partition of a distributed sort, where equal
+        scores never straddle two slices): the positives and negatives of the earlier slices.
+        The global best is then the highest F1 over slices, the earliest slice on ties.
 
     Returns
     -------
@@ -106,6 +127,10 @@ def best_f1_thresholds(sorted_scores, sorted_labels, sorted_codes, n_pos, n_neg)
     best = np.full(n_groupings, -np.inf)
     pos_below = np.zeros(n_groupings, np.int64)
     neg_below = np.zeros(n_groupings, np.int64)
+    if pos_before is not None:
+        pos_below[:] = pos_before
+    if neg_before is not None:
+        neg_below[:] = neg_before
     block_pos = np.zeros(n_groupings, np.int64)
     block_neg = np.zeros(n_groupings, np.int64)
     start = 0
@@ -176,3 +201,61 @@ def confusion_above(scores, labels, codes, n_groups, thresholds):
                         neg_above[group, t] += 1
                         neg_above[overall, t] += 1
     return pos_above, neg_above
+
+
+@kernel
+def finish_packed_sort(packed, scores, keys_are_exact):
+    """Permutation and sorted scores from sorted ``(score key << 32) | index`` words.
+
+    The caller sorts 64-bit words whose high half orders the scores (the bits of a non-negative
+    float32, or the high half of a non-negative float64) and whose low half is the sample index:
+    a plain integer sort, much faster than an argsort. With float64 scores the high half ties
+    scores that differ only in their low 32 bits; those runs are put in full order here.
+
+    Parameters
+    ----------
+    packed : uint64 array of shape (n,), sorted ascending
+    scores : float32 or float64 array of shape (n,), the unsorted scores
+    keys_are_exact : bool
+        True when the high half holds the whole score (float32): no run needs ordering.
+
+    Returns
+    -------
+    order : intp array of shape (n,)
+    sorted_scores : array of shape (n,), the dtype of ``scores``
+    """
+    n = packed.shape[0]
+    low_mask = np.uint64(0xFFFFFFFF)
+    order = np.empty(n, np.intp)
+    sorted_scores = np.empty(n, scores.dtype)
+    for i in range(n):
+        index = np.intp(packed[i] & low_mask)
+        order[i] = index
+        sorted_scores[i] = scores[index]
+    if keys_are_exact:
+        return order, sorted_scores
+    shift = np.uint64(32)
+    start = 0
+    while start < n:
+        high = packed[start] >> shift
+        stop = start + 1
+        while stop < n and (packed[stop] >> shift) == high:
+            stop += 1
+        if stop - start > 1:
+            if stop - start <= 16:  # insertion sort of a short run
+                for i in range(start + 1, stop):
+                    value = sorted_scores[i]
+                    index = order[i]
+                    j = i - 1
+                    while j >= start and sorted_scores[j] > value:
+                        sorted_scores[j + 1] = sorted_scores[j]
+                        order[j + 1] = order[j]
+                        j -= 1
+                    sorted_scores[j + 1] = value
+                    order[j + 1] = index
+            else:
+                within = np.argsort(sorted_scores[start:stop])
+                sorted_scores[start:stop] = sorted_scores[start:stop][within]
+                order[start:stop] = order[start:stop][within]
+        start = stop
+    return order, sorted_scores
