@@ -48,8 +48,8 @@ class Classification:
     def names(self) -> tuple[str, ...]:
         return ATTRIBUTES[: self.codes.shape[0]]
 
-    def column(self, k: int, kind: str = "category") -> pd.Series:
-        """Attribute ``k`` as a pandas Series: ``category`` (codes, no per-sample strings) or ``str``."""
+    def column(self, k: int, kind: str = "str") -> pd.Series:
+        """Attribute ``k`` as a pandas Series of strings (``str``, as read from a CSV file) or ``category``."""
         categories = group_names(int(self.n_groups[k]))
         if kind == "category":
             values = pd.Categorical.from_codes(self.codes[k], categories=categories)
@@ -59,7 +59,7 @@ class Classification:
             raise ValueError(f"kind must be 'category' or 'str', got {kind!r}")
         return pd.Series(values, name=self.names[k])
 
-    def sensitive(self, kind: str = "category"):
+    def sensitive(self, kind: str = "str"):
         """``sensitive_features``: a Series for one attribute, a DataFrame for several."""
         if self.codes.shape[0] == 1:
             return self.column(0, kind)
