@@ -36,6 +36,10 @@ def _masks(case):
     return (case.groups,), {"pred_masks": case.pred, "true_masks": case.true}
 
 
+def _mask_pairs(case):
+    return (case.pred, case.true), {}
+
+
 def _dice_gap(case):
     return (), {"pred_masks": case.pred, "true_masks": case.true, "sensitive_features": case.groups}
 
@@ -60,11 +64,13 @@ class Metric:
     path: str  # attribute path inside the package, e.g. "auc_gap" or "metrics.find_threshold"
     inputs: Callable[[Any], tuple]  # case -> (args, kwargs)
     read: Callable[[Any], np.ndarray]  # result -> numbers, for agreement checks
+    reference_path: str | None = None  # where fairmedfm 0.4.2 has it, when that differs from ``path``
 
     def function(self, implementation: str) -> Callable:
         """The function of ``implementation`` ("fast" or "reference"); NotImplementedError if absent."""
         package = PACKAGES[implementation]
-        module_name, _, attribute = self.path.rpartition(".")
+        path = self.reference_path if implementation == "reference" and self.reference_path else self.path
+        module_name, _, attribute = path.rpartition(".")
         try:
             module = importlib.import_module(f"{package}.{module_name}" if module_name else package)
             return getattr(module, attribute)
@@ -105,6 +111,9 @@ _METRICS = [
     Metric("evaluate", "evaluate", "evaluate", _evaluate, _report),
     Metric("evaluate_segmentation", "segmentation", "evaluate_segmentation", _masks, _report),
     Metric("dice_gap", "segmentation", "dice_gap", _dice_gap, _scalar),
+    # Dice of every pair: public in fairmedfm_fast (an extension), private in fairmedfm 0.4.2.
+    Metric("dice_scores", "segmentation", "segmentation.dice_scores", _mask_pairs, np.asarray,
+           reference_path="_inputs.dice_scores"),
 ]
 
 REGISTRY: dict[str, Metric] = {metric.name: metric for metric in _METRICS}

@@ -1,9 +1,10 @@
 """Segmentation family: Dice of uint8 volume pairs (128^3, 256^3, 512x512x256), in memory and from files.
 
-``evaluate_segmentation`` and ``dice_gap`` come with the segmentation work; until fairmedfm_fast has them,
-every benchmark here is skipped (asv shows n/a).
+A benchmark whose function fairmedfm_fast does not have is skipped (asv shows n/a).
 """
 import inspect
+
+import numpy as np
 
 from . import _data
 from ._baselines import sum_mask_bytes
@@ -34,17 +35,18 @@ def _case(volume: str, source: str, small: bool = False):
 
 @slow
 class Segmentation:
-    """``evaluate_segmentation`` and ``dice_gap`` from masks; two groups of pairs."""
+    """``evaluate_segmentation``, ``dice_gap`` and the per-pair Dice (``dice_scores``) from masks."""
 
     params = (list(VOLUMES), SOURCES, list(IMPLEMENTATIONS))
     param_names = ["volume", "source", "implementation"]
 
     def setup(self, volume, source, implementation):
-        for name in ("evaluate_segmentation", "dice_gap"):
+        for name in ("evaluate_segmentation", "dice_gap", "dice_scores"):
             REGISTRY[name].function(implementation)  # NotImplementedError (skip) when missing
         case, warm = _case(volume, source), _case(volume, source, small=True)
         self.evaluate = prepared("evaluate_segmentation", implementation, case, warm)
         self.dice_gap = prepared("dice_gap", implementation, case, warm)
+        self.dice_scores = prepared("dice_scores", implementation, case, warm)
 
     def time_evaluate_segmentation(self, volume, source, implementation):
         self.evaluate()
@@ -52,41 +54,57 @@ class Segmentation:
     def time_dice_gap(self, volume, source, implementation):
         self.dice_gap()
 
+    def time_dice_scores(self, volume, source, implementation):
+        self.dice_scores()
+
     def peakmem_evaluate_segmentation(self, volume, source, implementation):
         self.evaluate()
 
 
 @slow
-class MaskBytes:
-    """The lower bound of any Dice: a NumPy sum over every mask byte of the in-memory case."""
+class DiceKernel:
+    """The voxel-counting kernel on one in-memory uint8 pair, one thread, beside a NumPy sum of the same
+    bytes (the lower bound: any Dice reads every voxel of both masks once)."""
 
     params = list(VOLUMES)
     param_names = ["volume"]
 
     def setup(self, volume):
-        case = _case(volume, "memory")
-        self.masks = case.pred + case.true
+        try:
+            from fairmedfm_fast.kernels.segmentation import overlap_counts
+        except ImportError:
+            raise NotImplementedError("fairmedfm_fast.kernels.segmentation is not available") from None
+        self.overlap_counts = overlap_counts
+        shape, _ = VOLUMES[volume]
+        case = _data.segmentation(shape, 1)
+        self.pred, self.true = case.pred[0].reshape(-1), case.true[0].reshape(-1)
+        self.starts = np.array([0, self.pred.size], np.int64)
+        self.out = np.zeros((1, 3), np.int64)
+        self.time_overlap_counts(volume)
+
+    def time_overlap_counts(self, volume):
+        one, top = np.uint8(1), np.uint8(255)
+        self.overlap_counts(self.pred, self.true, self.starts, one, top, one, top, self.out)
 
     def time_numpy_sum(self, volume):
-        sum_mask_bytes(self.masks)
+        sum_mask_bytes([self.pred, self.true])
 
 
 @slow
 class ReadNifti:
-    """``evaluate_segmentation`` on 20 ``.nii.gz`` volumes (10 pairs of 128^3) with 1 and 2 reading threads."""
+    """Dice of 10 pairs of 128^3 ``.nii.gz`` volumes (20 files) read with 1 and 2 threads (``n_jobs``)."""
 
     params = [1, 2]
     param_names = ["n_jobs"]
 
     def setup(self, n_jobs):
-        function = REGISTRY["evaluate_segmentation"].function("fast")
+        function = REGISTRY["dice_scores"].function("fast")
         if "n_jobs" not in inspect.signature(function).parameters:
-            raise NotImplementedError("evaluate_segmentation has no n_jobs")
+            raise NotImplementedError("dice_scores has no n_jobs")
         self.function = function
+        warm = _case("128^3", ".nii.gz", small=True)  # NotImplementedError without nibabel
         self.case = _data.mask_files((128, 128, 128), 10, ".nii.gz")
-        warm = _case("128^3", ".nii.gz", small=True)
-        function(warm.groups, pred_masks=warm.pred, true_masks=warm.true, n_jobs=n_jobs)
+        function(warm.pred, warm.true, n_jobs=n_jobs)
 
     def time_read_nifti(self, n_jobs):
-        case = self.case
-        self.function(case.groups, pred_masks=case.pred, true_masks=case.true, n_jobs=n_jobs)
+        self.function(self.case.pred, self.case.true, n_jobs=n_jobs)
