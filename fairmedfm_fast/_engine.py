@@ -26,14 +26,37 @@ class Grouping:
     """Metrics of one grouping: index ``g < n_groups`` is group ``g``, index ``n_groups`` is all of
     the grouping's present samples."""
 
-    count: np.ndarray
-    positives: np.ndarray
-    threshold: float  # best-F1 threshold over the present samples (NaN when not computed)
+    count: np.ndarray  # samples
+    positives: np.ndarray  # positive samples (weighted sums with weights)
+    negatives: np.ndarray  # negative samples (weighted sums with weights)
+    threshold: float  # decision threshold of the "@best_f1" metrics (NaN when not computed)
     values: dict[str, np.ndarray] = field(default_factory=dict)
 
+
+@dataclass
+class Arranged:
+    """The kernels' input: every grouping's codes beside the labels and scores, in one order
+    (ascending score when ``is_sorted``)."""
+
+    scores: np.ndarray
+    labels: np.ndarray
+    codes: np.ndarray  # (K, n), the narrowest integer type that holds the codes
+    sizes: np.ndarray  # int64 (K,), groups per grouping
+    weights: np.ndarray | None
+    is_sorted: bool
+    log_loss: np.ndarray | None = None  # per-sample BCE terms, made on first use
+
+    def log_loss_terms(self) -> np.ndarray:
+        if self.log_loss is None:
+            self.log_loss = _kernels()[1].log_loss_terms(self.scores, self.labels)
+        return self.log_loss
+
     @property
-    def negatives(self) -> np.ndarray:
-        return self.count - self.positives
+    def slot_starts(self) -> np.ndarray:
+        return np.concatenate(([0], np.cumsum(self.sizes + 1)))
+
+    def with_codes(self, codes: np.ndarray, sizes: np.ndarray) -> Arranged:
+        return Arranged(self.scores, self.labels, codes, sizes, self.weights, self.is_sorted, self.log_loss)
 
 
 def _code_dtype(largest: int) -> np.dtype:
@@ -69,74 +92,112 @@ def _kernels():
     return ranking, calibration
 
 
-def compute(scores: np.ndarray, labels: np.ndarray, code_rows: list[np.ndarray], n_groups: list[int],
-            wanted: set[str] | None = None, threshold: float = 0.5) -> list[Grouping]:
-    """Metrics of every slot of every grouping.
-
-    Parameters
-    ----------
-    scores : float32 or float64 array of shape (n,), probabilities
-    labels : uint8 array of shape (n,), 0 or 1
-    code_rows : list of K integer arrays of shape (n,); -1 = not in the grouping
-    n_groups : list of K ints
-    wanted : set of metric keys (e.g. ``{"auc", "tpr@best_f1"}``); None computes all
-    threshold : float, default 0.5
-        Decision threshold of the metrics without suffix (prediction ``score > threshold``).
-    """
-    ranking, calibration = _kernels()
+def needs_sort(wanted: set[str] | None, fixed_best: float | None = None) -> bool:
+    """Whether these metrics need the scores sorted (AUC, or the best-F1 threshold sweep)."""
     keys = set(all_keys()) if wanted is None else set(wanted)
     base = {key.removesuffix(BEST) for key in keys}
-    need_auc = "auc" in base
-    need_bce = "bce" in base
-    need_ece = "ece" in base
-    at_half = any(key in THRESHOLD_METRICS for key in keys)
     at_best = any(key.endswith(BEST) and key.removesuffix(BEST) in THRESHOLD_METRICS for key in keys)
+    return "auc" in base or (at_best and fixed_best is None)
 
+
+def arrange(scores: np.ndarray, labels: np.ndarray, code_rows: list[np.ndarray], n_groups: list[int],
+            weights: np.ndarray | None = None, sort: bool = True) -> Arranged:
+    """Put codes, labels, scores (and weights) side by side, sorted by score when ``sort``.
+
+    Codes travel in the narrowest integer type that holds them: after the sort they are gathered in
+    score order, and int8 rows stay in cache where intp rows would not.
+    """
+    ranking, _ = _kernels()
     sizes = np.asarray(n_groups, dtype=np.int64)
-    slot_starts = np.concatenate(([0], np.cumsum(sizes + 1)))
-    # Codes travel in the narrowest integer type that holds them: after the sort they are gathered in
-    # score order, and int8 rows stay in cache where intp rows would not.
     code_type = _code_dtype(int(sizes.max(initial=1)))
     codes = np.empty((len(code_rows), len(scores)), code_type)
-    if need_auc or at_best:  # the one sort, shared by every grouping
+    if sort:  # the one sort, shared by every grouping
         order, scores = sort_scores(scores, ranking)
         labels = labels[order]
+        weights = None if weights is None else weights[order]
         for k, row in enumerate(code_rows):
             np.take(row.astype(code_type, copy=False), order, out=codes[k])
     else:
         scores, labels = np.ascontiguousarray(scores), np.ascontiguousarray(labels)
+        weights = None if weights is None else np.ascontiguousarray(weights)
         for k, row in enumerate(code_rows):
             codes[k] = row
-    count, positives, low, high = calibration.score_ranges(scores, labels, codes, sizes)
-    negatives = count - positives
+    return Arranged(scores, labels, codes, sizes, weights, sort)
+
+
+def compute(scores: np.ndarray, labels: np.ndarray, code_rows: list[np.ndarray], n_groups: list[int],
+            wanted: set[str] | None = None, threshold: float = 0.5, fixed_best: float | None = None,
+            weights: np.ndarray | None = None) -> list[Grouping]:
+    """Metrics of every slot of every grouping (see :func:`measure`), sorting only when needed."""
+    arranged = arrange(scores, labels, code_rows, n_groups, weights, needs_sort(wanted, fixed_best))
+    return measure(arranged, wanted, threshold, fixed_best)
+
+
+def measure(arranged: Arranged, wanted: set[str] | None = None, threshold: float = 0.5,
+            fixed_best: float | None = None, weights: np.ndarray | None = None,
+            sample_counts: bool = True) -> list[Grouping]:
+    """Metrics of every slot of every grouping.
+
+    Parameters
+    ----------
+    arranged : Arranged
+        Sorted by score when AUC or the best-F1 sweep is wanted.
+    wanted : set of metric keys (e.g. ``{"auc", "tpr@best_f1"}``); None computes all
+    threshold : float, default 0.5
+        Decision threshold of the metrics without suffix (prediction ``score > threshold``).
+    fixed_best : float, optional
+        Decision threshold of the ``@best_f1`` metrics instead of each grouping's best-F1 one.
+    weights : float64 array of shape (n,), optional
+        Overrides ``arranged.weights`` (e.g. bootstrap counts over the arranged order).
+    sample_counts : bool, default True
+        With weights, also count samples (``Grouping.count``); otherwise ``count`` holds the
+        weighted totals, which is all a bootstrap resample needs.
+    """
+    ranking, calibration = _kernels()
+    keys = set(all_keys()) if wanted is None else set(wanted)
+    base = {key.removesuffix(BEST) for key in keys}
+    at_half = any(key in THRESHOLD_METRICS for key in keys)
+    at_best = any(key.endswith(BEST) and key.removesuffix(BEST) in THRESHOLD_METRICS for key in keys)
+    if needs_sort(wanted, fixed_best) and not arranged.is_sorted:
+        raise RuntimeError("internal error: these metrics need the samples sorted by score")
+    scores, labels, codes, sizes = arranged.scores, arranged.labels, arranged.codes, arranged.sizes
+    weights = arranged.weights if weights is None else weights
+    slot_starts = arranged.slot_starts
+
+    totals = calibration.score_ranges(scores, labels, codes, sizes, weights)
+    positives, low, high = totals[1], totals[2], totals[3]
+    negatives = totals[0] - positives
+    count = totals[0]
+    if weights is not None and sample_counts:
+        count = calibration.score_ranges(scores, labels, codes, sizes)[0]
     per_slot: dict[str, np.ndarray] = {}
     with np.errstate(divide="ignore", invalid="ignore"):
-        if need_auc:
-            u2 = ranking.rank_statistics(scores, labels, codes, sizes)[2]
+        if "auc" in base:
+            u2 = ranking.rank_statistics(scores, labels, codes, sizes, weights)[2]
             auc = u2 / (2.0 * positives * negatives)
             auc[(positives == 0) | (negatives == 0)] = np.nan
             per_slot["auc"] = auc
-        if need_bce:
-            per_slot["bce"] = -calibration.log_loss_sums(scores, labels, codes, sizes) / count
-        if need_ece:
+        if "bce" in base:
+            per_slot["bce"] = calibration.slot_sums(arranged.log_loss_terms(), codes, sizes, weights) / totals[0]
+        if "ece" in base:
             edges = calibration.equal_width_edges(low, high, ECE_BINS)
-            bins = calibration.binned_calibration(scores, labels, codes, sizes, edges, False)
+            bins = calibration.binned_calibration(scores, labels, codes, sizes, edges, False, weights)
             per_slot["ece"] = calibration.calibration_error(*bins, 0)
         overall = slot_starts[1:] - 1
-        thresholds = np.full(len(sizes), np.nan)
-        if at_best:
+        thresholds = np.full(len(sizes), np.nan if fixed_best is None else float(fixed_best))
+        if at_best and fixed_best is None:
             thresholds = ranking.best_f1_thresholds(scores, labels, codes, positives[overall],
-                                                    negatives[overall])[0]
+                                                    negatives[overall], None, None, weights)[0]
         columns = [(suffix, t) for suffix, t, needed in (("", threshold, at_half), (BEST, None, at_best)) if needed]
         if columns:
             table = np.empty((len(sizes), len(columns)))
             for j, (_, t) in enumerate(columns):
                 table[:, j] = thresholds if t is None else t
-            pos_above, neg_above = ranking.confusion_above(scores, labels, codes, sizes, table)
+            pos_above, neg_above = ranking.confusion_above(scores, labels, codes, sizes, table, weights)
             for j, (suffix, _) in enumerate(columns):
                 tp, fp = pos_above[:, j], neg_above[:, j]
                 fn, tn = positives - tp, negatives - fp
-                per_slot.update({"acc" + suffix: (tp + tn) / count, "tpr" + suffix: tp / positives,
+                per_slot.update({"acc" + suffix: (tp + tn) / (positives + negatives), "tpr" + suffix: tp / positives,
                                  "tnr" + suffix: tn / negatives, "tn" + suffix: tn, "fp" + suffix: fp,
                                  "fn" + suffix: fn, "tp" + suffix: tp})
     for name in ("auc", "bce", "ece"):
@@ -146,5 +207,6 @@ def compute(scores: np.ndarray, labels: np.ndarray, code_rows: list[np.ndarray],
     for k in range(len(sizes)):
         window = slice(slot_starts[k], slot_starts[k + 1])
         values = {key: per_slot[key][window] for key in all_keys() if key in keys}
-        groupings.append(Grouping(count[window], positives[window], float(thresholds[k]), values))
+        groupings.append(Grouping(count[window], positives[window], negatives[window], float(thresholds[k]),
+                                  values))
     return groupings

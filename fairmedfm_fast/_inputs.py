@@ -385,6 +385,16 @@ def _is_numeric(values: Column) -> bool:
     return pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype)
 
 
+def _is_arrow_dictionary(values: Column) -> bool:
+    dtype = getattr(values, "dtype", None)
+    pyarrow_type = getattr(dtype, "pyarrow_dtype", None)
+    if pyarrow_type is None:
+        return False
+    import pyarrow as pa
+
+    return pa.types.is_dictionary(pyarrow_type)
+
+
 def _small_range(array: np.ndarray) -> bool:
     span = int(array.max()) - int(array.min())
     return span <= max(1 << 16, 2 * len(array))
@@ -405,6 +415,20 @@ def _encode_values(values: Column, max_distinct: int | None = None) -> tuple[np.
         for name, here in zip(names, present):
             if here and name is not None and name not in ordered:
                 ordered.append(name)
+    elif _is_arrow_dictionary(values):
+        # An Arrow dictionary column is already coded: its indices are the codes (null -> -1).
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        column = values.array._pa_array
+        column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+        if isinstance(column, pa.ChunkedArray):  # no chunks at all
+            column = pa.array([], column.type)
+        raw_codes = pc.fill_null(column.indices, -1).to_numpy(zero_copy_only=False).astype(np.intp)
+        names = [group_name(value) for value in column.dictionary.to_pylist()]
+        used = np.bincount(raw_codes[raw_codes >= 0], minlength=len(names)) > 0
+        names = [name if here else None for name, here in zip(names, used)]
+        ordered = sorted({name for name in names if name is not None}, key=_order_key)
     else:
         array = values if isinstance(values, np.ndarray) else None
         if array is None and values.dtype.kind in "iu" and not isinstance(values.dtype, pd.api.extensions.ExtensionDtype):

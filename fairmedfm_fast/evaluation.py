@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _engine, _inputs
+from . import _engine, _inputs, _resample
 from .report import FairnessReport, group_frame, summary_frame
 
 __all__ = ["FairnessReport", "evaluate"]
@@ -67,6 +67,7 @@ class AttributeResult:
     overall: dict[str, Any]  # metrics on the attribute's present samples (empty when not evaluable)
     by_group: dict[int, dict[str, Any]]  # group index -> metrics
     summary: dict[str, Any]
+    threshold: float  # decision threshold of the @best_f1 metrics
 
 
 def _as_python(value: Any) -> Any:
@@ -76,10 +77,12 @@ def _as_python(value: Any) -> Any:
 
 
 def assess(prepared: Prepared, attributes: list[_inputs.Attribute], warnings: list[str],
-           wanted: set[str] | None = None, with_overall: bool = True) -> tuple[list[AttributeResult], dict]:
+           wanted: set[str] | None = None, with_overall: bool = True, threshold: float | None = None,
+           weights: np.ndarray | None = None) -> tuple[list[AttributeResult], dict, _engine.Arranged]:
     """Metrics of every attribute (and of all samples when ``with_overall``) in one engine call.
 
     Appends the notes about missing values, skipped groups and empty summaries to ``warnings``.
+    ``threshold`` replaces each attribute's best-F1 threshold for the ``@best_f1`` metrics.
     """
     labels = prepared.labels
     rows = [attribute.codes for attribute in attributes]
@@ -91,14 +94,16 @@ def assess(prepared: Prepared, attributes: list[_inputs.Attribute], warnings: li
         rows.append(np.zeros(len(labels), np.intp))
         sizes.append(1)
         complete = len(rows) - 1
-    groupings = _engine.compute(prepared.scores, labels, rows, sizes, wanted)
+    arranged = _engine.arrange(prepared.scores, labels, rows, sizes, weights,
+                               _engine.needs_sort(wanted, threshold))
+    groupings = _engine.measure(arranged, wanted, fixed_best=threshold)
     overall = {}
     if with_overall:
         overall = {key: _as_python(values[-1]) for key, values in groupings[complete].values.items()}
     results = []
     for attribute, grouping in zip(attributes, groupings):
         results.append(_attribute_result(attribute, grouping, len(labels), warnings))
-    return results, overall
+    return results, overall, arranged
 
 
 def _attribute_result(attribute: _inputs.Attribute, grouping: _engine.Grouping, n_samples: int,
@@ -127,7 +132,7 @@ def _attribute_result(attribute: _inputs.Attribute, grouping: _engine.Grouping, 
         per_metric = {key: [by_group[i][key] for i in valid] for key in grouping.values}
         summary.update(summarize(overall, per_metric))
     return AttributeResult(name, n, attribute.groups, [int(c) for c in grouping.count[:g]], valid, skipped,
-                           overall, by_group, summary)
+                           overall, by_group, summary, grouping.threshold)
 
 
 def summarize(overall: Mapping[str, float], groups: Mapping[str, Sequence[float]]) -> dict[str, float]:
@@ -159,7 +164,9 @@ def summarize(overall: Mapping[str, float], groups: Mapping[str, Sequence[float]
 
 def evaluate(y_true: Any, y_score: Any, sensitive_features: Any, *, pos_label: Any = None,
              score_type: str = "auto", score_column: int | None = None, bins: _inputs.Bins | None = None,
-             intersectional: bool = False) -> FairnessReport:
+             intersectional: bool = False, threshold: float | None = None, sample_weight: Any = None,
+             n_boot: int = 0, ci: float = 0.95, n_permutations: int = 0,
+             random_state: Any = None) -> FairnessReport:
     """Fairness of a binary classifier across the groups of one or more sensitive attributes.
 
     Parameters
@@ -182,22 +189,50 @@ def evaluate(y_true: Any, y_score: Any, sensitive_features: Any, *, pos_label: A
         groups (``{"age": 4}``). Needed for numeric attributes with more than 20 distinct values.
     intersectional : bool, default False
         Also evaluate the combination of all attributes (groups such as ``"F & >=60"``).
+    threshold : float, optional
+        Extension: a fixed decision threshold (e.g. chosen on validation data with
+        :func:`fairmedfm_fast.metrics.find_threshold`) for the ``@best_f1`` metrics, instead of
+        the best-F1 threshold of the evaluated data. Predictions are ``score > threshold``.
+    sample_weight : array-like of shape (n_samples,), optional
+        Extension: non-negative weight of each sample in every metric (``n`` still counts samples).
+    n_boot : int, default 0
+        Extension: bootstrap resamples for percentile intervals in ``report.ci``. Resampling is
+        stratified by the groups of every attribute, which keep their sizes; the best-F1 threshold
+        is chosen again in each resample.
+    ci : float, default 0.95
+        Coverage of the bootstrap intervals.
+    n_permutations : int, default 0
+        Extension: permutations of the group labels for a p-value of each gap in
+        ``report.p_values``.
+    random_state : int, numpy Generator or None
+        Seed of the resampling; results depend on it only (not on the number of threads).
 
     Returns
     -------
     FairnessReport
         ``summary`` per attribute (``overall-auc``, ``overall-acc``, ``overall-bce``,
         ``overall-ece``, ``worst-auc``, the gaps, ``eod`` and ``eo``), ``by_group`` with sample
-        counts and skip reasons, ``overall``, ``warnings`` and ``metadata``. The README's
-        "Metrics" section defines each number.
+        counts and skip reasons, ``overall``, ``warnings`` and ``metadata``; ``ci`` and
+        ``p_values`` when asked for. The README's "Metrics" section defines each number.
     """
     warnings: list[str] = []
-    prepared, sensitive_features = prepare(y_true, y_score, sensitive_features, pos_label, score_type,
-                                           score_column, warnings)
-    attributes = _inputs.encode_attributes(sensitive_features, len(prepared.labels), bins, intersectional)
+    named = {"y_true": y_true, "y_score": y_score, "sensitive_features": sensitive_features}
+    if sample_weight is not None:
+        named["sample_weight"] = sample_weight
+    paired = dict(zip(named, _inputs.align_by_index(named, warnings)))
+    prepared, sensitive_features = prepare(paired["y_true"], paired["y_score"], paired["sensitive_features"],
+                                           pos_label, score_type, score_column, warnings)
+    n = len(prepared.labels)
+    threshold = check_threshold(threshold)
+    weights = sample_weights(paired.get("sample_weight"), n)
+    n_boot = _count(n_boot, "n_boot")
+    n_permutations = _count(n_permutations, "n_permutations")
+    if not (isinstance(ci, (float, int)) and 0 < ci < 1):
+        raise ValueError(f"ci must be a coverage strictly between 0 and 1, such as 0.95; got {ci!r}")
+    attributes = _inputs.encode_attributes(sensitive_features, n, bins, intersectional)
     warnings.extend(transform_note(prepared.metadata))
     require_both_labels(prepared.labels)
-    results, overall = assess(prepared, attributes, warnings)
+    results, overall, arranged = assess(prepared, attributes, warnings, threshold=threshold, weights=weights)
     summaries: dict[str, dict[str, Any]] = {}
     rows: list[dict[str, Any]] = []
     attribute_overall: dict[str, dict[str, Any]] = {}
@@ -207,9 +242,98 @@ def evaluate(y_true: Any, y_score: Any, sensitive_features: Any, *, pos_label: A
         for i, group in enumerate(result.groups):
             rows.append({"attribute": result.name, "group": group, "n": result.counts[i],
                          **result.by_group.get(i, {}), "skipped": result.skipped.get(i)})
-    metadata = {**prepared.metadata, "n_samples": len(prepared.labels)}
-    return FairnessReport("cls", summary_frame(summaries), _by_group_frame(rows), overall, attribute_overall,
-                          warnings, metadata)
+    metadata = {**prepared.metadata, "n_samples": n}
+    if threshold is not None:
+        metadata["threshold"] = threshold
+    if weights is not None:
+        metadata["sample_weight"] = True
+    report = FairnessReport("cls", summary_frame(summaries), _by_group_frame(rows), overall, attribute_overall,
+                            warnings, metadata)
+    if n_boot or n_permutations:
+        seed = _resample.seed_from(random_state)
+        if n_boot:
+            report.ci = _intervals(arranged, results, n_boot, float(ci), seed, threshold)
+        if n_permutations:
+            report.p_values = _p_values(arranged, results, n_permutations, seed)
+    return report
+
+
+def check_threshold(threshold: Any) -> float | None:
+    if threshold is None:
+        return None
+    try:
+        value = float(threshold)
+    except (TypeError, ValueError):
+        raise ValueError(f"threshold must be a number such as 0.5, got {threshold!r}") from None
+    if not np.isfinite(value):
+        raise ValueError(f"threshold must be finite, got {threshold!r}")
+    return value
+
+
+def sample_weights(sample_weight: Any, n: int) -> np.ndarray | None:
+    """Validated float64 sample weights, or None."""
+    if sample_weight is None:
+        return None
+    weights = _inputs.to_numpy(sample_weight, "sample_weight")
+    if weights.dtype.kind not in "biuf":
+        raise ValueError(f"sample_weight must be numeric, got dtype {weights.dtype}")
+    weights = weights.astype(np.float64).ravel()
+    if len(weights) != n:
+        raise ValueError(f"sample_weight has {len(weights)} values but there are {n} samples; pass one "
+                         "weight per sample")
+    if not np.isfinite(weights).all() or (weights < 0).any():
+        raise ValueError("sample_weight must be finite and non-negative; "
+                         f"got values such as {_inputs._preview(weights[~np.isfinite(weights) | (weights < 0)])}")
+    if not weights.any():
+        raise ValueError("sample_weight is zero for every sample; at least one sample needs weight")
+    return weights
+
+
+def _count(value: Any, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+        raise ValueError(f"{name} must be a non-negative integer (0 turns it off), got {value!r}")
+    return int(value)
+
+
+def _intervals(arranged, results: list[AttributeResult], n_boot: int, level: float, seed, threshold) -> dict:
+    import pandas as pd
+
+    by_group, summaries, columns = _resample.bootstrap(
+        arranged, len(results), [r.valid for r in results], summarize, n_boot, level, seed, threshold)
+    keys = [*_resample.INTERVAL_METRICS, *(m + _engine.BEST for m in _resample.INTERVAL_METRICS)]
+    group_rows, summary_rows = [], {}
+    for result, bounds, summary_bounds in zip(results, by_group, summaries):
+        for i, group in enumerate(result.groups):
+            row = {"attribute": result.name, "group": group}
+            for j, key in enumerate(keys):
+                lo, hi = bounds[i, j]
+                row[f"{key}_lo"], row[f"{key}_hi"] = (float(lo), float(hi)) if i in result.valid else (np.nan,) * 2
+            group_rows.append(row)
+        if len(result.valid) >= 2:
+            summary_rows[result.name] = {f"{c}_{side}": float(summary_bounds[j, k])
+                                         for j, c in enumerate(columns) for k, side in enumerate(("lo", "hi"))}
+        else:
+            summary_rows[result.name] = {}
+    summary = pd.DataFrame.from_dict(summary_rows, orient="index",
+                                     columns=[f"{c}_{side}" for c in columns for side in ("lo", "hi")])
+    summary.index.name = "attribute"
+    groups = pd.DataFrame(group_rows).set_index(["attribute", "group"])
+    return {"level": level, "n_boot": n_boot, "summary": summary, "by_group": groups}
+
+
+def _p_values(arranged, results: list[AttributeResult], n_permutations: int, seed):
+    import pandas as pd
+
+    rows = {}
+    for k, result in enumerate(results):
+        if len(result.valid) < 2:
+            rows[result.name] = {}
+            continue
+        rows[result.name] = _resample.permutation_pvalues(arranged, k, result.valid, result.summary, summarize,
+                                                          n_permutations, seed, result.threshold)
+    frame = pd.DataFrame.from_dict(rows, orient="index", columns=list(_resample.GAP_COLUMNS))
+    frame.index.name = "attribute"
+    return frame
 
 
 def _by_group_frame(rows: list[dict[str, Any]]):

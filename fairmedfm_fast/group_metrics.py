@@ -13,7 +13,7 @@ import warnings
 from typing import Any
 
 from . import _inputs
-from .evaluation import assess, prepare, require_both_labels, transform_note
+from .evaluation import assess, check_threshold, prepare, require_both_labels, sample_weights, transform_note
 
 __all__ = [
     "auc_gap", "worst_group_auc", "accuracy_gap", "bce_gap", "ece_gap", "equal_opportunity_difference",
@@ -26,14 +26,22 @@ _NEEDS = {"auc-gap": {"auc"}, "worst-auc": {"auc"}, "acc-gap": {"acc@best_f1"}, 
 
 
 def _classification(column: str, y_true: Any, y_score: Any, sensitive_features: Any, pos_label: Any,
-                    score_type: str, score_column: int | None, bins: _inputs.Bins | None) -> float:
+                    score_type: str, score_column: int | None, bins: _inputs.Bins | None,
+                    sample_weight: Any = None, threshold: float | None = None) -> float:
     notes: list[str] = []
-    prepared, sensitive_features = prepare(y_true, y_score, sensitive_features, pos_label, score_type,
-                                           score_column, notes)
+    named = {"y_true": y_true, "y_score": y_score, "sensitive_features": sensitive_features}
+    if sample_weight is not None:
+        named["sample_weight"] = sample_weight
+    paired = dict(zip(named, _inputs.align_by_index(named, notes)))
+    prepared, sensitive_features = prepare(paired["y_true"], paired["y_score"], paired["sensitive_features"],
+                                           pos_label, score_type, score_column, notes)
     attribute = _inputs.one_attribute(sensitive_features, len(prepared.labels), bins)
+    weights = sample_weights(paired.get("sample_weight"), len(prepared.labels))
+    threshold = check_threshold(threshold)
     notes.extend(transform_note(prepared.metadata))
     require_both_labels(prepared.labels)
-    result = assess(prepared, [attribute], notes, wanted=_NEEDS[column], with_overall=False)[0][0]
+    result = assess(prepared, [attribute], notes, wanted=_NEEDS[column], with_overall=False, threshold=threshold,
+                    weights=weights)[0][0]
     for message in notes:
         warnings.warn(message, UserWarning, stacklevel=3)
     value = result.summary.get(column, math.nan)
@@ -41,7 +49,7 @@ def _classification(column: str, y_true: Any, y_score: Any, sensitive_features: 
 
 
 def auc_gap(y_true: Any, y_score: Any, *, sensitive_features: Any, pos_label: Any = None, score_type: str = "auto",
-            score_column: int | None = None, bins: _inputs.Bins | None = None) -> float:
+            score_column: int | None = None, bins: _inputs.Bins | None = None, sample_weight: Any = None) -> float:
     """Largest minus smallest group ROC AUC (0 is fair).
 
     Parameters
@@ -54,6 +62,8 @@ def auc_gap(y_true: Any, y_score: Any, *, sensitive_features: Any, pos_label: An
         Group of each sample; several columns are combined into intersectional groups.
     pos_label, score_type, score_column, bins
         As in :func:`fairmedfm_fast.evaluate`.
+    sample_weight : array-like of shape (n_samples,), optional
+        Extension: a non-negative weight per sample.
 
     Returns
     -------
@@ -61,61 +71,62 @@ def auc_gap(y_true: Any, y_score: Any, *, sensitive_features: Any, pos_label: An
         NaN (with a ``UserWarning``) when fewer than two groups have both labels.
     """
     return _classification("auc-gap", y_true, y_score, sensitive_features, pos_label, score_type, score_column,
-                           bins)
+                           bins, sample_weight)
 
 
 def worst_group_auc(y_true: Any, y_score: Any, *, sensitive_features: Any, pos_label: Any = None,
                     score_type: str = "auto", score_column: int | None = None,
-                    bins: _inputs.Bins | None = None) -> float:
+                    bins: _inputs.Bins | None = None, sample_weight: Any = None) -> float:
     """Lowest group ROC AUC (higher is better). Parameters as in :func:`auc_gap`."""
     return _classification("worst-auc", y_true, y_score, sensitive_features, pos_label, score_type, score_column,
-                           bins)
+                           bins, sample_weight)
 
 
 def accuracy_gap(y_true: Any, y_score: Any, *, sensitive_features: Any, pos_label: Any = None,
                  score_type: str = "auto", score_column: int | None = None,
-                 bins: _inputs.Bins | None = None) -> float:
+                 bins: _inputs.Bins | None = None, sample_weight: Any = None, threshold: float | None = None) -> float:
     """Largest minus smallest group accuracy at the best overall F1 threshold (0 is fair).
 
-    Parameters as in :func:`auc_gap`. Predictions are ``score > threshold``.
+    Parameters as in :func:`auc_gap`. Predictions are ``score > threshold``. Extension:
+    ``threshold=`` fixes the decision threshold (e.g. chosen on validation data) instead.
     """
     return _classification("acc-gap", y_true, y_score, sensitive_features, pos_label, score_type, score_column,
-                           bins)
+                           bins, sample_weight, threshold)
 
 
 def bce_gap(y_true: Any, y_score: Any, *, sensitive_features: Any, pos_label: Any = None, score_type: str = "auto",
-            score_column: int | None = None, bins: _inputs.Bins | None = None) -> float:
+            score_column: int | None = None, bins: _inputs.Bins | None = None, sample_weight: Any = None) -> float:
     """Largest minus smallest group binary cross-entropy (0 is fair). Parameters as in :func:`auc_gap`."""
     return _classification("bce-gap", y_true, y_score, sensitive_features, pos_label, score_type, score_column,
-                           bins)
+                           bins, sample_weight)
 
 
 def ece_gap(y_true: Any, y_score: Any, *, sensitive_features: Any, pos_label: Any = None, score_type: str = "auto",
-            score_column: int | None = None, bins: _inputs.Bins | None = None) -> float:
+            score_column: int | None = None, bins: _inputs.Bins | None = None, sample_weight: Any = None) -> float:
     """Largest minus smallest group expected calibration error (0 is fair).
 
     Parameters as in :func:`auc_gap`. Each group's 10 equal-width bins span its own score range.
     """
     return _classification("ece-gap", y_true, y_score, sensitive_features, pos_label, score_type, score_column,
-                           bins)
+                           bins, sample_weight)
 
 
 def equal_opportunity_difference(y_true: Any, y_score: Any, *, sensitive_features: Any, pos_label: Any = None,
                                  score_type: str = "auto", score_column: int | None = None,
-                                 bins: _inputs.Bins | None = None) -> float:
+                                 bins: _inputs.Bins | None = None, sample_weight: Any = None, threshold: float | None = None) -> float:
     """Largest minus smallest group true positive rate at the best-F1 threshold (``eo``; 0 is fair).
 
-    Parameters as in :func:`auc_gap`.
+    Parameters as in :func:`auc_gap`; ``threshold=`` (extension) fixes the decision threshold.
     """
-    return _classification("eo", y_true, y_score, sensitive_features, pos_label, score_type, score_column, bins)
+    return _classification("eo", y_true, y_score, sensitive_features, pos_label, score_type, score_column, bins, sample_weight, threshold)
 
 
 def equalized_odds_score(y_true: Any, y_score: Any, *, sensitive_features: Any, pos_label: Any = None,
                          score_type: str = "auto", score_column: int | None = None,
-                         bins: _inputs.Bins | None = None) -> float:
+                         bins: _inputs.Bins | None = None, sample_weight: Any = None, threshold: float | None = None) -> float:
     """``1 - (TPR gap + TNR gap) / 2`` at the best-F1 threshold (``eod``; 1 is fair).
 
     A score, not a difference: fairlearn's ``equalized_odds_difference`` is 0 when fair.
-    Parameters as in :func:`auc_gap`.
+    Parameters as in :func:`auc_gap`; ``threshold=`` (extension) fixes the decision threshold.
     """
-    return _classification("eod", y_true, y_score, sensitive_features, pos_label, score_type, score_column, bins)
+    return _classification("eod", y_true, y_score, sensitive_features, pos_label, score_type, score_column, bins, sample_weight, threshold)

@@ -93,9 +93,9 @@ def binary_cross_entropy(prob: Any, label: Any) -> float:
     _same_length(scores, labels)
     from .kernels import calibration
 
-    codes = np.zeros((1, len(scores)), np.intp)
-    sums = calibration.log_loss_sums(scores, labels, codes, np.array([1], np.int64))
-    return float(-sums[0] / len(scores))
+    codes = np.zeros((1, len(scores)), np.int8)
+    sums = calibration.slot_sums(calibration.log_loss_terms(scores, labels), codes, np.array([1], np.int64))
+    return float(sums[0] / len(scores))
 
 
 def _quantile_edges(scores: np.ndarray, num_bins: int) -> np.ndarray:

@@ -32,6 +32,13 @@ class FairnessReport:
         How the input was read, which samples and groups were left out, and why.
     metadata : dict
         Facts about the input, e.g. ``n_samples``, the positive label, the score transform.
+    ci : dict or None
+        With ``n_boot``: ``{"level", "n_boot", "summary", "by_group"}``, where ``summary`` and
+        ``by_group`` are frames with the index of ``summary`` / ``by_group`` and a ``<column>_lo``
+        and ``<column>_hi`` percentile bound for each metric. NaN where a metric is undefined.
+    p_values : pandas.DataFrame or None
+        With ``n_permutations``: per attribute, the permutation p-value of each gap (``auc-gap``,
+        ``acc-gap``, ``bce-gap``, ``ece-gap``, ``eo``, and ``eod`` as ``1 - eod``).
     """
 
     def __init__(self, task: str, summary: pd.DataFrame, by_group: pd.DataFrame, overall: dict[str, Any],
@@ -43,6 +50,8 @@ class FairnessReport:
         self.warnings = warnings
         self.metadata = metadata
         self._attribute_overall = attribute_overall
+        self.ci: dict[str, Any] | None = None
+        self.p_values: pd.DataFrame | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dictionary (NaN becomes None), one entry per attribute."""
@@ -56,8 +65,16 @@ class FairnessReport:
             if attribute in self._attribute_overall:
                 entry["overall"] = _jsonable(self._attribute_overall[attribute])
             attributes[str(attribute)] = entry
-        return {"fairmedfm_fast_version": __version__, "task": self.task, "metadata": _jsonable(self.metadata),
-                "overall": _jsonable(self.overall), "attributes": attributes, "warnings": list(self.warnings)}
+        out = {"fairmedfm_fast_version": __version__, "task": self.task, "metadata": _jsonable(self.metadata),
+               "overall": _jsonable(self.overall), "attributes": attributes, "warnings": list(self.warnings)}
+        if self.ci is not None:
+            out["ci"] = {"level": self.ci["level"], "n_boot": self.ci["n_boot"],
+                         "summary": _jsonable(self.ci["summary"].to_dict(orient="index")),
+                         "by_group": {f"{a}={g}": _jsonable(row) for (a, g), row in
+                                      self.ci["by_group"].to_dict(orient="index").items()}}
+        if self.p_values is not None:
+            out["p_values"] = _jsonable(self.p_values.to_dict(orient="index"))
+        return out
 
     def to_json(self, path: str | Path | None = None, indent: int = 2) -> str:
         """The report as JSON text (see :meth:`to_dict`), also written to ``path`` when given."""

@@ -1,15 +1,17 @@
 """Calibration kernels: score ranges, pandas.cut-equivalent bin edges, binned ECE sums, BCE sums.
 
-Every kernel here works on samples in any order.
+Every kernel here works on samples in any order, and takes optional float64 ``weights`` (counts
+become weighted sums; samples of weight 0 are absent, also from the score ranges).
 """
 import numpy as np
 
 from ._config import inline_kernel, kernel
 from ._slots import neumaier_add, slot_offsets
+from ._weights import counters, weight_of
 
 
 @kernel
-def score_ranges(scores, labels, codes, n_groups):
+def score_ranges(scores, labels, codes, n_groups, weights=None):
     """Sample count, positives, smallest and largest score of every slot.
 
     Parameters
@@ -18,19 +20,23 @@ def score_ranges(scores, labels, codes, n_groups):
     labels : uint8 array of shape (n,), 0 or 1
     codes : intp array of shape (K, n); negative = not in the grouping
     n_groups : int64 array of shape (K,)
+    weights : float64 array of shape (n,), optional
 
     Returns
     -------
-    count, positives : int64 arrays of shape (n_slots,)
+    count, positives : int64 arrays of shape (n_slots,) (float64 with weights)
     low, high : float64 arrays of shape (n_slots,); NaN for an empty slot
     """
     offsets, n_slots = slot_offsets(n_groups)
     n_groupings, n = codes.shape
-    count = np.zeros(n_slots, np.int64)
-    positives = np.zeros(n_slots, np.int64)
+    count = counters(weights, n_slots)
+    positives = counters(weights, n_slots)
     low = np.full(n_slots, np.inf)
     high = np.full(n_slots, -np.inf)
     for i in range(n):
+        w = weight_of(weights, i)
+        if w == 0:
+            continue
         score = float(scores[i])
         positive = labels[i] != 0
         for k in range(n_groupings):
@@ -38,9 +44,9 @@ def score_ranges(scores, labels, codes, n_groups):
             if code < 0:
                 continue
             for slot in (offsets[k] + code, offsets[k] + n_groups[k]):
-                count[slot] += 1
+                count[slot] += w
                 if positive:
-                    positives[slot] += 1
+                    positives[slot] += w
                 if score < low[slot]:
                     low[slot] = score
                 if score > high[slot]:
@@ -100,30 +106,8 @@ def equal_width_edges(low, high, n_bins):
     return edges
 
 
-@inline_kernel
-def _bin_of(edges, slot, score, include_lowest, guess_origin, guess_scale):
-    # The bin of pandas: right-closed (edge[b], edge[b + 1]]; the lowest edge itself belongs to bin 0
-    # only with include_lowest (pandas.qcut). -1 when outside every bin. A guess from the (nearly)
-    # uniform spacing, corrected against the exact edges, replaces a binary search.
-    n_bins = edges.shape[1] - 1
-    if include_lowest and score == edges[slot, 0]:
-        return 0
-    b = int((score - guess_origin) * guess_scale)
-    if b < 0:
-        b = 0
-    elif b > n_bins - 1:
-        b = n_bins - 1
-    while b > 0 and score <= edges[slot, b]:
-        b -= 1
-    while b < n_bins - 1 and score > edges[slot, b + 1]:
-        b += 1
-    if score <= edges[slot, b] or score > edges[slot, b + 1]:
-        return -1
-    return b
-
-
 @kernel
-def binned_calibration(scores, labels, codes, n_groups, edges, include_lowest):
+def binned_calibration(scores, labels, codes, n_groups, edges, include_lowest, weights=None):
     """Per slot and bin: sample count, sum of scores (compensated) and sum of labels.
 
     Parameters
@@ -136,16 +120,17 @@ def binned_calibration(scores, labels, codes, n_groups, edges, include_lowest):
     include_lowest : bool
         Whether a score equal to the lowest edge falls in the first bin (``pandas.qcut``) or in no
         bin (``pandas.cut``, whose lowest edge lies below every score).
+    weights : float64 array of shape (n,), optional
 
     Returns
     -------
-    count : int64 array of shape (n_slots, n_bins)
+    count : int64 array of shape (n_slots, n_bins) (float64 with weights)
     label_sum, score_sum : float64 arrays of shape (n_slots, n_bins)
     """
     offsets, n_slots = slot_offsets(n_groups)
     n_groupings, n = codes.shape
     n_bins = edges.shape[1] - 1
-    count = np.zeros(n_slots * n_bins, np.int64)
+    count = counters(weights, n_slots * n_bins)
     label_sum = np.zeros(n_slots * n_bins)
     sums = np.zeros(n_slots * n_bins)
     compensation = np.zeros(n_slots * n_bins)
@@ -155,6 +140,9 @@ def binned_calibration(scores, labels, codes, n_groups, edges, include_lowest):
         width = edges[slot, n_bins] - edges[slot, 0]
         scale[slot] = n_bins / width if width > 0 else 0.0
     for i in range(n):
+        w = weight_of(weights, i)
+        if w == 0:
+            continue
         score = float(scores[i])
         label = float(labels[i])
         for k in range(n_groupings):
@@ -162,13 +150,26 @@ def binned_calibration(scores, labels, codes, n_groups, edges, include_lowest):
             if code < 0:
                 continue
             for slot in (offsets[k] + code, offsets[k] + n_groups[k]):
-                b = _bin_of(edges, slot, score, include_lowest, origin[slot], scale[slot])
+                # The bin of pandas: right-closed (edge[b], edge[b + 1]]; the lowest edge itself is in
+                # bin 0 only with include_lowest (pandas.qcut). A guess from the (nearly) uniform
+                # spacing, corrected against the exact edges, replaces a binary search. (Written out
+                # here rather than in a helper: inlined helpers with several exits cost ~2x here.)
+                b = int((score - origin[slot]) * scale[slot])
                 if b < 0:
+                    b = 0
+                elif b > n_bins - 1:
+                    b = n_bins - 1
+                while b > 0 and score <= edges[slot, b]:
+                    b -= 1
+                while b < n_bins - 1 and score > edges[slot, b + 1]:
+                    b += 1
+                inside = score > edges[slot, b] and score <= edges[slot, b + 1]
+                if not inside and not (include_lowest and b == 0 and score == edges[slot, 0]):
                     continue
                 cell = slot * n_bins + b
-                count[cell] += 1
-                label_sum[cell] += label
-                neumaier_add(sums, compensation, cell, score)
+                count[cell] += w
+                label_sum[cell] += w * label
+                neumaier_add(sums, compensation, cell, w * score)
     score_sum = (sums + compensation).reshape((n_slots, n_bins))
     return count.reshape((n_slots, n_bins)), label_sum.reshape((n_slots, n_bins)), score_sum
 
@@ -201,21 +202,48 @@ def calibration_error(count, label_sum, score_sum, variant):
 
 
 @kernel
-def log_loss_sums(scores, labels, codes, n_groups):
-    """Per slot, the compensated sum of ``y log p + (1 - y) log(1 - p)``, logs clamped below at -100.
+def log_loss_terms(scores, labels):
+    """Per sample, ``-(y log p + (1 - y) log(1 - p))`` with each log clamped below at -100.
 
-    The clamp is ``torch.nn.BCELoss``'s, so scores of exactly 0 or 1 give finite terms. BCE is
-    ``-sum / count``. ``labels`` may be uint8 (0/1) or float64 (soft labels).
+    The clamp is ``torch.nn.BCELoss``'s, so scores of exactly 0 or 1 give finite terms. ``labels``
+    may be uint8 (0/1: one logarithm per sample) or float64 (soft labels: both, weighted).
+    BCE of a slot is the mean of its terms (:func:`slot_sums` divided by the count).
+    """
+    n = scores.shape[0]
+    out = np.empty(n)
+    for i in range(n):
+        p = float(scores[i])
+        y = labels[i]
+        if y == 1:
+            out[i] = -max(np.log(p), -100.0)
+        elif y == 0:
+            out[i] = -max(np.log(1.0 - p), -100.0)
+        else:
+            y = float(y)
+            out[i] = -(y * max(np.log(p), -100.0) + (1.0 - y) * max(np.log(1.0 - p), -100.0))
+    return out
+
+
+@kernel
+def slot_sums(values, codes, n_groups, weights=None):
+    """Per slot, the compensated (Neumaier) sum of ``values`` (weighted when ``weights`` is given).
+
+    Parameters
+    ----------
+    values : float64 array of shape (n,)
+    codes : integer array of shape (K, n); negative = not in the grouping
+    n_groups : int64 array of shape (K,)
+    weights : float64 array of shape (n,), optional
     """
     offsets, n_slots = slot_offsets(n_groups)
     n_groupings, n = codes.shape
     sums = np.zeros(n_slots)
     compensation = np.zeros(n_slots)
     for i in range(n):
-        p = float(scores[i])
-        y = float(labels[i])
-        # Both logs, as in the reference formula; for y in {0, 1} this is exactly one of them.
-        term = y * max(np.log(p), -100.0) + (1.0 - y) * max(np.log(1.0 - p), -100.0)
+        w = weight_of(weights, i)
+        if w == 0:
+            continue
+        term = w * values[i]
         for k in range(n_groupings):
             code = codes[k, i]
             if code < 0:

@@ -1,16 +1,19 @@
 """Ranking kernels: per-group AUC, the best-F1 threshold sweep, confusion counts above thresholds.
 
 ``rank_statistics`` and ``best_f1_thresholds`` need the samples in ascending score order (one sort
-in the caller serves every grouping); ``confusion_above`` works in any order.
+in the caller serves every grouping); ``confusion_above`` works in any order. Every kernel takes
+optional float64 ``weights`` (sample weights, or bootstrap counts over the sorted order): counts
+then become weighted sums, and samples of weight 0 are absent.
 """
 import numpy as np
 
 from ._config import inline_kernel, kernel
 from ._slots import slot_offsets
+from ._weights import counters, weight_of
 
 
 @kernel
-def rank_statistics(sorted_scores, sorted_labels, sorted_codes, n_groups):
+def rank_statistics(sorted_scores, sorted_labels, sorted_codes, n_groups, weights=None):
     """Sample counts, positives and twice the Mann-Whitney U of every slot, in one pass.
 
     Parameters
@@ -19,22 +22,23 @@ def rank_statistics(sorted_scores, sorted_labels, sorted_codes, n_groups):
     sorted_labels : uint8 array of shape (n,), 0 or 1, in the same order
     sorted_codes : intp array of shape (K, n), in the same order; negative = not in the grouping
     n_groups : int64 array of shape (K,)
+    weights : float64 array of shape (n,), optional
 
     Returns
     -------
-    count, positives, u2 : int64 arrays of shape (n_slots,)
+    count, positives, u2 : int64 arrays of shape (n_slots,) (float64 with weights)
         ``u2`` counts, over positive samples, twice the negatives with a lower score plus the
         negatives with an equal score, so that ``AUC = u2 / (2 * positives * negatives)``, ties
         counted as one half (scikit-learn's ``roc_auc_score``). Integer, hence exact.
     """
     offsets, n_slots = slot_offsets(n_groups)
     n_groupings, n = sorted_codes.shape
-    count = np.zeros(n_slots, np.int64)
-    positives = np.zeros(n_slots, np.int64)
-    u2 = np.zeros(n_slots, np.int64)
-    neg_below = np.zeros(n_slots, np.int64)  # negatives with a score below the current tie block
-    block_pos = np.zeros(n_slots, np.int64)
-    block_neg = np.zeros(n_slots, np.int64)
+    count = counters(weights, n_slots)
+    positives = counters(weights, n_slots)
+    u2 = counters(weights, n_slots)
+    neg_below = counters(weights, n_slots)  # negatives with a score below the current tie block
+    block_pos = counters(weights, n_slots)
+    block_neg = counters(weights, n_slots)
     start = 0
     while start < n:
         stop = start + 1
@@ -42,36 +46,38 @@ def rank_statistics(sorted_scores, sorted_labels, sorted_codes, n_groups):
             stop += 1
         if stop == start + 1:  # a score of its own: no tie to split
             positive = sorted_labels[start] != 0
+            w = weight_of(weights, start)
             for k in range(n_groupings):
                 code = sorted_codes[k, start]
                 if code < 0:
                     continue
                 group = offsets[k] + code
                 overall = offsets[k] + n_groups[k]
-                count[group] += 1
-                count[overall] += 1
+                count[group] += w
+                count[overall] += w
                 if positive:
-                    positives[group] += 1
-                    positives[overall] += 1
-                    u2[group] += 2 * neg_below[group]
-                    u2[overall] += 2 * neg_below[overall]
+                    positives[group] += w
+                    positives[overall] += w
+                    u2[group] += 2 * w * neg_below[group]
+                    u2[overall] += 2 * w * neg_below[overall]
                 else:
-                    neg_below[group] += 1
-                    neg_below[overall] += 1
+                    neg_below[group] += w
+                    neg_below[overall] += w
         else:  # a tie block: count it per slot, then credit each of its positives half the tied negatives
             for i in range(start, stop):
                 positive = sorted_labels[i] != 0
+                w = weight_of(weights, i)
                 for k in range(n_groupings):
                     code = sorted_codes[k, i]
                     if code < 0:
                         continue
                     for slot in (offsets[k] + code, offsets[k] + n_groups[k]):
-                        count[slot] += 1
+                        count[slot] += w
                         if positive:
-                            positives[slot] += 1
-                            block_pos[slot] += 1
+                            positives[slot] += w
+                            block_pos[slot] += w
                         else:
-                            block_neg[slot] += 1
+                            block_neg[slot] += w
             for i in range(start, stop):
                 for k in range(n_groupings):
                     code = sorted_codes[k, i]
@@ -100,7 +106,7 @@ def f1_at(tp, fp, n_pos):
 
 @kernel
 def best_f1_thresholds(sorted_scores, sorted_labels, sorted_codes, n_pos, n_neg, pos_before=None,
-                       neg_before=None):
+                       neg_before=None, weights=None):
     """Decision threshold with the highest F1 in each grouping (over its present samples).
 
     Candidate thresholds are the distinct scores; at threshold ``t`` a sample counts as predicted
@@ -116,6 +122,8 @@ def best_f1_thresholds(sorted_scores, sorted_labels, sorted_codes, n_pos, n_neg,
         For a slice of a larger sorted sample (one partition of a distributed sort, where equal
         scores never straddle two slices): the positives and negatives of the earlier slices.
         The global best is then the highest F1 over slices, the earliest slice on ties.
+    weights : float64 array of shape (n,), optional
+        Then ``n_pos``, ``n_neg`` and the ``*_before`` counts are weighted sums too.
 
     Returns
     -------
@@ -125,26 +133,27 @@ def best_f1_thresholds(sorted_scores, sorted_labels, sorted_codes, n_pos, n_neg,
     n_groupings, n = sorted_codes.shape
     thresholds = np.full(n_groupings, np.nan)
     best = np.full(n_groupings, -np.inf)
-    pos_below = np.zeros(n_groupings, np.int64)
-    neg_below = np.zeros(n_groupings, np.int64)
+    pos_below = counters(weights, n_groupings)
+    neg_below = counters(weights, n_groupings)
     if pos_before is not None:
         pos_below[:] = pos_before
     if neg_before is not None:
         neg_below[:] = neg_before
-    block_pos = np.zeros(n_groupings, np.int64)
-    block_neg = np.zeros(n_groupings, np.int64)
+    block_pos = counters(weights, n_groupings)
+    block_neg = counters(weights, n_groupings)
     start = 0
     while start < n:
         value = sorted_scores[start]
         stop = start
         while stop < n and sorted_scores[stop] == value:
             positive = sorted_labels[stop] != 0
+            w = weight_of(weights, stop)
             for k in range(n_groupings):
                 if sorted_codes[k, stop] >= 0:
                     if positive:
-                        block_pos[k] += 1
+                        block_pos[k] += w
                     else:
-                        block_neg[k] += 1
+                        block_neg[k] += w
             stop += 1
         for k in range(n_groupings):
             if block_pos[k] + block_neg[k] == 0:
@@ -162,7 +171,7 @@ def best_f1_thresholds(sorted_scores, sorted_labels, sorted_codes, n_pos, n_neg,
 
 
 @kernel
-def confusion_above(scores, labels, codes, n_groups, thresholds):
+def confusion_above(scores, labels, codes, n_groups, thresholds, weights=None):
     """Positives and negatives scoring strictly above each threshold, for every slot.
 
     Parameters
@@ -171,21 +180,23 @@ def confusion_above(scores, labels, codes, n_groups, thresholds):
     codes : intp array of shape (K, n)
     n_groups : int64 array of shape (K,)
     thresholds : float64 array of shape (K, T); grouping ``k`` uses row ``k``
+    weights : float64 array of shape (n,), optional
 
     Returns
     -------
-    pos_above, neg_above : int64 arrays of shape (n_slots, T)
+    pos_above, neg_above : int64 arrays of shape (n_slots, T) (float64 with weights)
         With the slot's positives P and negatives N: TP = pos_above, FP = neg_above,
         FN = P - TP, TN = N - FP (prediction ``score > threshold``).
     """
     offsets, n_slots = slot_offsets(n_groups)
     n_groupings, n = codes.shape
     n_thresholds = thresholds.shape[1]
-    pos_above = np.zeros((n_slots, n_thresholds), np.int64)
-    neg_above = np.zeros((n_slots, n_thresholds), np.int64)
+    pos_above = counters(weights, (n_slots, n_thresholds))
+    neg_above = counters(weights, (n_slots, n_thresholds))
     for i in range(n):
         score = scores[i]
         positive = labels[i] != 0
+        w = weight_of(weights, i)
         for k in range(n_groupings):
             code = codes[k, i]
             if code < 0:
@@ -195,11 +206,11 @@ def confusion_above(scores, labels, codes, n_groups, thresholds):
             for t in range(n_thresholds):
                 if score > thresholds[k, t]:
                     if positive:
-                        pos_above[group, t] += 1
-                        pos_above[overall, t] += 1
+                        pos_above[group, t] += w
+                        pos_above[overall, t] += w
                     else:
-                        neg_above[group, t] += 1
-                        neg_above[overall, t] += 1
+                        neg_above[group, t] += w
+                        neg_above[overall, t] += w
     return pos_above, neg_above
 
 
