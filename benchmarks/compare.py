@@ -2,6 +2,7 @@
 
     python benchmarks/compare.py            # the README figures (about 5 minutes, most of it fairmedfm 0.4.2)
     python benchmarks/compare.py --quick    # 10x smaller inputs, under a minute
+    python benchmarks/compare.py --readme README.md   # also put the table into the README
 
 Prints a Markdown table of best-of-k wall times (``time.perf_counter``) and ratios, and writes it to
 ``--markdown`` (default ``benchmarks/compare.md``), with a PNG chart at ``--chart`` (default
@@ -485,34 +486,44 @@ def markdown(rows: list[Row], preset: str) -> str:
 
 
 def chart(rows: list[Row], path: Path, preset: str) -> None:
-    """Grouped horizontal bars, one group per case, log-scale seconds."""
+    """Horizontal bars, one group per case (only the implementations it ran), log-scale seconds, each bar
+    labelled with its time."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    shown = [row for row in rows if any(row.times.get(c) for c in COLUMNS)]
     colors = {FAST: "#1b9e77", REFERENCE: "#d95f02", SKLEARN: "#7570b3", FAIRLEARN: "#e7298a", BOUND: "#999999"}
-    height = 0.8 / len(COLUMNS)
-    figure, axes = plt.subplots(figsize=(10, 0.55 * len(shown) * 1.6 + 1.5))
-    for j, column in enumerate(COLUMNS):
-        ys, widths = [], []
-        for i, row in enumerate(shown):
-            if row.times.get(column):
-                ys.append(i + (j - (len(COLUMNS) - 1) / 2) * height)
-                widths.append(row.times[column])
-        if ys:
-            axes.barh(ys, widths, height=height, color=colors[column], label=column)
-    axes.set_yticks(range(len(shown)))
-    axes.set_yticklabels([row.case.replace("`", "") for row in shown], fontsize=8)
-    axes.invert_yaxis()
+    shown = [row for row in rows if any(row.times.get(c) for c in COLUMNS)]
+    bar, gap = 0.85, 0.7
+    positions, ticks, used = 0.0, [], set()
+    n_bars = sum(1 for row in shown for c in COLUMNS if row.times.get(c))
+    figure, axes = plt.subplots(figsize=(11, 0.17 * n_bars + 0.12 * len(shown) + 1.3))
+    for row in shown:
+        present = [c for c in COLUMNS if row.times.get(c)]
+        start = positions
+        for column in present:
+            seconds = row.times[column]
+            axes.barh(positions, seconds, height=bar, color=colors[column],
+                      label=None if column in used else column)
+            axes.text(seconds * 1.08, positions, format_seconds(seconds), va="center", fontsize=7)
+            used.add(column)
+            positions += 1
+        ticks.append(((start + positions - 1) / 2, textwrap.fill(row.case.replace("`", ""), 48)))
+        positions += gap
+    axes.set_yticks([t for t, _ in ticks])
+    axes.set_yticklabels([text for _, text in ticks], fontsize=7.5)
+    axes.set_ylim(positions - gap + 0.5, -0.6)  # top to bottom, no margins
     axes.set_xscale("log")
-    axes.set_xlabel("seconds (log scale, best of k; lower is better)")
-    axes.set_title(f"fairmedfm_fast side by side ({preset})", fontsize=10)
-    axes.grid(axis="x", which="both", alpha=0.3)
-    axes.legend(fontsize=8, loc="lower right")
+    low, high = axes.get_xlim()
+    axes.set_xlim(low, high * 6)  # room for the labels
+    axes.set_xlabel("seconds, log scale (best of k; lower is better)")
+    axes.set_title(f"fairmedfm_fast beside fairmedfm 0.4.2, scikit-learn, fairlearn and lower bounds "
+                   f"(compare.py, {preset})", fontsize=9)
+    axes.grid(axis="x", which="major", alpha=0.3)
+    axes.legend(fontsize=8, loc="upper right")
     figure.tight_layout()
-    figure.savefig(path, dpi=110)
+    figure.savefig(path, dpi=100)
     plt.close(figure)
 
 
@@ -531,6 +542,19 @@ def check_agreement(rows: list[Row]) -> list[str]:
     return problems
 
 
+BEGIN, END = "<!-- compare.py table: begin -->", "<!-- compare.py table: end -->"
+
+
+def update_readme(path: Path, table: str) -> None:
+    """Replace the text between the README's two marker comments with ``table``."""
+    text = path.read_text()
+    if BEGIN not in text or END not in text:
+        raise SystemExit(f"{path} has no {BEGIN} ... {END} block to fill")
+    head, rest = text.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    path.write_text(f"{head}{BEGIN}\n{table}\n{END}{tail}")
+
+
 SECTIONS = ("classification", "cold-start", "segmentation")
 
 
@@ -545,6 +569,8 @@ def main(argv=None) -> int:
     parser.add_argument("--chart", type=Path, default=HERE / "compare.png", help="where to write the PNG chart")
     parser.add_argument("--json", type=Path, default=None, help="also write the raw figures as JSON")
     parser.add_argument("--no-chart", action="store_true", help="skip the chart (no matplotlib needed)")
+    parser.add_argument("--readme", type=Path, default=None,
+                        help="also put the table into this README, between its 'compare.py table' markers")
     args = parser.parse_args(argv)
     preset = args.preset or ("quick" if args.quick else "full")
 
@@ -558,6 +584,8 @@ def main(argv=None) -> int:
     table = markdown(runner.rows, preset)
     print(table)
     args.markdown.write_text(table + "\n")
+    if args.readme is not None:
+        update_readme(args.readme, table)
     if args.json is not None:
         args.json.write_text(json.dumps({"machine": machine(), "preset": preset, "rows": [
             {"case": r.case, "seconds": r.times, "target": r.target, "met": r.met, "note": r.note}

@@ -147,8 +147,10 @@ def test_compare_script_tiny(tmp_path, capsys, monkeypatch):
     monkeypatch.setitem(_data.LIMITS, "edge", None)
     compare = _load("fairmedfm_fast_compare", ROOT / "benchmarks" / "compare.py")
     chart = importlib.util.find_spec("matplotlib") is not None
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# x\n\n## Performance\n\n{compare.BEGIN}\nold\n{compare.END}\n\n## Next\n")
     argv = ["--preset", "tiny", "--only", "classification", "segmentation", "--markdown", str(tmp_path / "t.md"),
-            "--chart", str(tmp_path / "t.png"), "--json", str(tmp_path / "t.json")]
+            "--chart", str(tmp_path / "t.png"), "--json", str(tmp_path / "t.json"), "--readme", str(readme)]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         status = compare.main(argv + ([] if chart else ["--no-chart"]))
@@ -157,6 +159,7 @@ def test_compare_script_tiny(tmp_path, capsys, monkeypatch):
     assert "| `auc_gap`, 300 samples, 1 attribute (2 groups), per call |" in table
     assert "| `evaluate`, 6,000 samples, 3 attributes (5, 2, 4 groups) |" in table
     assert "Machine:" in table
+    assert readme.read_text() == f"# x\n\n## Performance\n\n{compare.BEGIN}\n{table.rstrip()}\n{compare.END}\n\n## Next\n"
     assert (tmp_path / "t.png").exists() == chart
 
 
