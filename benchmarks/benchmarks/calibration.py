@@ -63,7 +63,7 @@ class CalibrationKernels:
         self.calibration.score_ranges(scores, labels, codes, n_groups)
         sums = self.calibration.binned_calibration(scores, labels, codes, n_groups, edges, False)
         self.calibration.calibration_error(*sums, 0)
-        self.calibration.log_loss_sums(scores, labels, codes, n_groups)
+        self.calibration.slot_sums(self.calibration.log_loss_terms(scores, labels), codes, n_groups)
 
     def time_score_ranges(self, n_samples, n_attributes):
         scores, labels, codes, n_groups, _ = self.arrays
@@ -73,6 +73,7 @@ class CalibrationKernels:
         scores, labels, codes, n_groups, edges = self.arrays
         self.calibration.binned_calibration(scores, labels, codes, n_groups, edges, False)
 
-    def time_log_loss_sums(self, n_samples, n_attributes):
+    def time_log_loss(self, n_samples, n_attributes):
+        """BCE sums: the per-sample terms, then their compensated sum per slot."""
         scores, labels, codes, n_groups, _ = self.arrays
-        self.calibration.log_loss_sums(scores, labels, codes, n_groups)
+        self.calibration.slot_sums(self.calibration.log_loss_terms(scores, labels), codes, n_groups)
