@@ -1,14 +1,17 @@
 """Parameters and set-up steps shared by the benchmark classes."""
 from __future__ import annotations
 
+import sys
 import warnings
 
 from . import _data
 from ._registry import IMPLEMENTATIONS, REGISTRY  # noqa: F401  (re-exported for the benchmark modules)
 
 # Many small intersectional groups hold one label only and are skipped with a UserWarning, by both
-# implementations alike; the warnings would bury asv's output.
-warnings.filterwarnings("ignore", category=UserWarning)
+# implementations alike; the warnings would bury asv's output. Only under asv: importing the suite
+# elsewhere (tests/test_benchmarks.py) must not change a process's warning filters.
+if "asv_runner" in sys.modules:
+    warnings.filterwarnings("ignore", category=UserWarning)
 
 # fairmedfm 0.4.2 takes about 6 s for one auc_gap at 1M samples; above this size it is left out.
 REFERENCE_MAX_SAMPLES = 100_000
