@@ -50,12 +50,17 @@ if TYPE_CHECKING:
     from .report import FairnessReport
 
 
+_SUBMODULES = ("metrics", "evaluation", "group_metrics", "report", "segmentation")
+
+
 def __getattr__(name: str):
+    import importlib
+
+    if name in _SUBMODULES:  # fm.metrics.find_threshold works without importing the submodule first
+        return importlib.import_module(f"{__name__}.{name}")
     module = _WHERE.get(name)
     if module is None:
         raise AttributeError(f"module 'fairmedfm_fast' has no attribute {name!r}")
-    import importlib
-
     return getattr(importlib.import_module(f"{__name__}.{module}"), name)
 
 

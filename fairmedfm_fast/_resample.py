@@ -163,3 +163,73 @@ class _quiet:
 
     def __exit__(self, *exc):
         self._catcher.__exit__(*exc)
+
+
+# ---------------------------------------------------------------------------------------------
+# Segmentation: group means of per-sample Dice
+# ---------------------------------------------------------------------------------------------
+
+def dice_intervals(dice: np.ndarray, code_rows: list[np.ndarray], sizes: list[int], summarize: Callable,
+                   n_boot: int, level: float, seed: np.uint64):
+    """Percentile intervals of each group's mean Dice and of each summary column.
+
+    ``dice`` holds the finite scores; ``code_rows`` the attributes' codes of those samples.
+    Returns, per attribute, (n_groups, 2) bounds and (n_columns, 2) bounds, and the column names.
+    """
+    from .kernels import resampling
+
+    members, starts = _strata(np.stack(code_rows) if code_rows else np.zeros((1, len(dice)), np.intp))
+    columns = list(summarize(0.5, np.array([0.25, 0.75])))
+    group_draws = [np.full((n_boot, g), np.nan) for g in sizes]
+    summary_draws = [np.full((n_boot, len(columns)), np.nan) for _ in sizes]
+
+    def one(r: int) -> None:
+        weights = np.empty(len(dice))
+        resampling.stratified_bootstrap_counts(members, starts, seed, r, weights)
+        for a, (codes, g) in enumerate(zip(code_rows, sizes)):
+            keep = codes >= 0
+            total = np.bincount(codes[keep], weights=weights[keep], minlength=g)
+            sums = np.bincount(codes[keep], weights=(weights * dice)[keep], minlength=g)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                means = sums / total
+            group_draws[a][r] = means
+            present = total > 0
+            if present.sum() >= 2:
+                summary = summarize(float(sums.sum() / total.sum()), means[present])
+                summary_draws[a][r] = [summary[c] for c in columns]
+
+    _run(n_boot, one)
+    tail = (1 - level) / 2 * 100
+    with np.errstate(invalid="ignore"), _quiet():
+        groups = [np.nanpercentile(d, [tail, 100 - tail], axis=0).T for d in group_draws]
+        summaries = [np.nanpercentile(d, [tail, 100 - tail], axis=0).T for d in summary_draws]
+    return groups, summaries, columns
+
+
+def dice_permutation_pvalues(dice: np.ndarray, codes: np.ndarray, n_groups: int, observed: dict[str, float],
+                             summarize: Callable, n_permutations: int, seed: np.uint64, attribute: int
+                             ) -> dict[str, float]:
+    """p-values of ``delta_dice`` and ``std_dice`` under group labels shuffled among the samples."""
+    from .kernels import resampling
+
+    columns = ("delta_dice", "std_dice")
+    draws = np.full((n_permutations, len(columns)), np.nan)
+    stream_seed = np.uint64((int(seed) + 0x9E3779B97F4A7C15 * (attribute + 1)) % 2**64)
+
+    def one(p: int) -> None:
+        shuffled = np.empty_like(codes)
+        resampling.permuted_codes(codes, stream_seed, p, shuffled)
+        keep = shuffled >= 0
+        counts = np.bincount(shuffled[keep], minlength=n_groups)
+        sums = np.bincount(shuffled[keep], weights=dice[keep], minlength=n_groups)
+        present = counts > 0
+        summary = summarize(float(dice[keep].mean()), sums[present] / counts[present])
+        draws[p] = [summary[c] for c in columns]
+
+    _run(n_permutations, one)
+    out = {}
+    for j, column in enumerate(columns):
+        value = observed.get(column, np.nan)
+        out[column] = np.nan if np.isnan(value) else float((1 + (draws[:, j] >= value - 1e-12).sum())
+                                                           / (1 + n_permutations))
+    return out

@@ -249,6 +249,8 @@ def evaluate(y_true: Any, y_score: Any, sensitive_features: Any, *, pos_label: A
         metadata["sample_weight"] = True
     report = FairnessReport("cls", summary_frame(summaries), _by_group_frame(rows), overall, attribute_overall,
                             warnings, metadata)
+    # References (no copies) for report.plot(): the sorted arrays, the attributes, the @best_f1 thresholds.
+    report._curve_data = (arranged, attributes, [result.threshold for result in results])
     if n_boot or n_permutations:
         seed = _resample.seed_from(random_state)
         if n_boot:

@@ -58,8 +58,9 @@ class FairnessReport:
         from . import __version__
 
         attributes = {}
+        present = set(self.by_group.index.get_level_values(0))
         for attribute, row in self.summary.iterrows():
-            groups = self.by_group.loc[attribute]
+            groups = self.by_group.loc[attribute] if attribute in present else self.by_group.iloc[:0]
             entry = {"n": int(row["n"]), "summary": _jsonable(row.drop(["n", "n_groups"]).to_dict()),
                      "groups": {str(group): _jsonable(values.to_dict()) for group, values in groups.iterrows()}}
             if attribute in self._attribute_overall:
@@ -84,6 +85,41 @@ class FairnessReport:
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text + "\n")
         return text
+
+    # -- pictures (fairmedfm_fast._pictures; matplotlib through the optional "plot" extra) --------
+
+    def plot(self, kind: str = "roc", attributes: str | list[str] | None = None):
+        """A matplotlib figure of the report.
+
+        Parameters
+        ----------
+        kind : {"roc", "reliability", "bars", "dice"}, default "roc"
+            ``"roc"``: each group's ROC curve, with its operating point at the attribute's best-F1
+            threshold; ``"reliability"``: each group's reliability diagram over its ECE bins;
+            ``"bars"``: the per-group metrics as bars (with intervals when the report has them);
+            ``"dice"``: each group's per-sample Dice distribution (segmentation reports).
+        attributes : str or list of str, optional
+            Attributes to draw; all by default.
+
+        Returns
+        -------
+        matplotlib.figure.Figure
+            Save it with ``figure.savefig("roc.png")``. Needs ``pip install "fairmedfm_fast[plot]"``.
+        """
+        from . import _pictures
+
+        return _pictures.plot(self, kind, attributes)
+
+    def to_html(self, path: str | Path | None = None, figures: bool | list[str] = True) -> str:
+        """The report as one self-contained HTML page (figures inlined as PNG, nothing fetched).
+
+        Holds the warnings, the summary and per-group tables and, with ``figures`` (True: the kinds
+        that suit the task, or a list of kinds), the figures of :meth:`plot`. Returns the HTML text
+        and writes it to ``path`` when given.
+        """
+        from . import _pictures
+
+        return _pictures.write_html(self, path, figures)
 
     def __repr__(self) -> str:
         head = f"FairnessReport({self.task}, attributes: {', '.join(map(str, self.summary.index))})"

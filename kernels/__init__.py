@@ -14,5 +14,11 @@ Modules, one per kernel family:
 - :mod:`.ranking`: AUC (needs scores sorted ascending), the best-F1 threshold sweep, and
   confusion counts above thresholds.
 - :mod:`.calibration`: score ranges, pandas.cut-equivalent bin edges, binned calibration sums
-  (ECE) and log-loss sums (BCE).
+  (ECE), per-sample log-loss terms and their per-slot sums (BCE).
+- :mod:`.curves`: ROC points per slot from the ascending sort (for the plots).
+- :mod:`.resampling`: stratified bootstrap counts and permuted codes (counter-based random
+  numbers: results depend on the seed only).
+
+Every kernel takes optional float64 ``weights`` (sample weights or bootstrap counts);
+:mod:`._weights` resolves ``weights=None`` at compile time.
 """

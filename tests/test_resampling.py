@@ -165,3 +165,31 @@ def test_negative_or_nan_sample_weights_are_refused():
     for weights in (-np.ones(50), np.full(50, np.nan), np.zeros(50)):
         with pytest.raises(ValueError, match="sample_weight"):
             fm.evaluate(y, s, groups, sample_weight=weights)
+
+
+def test_segmentation_bootstrap_and_permutations():
+    rng = np.random.default_rng(3)
+    n = 240
+    dice = np.clip(rng.normal(0.8, 0.1, n), 0, 1)
+    sex = rng.choice(["F", "M"], n)
+    plain = fm.evaluate_segmentation({"sex": sex}, dice=dice)
+    report = fm.evaluate_segmentation({"sex": sex}, dice=dice, n_boot=300, n_permutations=99, random_state=4)
+    pd.testing.assert_frame_equal(plain.summary, report.summary)
+    summary = report.ci["summary"].loc["sex"]
+    for column in ("mean_dice", "min_dice", "max_dice", "delta_dice", "std_dice", "es_dice"):
+        assert summary[f"{column}_lo"] <= summary[f"{column}_hi"]
+    # Each group mean's interval holds the observed mean; resampling keeps group sizes, so the overall
+    # mean's interval is about the standard error of the mean wide.
+    for group, row in report.ci["by_group"].loc["sex"].iterrows():
+        observed = report.by_group.loc[("sex", group), "mean_dice"]
+        assert row["mean_dice_lo"] <= observed <= row["mean_dice_hi"]
+    width = summary["mean_dice_hi"] - summary["mean_dice_lo"]
+    assert 2 * 1.96 * dice.std() / np.sqrt(n) == pytest.approx(width, rel=0.3)
+    assert 0 < report.p_values.loc["sex", "delta_dice"] <= 1
+    again = fm.evaluate_segmentation({"sex": sex}, dice=dice, n_boot=300, n_permutations=99, random_state=4)
+    pd.testing.assert_frame_equal(report.ci["by_group"], again.ci["by_group"], check_exact=True)
+    pd.testing.assert_frame_equal(report.p_values, again.p_values, check_exact=True)
+    # A real difference between groups gives a small p-value.
+    shifted = np.where(sex == "F", np.clip(dice + 0.1, 0, 1), dice)
+    assert fm.evaluate_segmentation({"sex": sex}, dice=shifted, n_permutations=99,
+                                    random_state=0).p_values.loc["sex", "delta_dice"] <= 0.02

@@ -1,0 +1,526 @@
+"""Pictures of a :class:`~fairmedfm_fast.report.FairnessReport`: matplotlib figures and a
+self-contained HTML page.
+
+The curves come from the kernels, over the arrays that :func:`fairmedfm_fast.evaluate` already sorted
+(the report keeps references to them in ``report._curve_data``: the engine's ``Arranged`` sorted
+scores, labels, codes and weights, the attributes, and each attribute's ``@best_f1`` decision
+threshold): :func:`kernels.curves.roc_points` for every group's ROC points,
+``ranking.rank_statistics`` and ``ranking.confusion_above`` for the AUC and the operating points, and
+the calibration kernels for the ECE bins. Nothing is sorted again and nothing is recomputed with
+scikit-learn, so a curve's area is the report's AUC and its bins give the report's ECE.
+Segmentation reports keep ``report._dice_data = (dice, attributes)`` for the Dice distributions.
+
+matplotlib is optional (``pip install "fairmedfm_fast[plot]"``) and imported on first use; figures are
+``matplotlib.figure.Figure`` objects, never pyplot windows, so they work on any backend.
+"""
+from __future__ import annotations
+
+import base64
+import html
+import io
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from . import _engine
+
+KINDS = ("roc", "reliability", "bars", "dice")
+CLASSIFICATION_BARS = ("auc", "acc@best_f1", "bce", "ece", "tpr@best_f1", "tnr@best_f1")
+SEGMENTATION_BARS = ("mean_dice",)
+INSTALL = 'pip install "fairmedfm_fast[plot]"'
+_COLUMNS = 3  # axes per row in the per-attribute figures
+MAX_POINTS = 5000  # ROC points drawn per group, at most about
+
+
+# ---------------------------------------------------------------------------------------------
+# Curve data, from the kernels (no matplotlib here)
+# ---------------------------------------------------------------------------------------------
+
+@dataclass
+class GroupCurves:
+    """What the pictures show of one group (or of all of an attribute's present samples)."""
+
+    name: str
+    n: int
+    fpr: np.ndarray  # ROC points, thresholds descending, from (0, 0) to (1, 1)
+    tpr: np.ndarray
+    thresholds: np.ndarray  # +inf first, then the group's distinct scores, descending
+    auc: float  # from the rank statistics (exact even when the points are thinned)
+    operating_point: tuple[float, float]  # (FPR, TPR) predicting ``score > threshold`` of the attribute
+    bin_score: np.ndarray  # mean score of each non-empty ECE bin
+    bin_positive: np.ndarray  # fraction positive of each non-empty ECE bin
+    bin_weight: np.ndarray  # samples (weight with sample weights) in each non-empty ECE bin
+    ece: float
+
+    def trapezoid_area(self) -> float:
+        """Area under the ROC points by the trapezoid rule."""
+        return float(np.sum(np.diff(self.fpr) * (self.tpr[1:] + self.tpr[:-1]) / 2.0))
+
+
+@dataclass
+class AttributeCurves:
+    """Curves of one attribute: its groups with both labels, then all its present samples."""
+
+    attribute: str
+    threshold: float  # decision threshold of the attribute's @best_f1 metrics (NaN when undefined)
+    groups: list[GroupCurves]  # groups with both labels, in report order
+    overall: GroupCurves | None  # all present samples (None without both labels)
+
+
+def _samples(report, kind: str, name: str):
+    data = getattr(report, name, None)
+    if data is None:
+        made_by = "fairmedfm_fast.evaluate" if report.task == "cls" else "fairmedfm_fast.evaluate_segmentation"
+        raise ValueError(f"kind={kind!r} needs the per-sample values, and this report keeps none; plot a "
+                         f"report made by {made_by}, or use kind='bars', which needs only the tables")
+    return data
+
+
+def _select_names(available: list[str], wanted: str | Sequence[str]) -> list[str]:
+    names = [wanted] if isinstance(wanted, str) else list(wanted)
+    unknown = [name for name in names if name not in available]
+    if unknown:
+        raise ValueError(f"attributes={wanted!r} names {unknown}, which the report does not have; its "
+                         f"attributes are {available}")
+    return names
+
+
+def _select(attributes: list, wanted: str | Sequence[str] | None) -> list[int]:
+    """Indices of the wanted attributes (all by default)."""
+    if wanted is None:
+        return list(range(len(attributes)))
+    names = [attribute.name for attribute in attributes]
+    return [names.index(name) for name in _select_names(names, wanted)]
+
+
+def classification_curves(report, attributes: str | Sequence[str] | None = None,
+                          max_points: int = MAX_POINTS) -> list[AttributeCurves]:
+    """ROC points, operating points and ECE bins of every group, from the report's sorted samples.
+
+    Parameters
+    ----------
+    report : FairnessReport
+        Made by :func:`fairmedfm_fast.evaluate`, which keeps references to its sorted scores, labels,
+        codes and weights, and to the decision threshold of each attribute's ``@best_f1`` metrics.
+    attributes : str or list of str, optional
+        Attributes to compute, by name; all by default.
+    max_points : int
+        Groups with more samples keep at most about this many ROC points (0: all); the AUC shown
+        and the operating points are exact either way.
+    """
+    if report.task != "cls":
+        raise ValueError(f"ROC and reliability curves need a classification report (task 'cls'); this report "
+                         f"is {report.task!r}: use kind='dice' or kind='bars'")
+    arranged, all_attributes, all_thresholds = _samples(report, "roc", "_curve_data")
+    chosen = _select(all_attributes, attributes)
+    if not chosen:
+        return []
+    from .kernels import calibration, curves, ranking
+
+    scores, labels, weights = arranged.scores, arranged.labels, arranged.weights
+    if chosen == list(range(len(chosen))):
+        codes, sizes = arranged.codes[:len(chosen)], arranged.sizes[:len(chosen)]
+    else:
+        codes, sizes = arranged.codes[chosen], arranged.sizes[chosen]
+    starts, thresholds, fps, tps = curves.roc_points(scores, labels, codes, sizes, weights, max_points)
+    count = calibration.score_ranges(scores, labels, codes, sizes)[0]
+    total, positives, low, high = calibration.score_ranges(scores, labels, codes, sizes, weights)
+    negatives = total - positives
+    with np.errstate(divide="ignore", invalid="ignore"):
+        auc = ranking.rank_statistics(scores, labels, codes, sizes, weights)[2] / (2.0 * positives * negatives)
+        decision = np.array([[all_thresholds[k]] for k in chosen], dtype=np.float64)
+        pos_above, neg_above = ranking.confusion_above(scores, labels, codes, sizes, decision, weights)
+        edges = calibration.equal_width_edges(low, high, _engine.ECE_BINS)
+        bin_weight, label_sum, score_sum = calibration.binned_calibration(scores, labels, codes, sizes, edges,
+                                                                          False, weights)
+        ece = calibration.calibration_error(bin_weight, label_sum, score_sum, 0)
+    slot_starts = np.concatenate(([0], np.cumsum(sizes + 1)))
+
+    def group(slot: int, name: str, threshold: float) -> GroupCurves | None:
+        if positives[slot] == 0 or negatives[slot] == 0:
+            return None
+        window = slice(starts[slot], starts[slot + 1])
+        fp, tp = fps[window], tps[window]
+        point = (math.nan, math.nan)
+        if not math.isnan(threshold):  # predicted positive: score > threshold, as the report counts
+            point = (float(neg_above[slot, 0] / negatives[slot]), float(pos_above[slot, 0] / positives[slot]))
+        filled = bin_weight[slot] > 0
+        size = bin_weight[slot][filled]
+        return GroupCurves(name, int(count[slot]), fp / fp[-1], tp / tp[-1], thresholds[window].copy(),
+                           float(auc[slot]), point, score_sum[slot][filled] / size, label_sum[slot][filled] / size,
+                           size, float(ece[slot]))
+
+    result = []
+    for j, k in enumerate(chosen):
+        attribute, first, threshold = all_attributes[k], int(slot_starts[j]), float(all_thresholds[k])
+        members = [group(first + g, name, threshold) for g, name in enumerate(attribute.groups)]
+        overall = group(first + attribute.n_groups, "all", threshold)
+        result.append(AttributeCurves(attribute.name, threshold, [m for m in members if m is not None], overall))
+    return result
+
+
+def dice_by_group(report, attributes: str | Sequence[str] | None = None) -> list[tuple[str, list[tuple[str, np.ndarray]]]]:
+    """Per attribute, the Dice scores of each group that has any, in report order."""
+    if report.task != "seg":
+        raise ValueError(f"kind='dice' needs a segmentation report (task 'seg'); this report is {report.task!r}: "
+                         "use kind='roc', 'reliability' or 'bars'")
+    dice, all_attributes = _samples(report, "dice", "_dice_data")
+    dice = np.asarray(dice, dtype=np.float64)
+    result = []
+    for attribute in (all_attributes[k] for k in _select(all_attributes, attributes)):
+        keep = (attribute.codes >= 0) & ~np.isnan(dice)
+        codes = attribute.codes[keep]
+        order = np.argsort(codes, kind="stable")
+        counts = np.bincount(codes, minlength=attribute.n_groups)
+        pieces = np.split(dice[keep][order], np.cumsum(counts)[:-1])
+        result.append((attribute.name, [(attribute.groups[g], pieces[g]) for g in range(attribute.n_groups)
+                                        if counts[g] > 0]))
+    return result
+
+
+# ---------------------------------------------------------------------------------------------
+# Figures
+# ---------------------------------------------------------------------------------------------
+
+def _figure_class():
+    try:
+        from matplotlib.figure import Figure
+    except ImportError as error:
+        raise ImportError(f"plots need matplotlib, which is not installed; install it with {INSTALL}") from error
+    return Figure
+
+
+def _grid(n_panels: int, width: float = 4.2, height: float = 3.8, columns: int = _COLUMNS):
+    Figure = _figure_class()
+    columns = max(1, min(columns, n_panels))
+    rows = max(1, math.ceil(n_panels / columns))
+    figure = Figure(figsize=(width * columns, height * rows), layout="constrained")
+    axes = figure.subplots(rows, columns, squeeze=False).ravel()
+    for extra in axes[n_panels:]:
+        figure.delaxes(extra)
+    return figure, list(axes[:n_panels])
+
+
+def _text(name: Any) -> str:
+    """A group or attribute name as literal figure text: ``$`` would start mathtext, and a leading
+    ``_`` would hide a legend entry."""
+    text = str(name).replace("$", r"\$")
+    return " " + text if text.startswith("_") else text
+
+
+def _empty(ax, text: str) -> None:
+    ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, fontsize=9, wrap=True)
+
+
+def _diagonal(ax) -> None:
+    ax.plot([0, 1], [0, 1], linestyle=":", color="0.6", linewidth=1, label="_chance", gid="diagonal")
+    ax.set_xlim(-0.01, 1.01)
+    ax.set_ylim(-0.01, 1.01)
+    ax.set_aspect("equal")
+
+
+def _curve_figure(report, attributes, prefix: str, draw, axis_labels: tuple[str, str], subtitle,
+                  legend_loc: str, title: str):
+    """One axes per attribute: a curve per group with both labels, then a dashed one for all."""
+    curves = classification_curves(report, attributes)
+    figure, axes = _grid(len(curves))
+    for ax, entry in zip(axes, curves):
+        _diagonal(ax)
+        for curve in [*entry.groups, *([entry.overall] if entry.overall is not None else [])]:
+            if curve is entry.overall:
+                draw(ax, curve, {"linewidth": 1.0, "linestyle": "--", "color": "0.25",
+                                 "gid": f"{prefix}-all:{curve.name}"})
+            else:
+                draw(ax, curve, {"linewidth": 1.5, "gid": f"{prefix}:{curve.name}"})
+        ax.set_xlabel(axis_labels[0])
+        ax.set_ylabel(axis_labels[1])
+        ax.set_title("\n".join(filter(None, (_text(entry.attribute), subtitle(entry)))), fontsize=10)
+        if entry.groups:
+            ax.legend(loc=legend_loc, fontsize=7)
+        else:
+            _empty(ax, "no group has both labels")
+    figure.suptitle(title)
+    return figure
+
+
+def _draw_roc(ax, curve: GroupCurves, style: dict) -> None:
+    line, = ax.plot(curve.fpr, curve.tpr, label=f"{_text(curve.name)} (n={curve.n}, AUC {curve.auc:.3f})", **style)
+    if not math.isnan(curve.operating_point[0]):
+        ax.plot(*curve.operating_point, marker="o", markersize=5, linestyle="none", color=line.get_color(),
+                label="_nolegend_", gid=f"operating:{curve.name}")
+
+
+def _draw_reliability(ax, curve: GroupCurves, style: dict) -> None:
+    ax.plot(curve.bin_score, curve.bin_positive, marker="o", markersize=3.5,
+            label=f"{_text(curve.name)} (ECE {curve.ece:.3f})", **style)
+
+
+def plot_roc(report, attributes=None):
+    which = "fixed threshold" if report.metadata.get("threshold") is not None else "best-F1 threshold"
+
+    def subtitle(entry):
+        return "" if math.isnan(entry.threshold) else f"dots: {which} {entry.threshold:.4g}"
+
+    return _curve_figure(report, attributes, "roc", _draw_roc, ("False positive rate", "True positive rate"),
+                         subtitle, "lower right", "ROC curve per group")
+
+
+def plot_reliability(report, attributes=None):
+    return _curve_figure(report, attributes, "reliability", _draw_reliability,
+                         ("Mean score in bin", "Fraction positive in bin"),
+                         lambda entry: f"{_engine.ECE_BINS} equal-width bins per group", "upper left",
+                         "Reliability diagram per group (the ECE bins)")
+
+
+def _interval(report, attribute: str, groups: list, metric: str) -> tuple[np.ndarray, np.ndarray] | None:
+    """Interval ends from ``{metric}_lo``/``_hi`` columns of ``report.ci["by_group"]`` (the
+    bootstrap intervals of ``evaluate(..., n_boot=...)``), of ``report.ci`` or of ``by_group``."""
+    ci = getattr(report, "ci", None)
+    low, high = f"{metric}_lo", f"{metric}_hi"
+    for table in (ci.get("by_group") if isinstance(ci, dict) else ci, report.by_group):
+        if table is None or not hasattr(table, "columns") or low not in table.columns or high not in table.columns:
+            continue
+        try:
+            rows = table.loc[[(attribute, group) for group in groups]]
+        except (KeyError, TypeError):
+            continue
+        return rows[low].to_numpy(dtype=np.float64), rows[high].to_numpy(dtype=np.float64)
+    return None
+
+
+def plot_bars(report, attributes=None):
+    metrics = [m for m in (CLASSIFICATION_BARS if report.task == "cls" else SEGMENTATION_BARS)
+               if m in report.by_group.columns]
+    names = [str(name) for name in report.summary.index]
+    if attributes is not None:
+        names = _select_names(names, attributes)
+    Figure = _figure_class()
+    rows, columns = max(1, len(names)), max(1, len(metrics))
+    figure = Figure(figsize=(2.6 * columns + 0.8, 2.5 * rows + 0.6), layout="constrained")
+    axes = figure.subplots(rows, columns, squeeze=False)
+    has_skipped = "skipped" in report.by_group.columns
+    has_interval = False
+    for r, name in enumerate(names):
+        table = report.by_group.loc[name] if name in report.by_group.index.get_level_values(0) else None
+        overall = _attribute_overall(report, name)
+        for c in range(columns):
+            ax = axes[r, c]
+            if not metrics:
+                _empty(ax, "no per-group metrics")
+                continue
+            metric = metrics[c]
+            if table is None:
+                _empty(ax, "no groups")
+                continue
+            valid = table[metric].notna()
+            if has_skipped:
+                valid &= table["skipped"].isna()
+            groups = [str(g) for g in table.index[valid.to_numpy()]]
+            values = table[metric].to_numpy(dtype=np.float64)[valid.to_numpy()]
+            if len(groups) == 0:
+                _empty(ax, "no evaluable group")
+            else:
+                x = np.arange(len(groups))
+                bars = ax.bar(x, values, color=[f"C{i % 10}" for i in range(len(groups))], gid=f"bars:{metric}")
+                bars.set_label("_bars")
+                interval = _interval(report, name, list(table.index[valid.to_numpy()]), metric)
+                if interval is not None:  # drawn as lines: a percentile interval need not hold the estimate
+                    has_interval = True
+                    ax.vlines(x, *interval, colors="black", linewidth=1.2, gid=f"interval:{metric}")
+                    for ends in interval:
+                        ax.hlines(ends, x - 0.12, x + 0.12, colors="black", linewidth=1.2)
+                ax.set_xticks(np.arange(len(groups)), [_text(g) for g in groups], rotation=30 if len(groups) > 3 else 0,
+                              ha="right" if len(groups) > 3 else "center", fontsize=8)
+                if overall is not None and math.isfinite(overall.get(metric, math.nan)):
+                    ax.axhline(overall[metric], color="0.3", linestyle="--", linewidth=1,
+                               label="all samples", gid="overall")
+            if r == 0:
+                ax.set_title(metric, fontsize=10)
+            if c == 0:
+                ax.set_ylabel(_text(name))
+            ax.tick_params(axis="y", labelsize=8)
+    ci = getattr(report, "ci", None)
+    level = ci.get("level") if isinstance(ci, dict) else None
+    whiskers = f"; whiskers: {level:.0%} bootstrap intervals" if level else "; whiskers: intervals"
+    title = "Metrics per group (dashed: all samples of the attribute"
+    figure.suptitle(title + (whiskers if has_interval else "") + ")", fontsize=11)
+    return figure
+
+
+def _attribute_overall(report, attribute: str) -> dict[str, Any] | None:
+    overall = getattr(report, "_attribute_overall", {}).get(attribute)
+    if overall:
+        return overall
+    if report.task == "seg" and attribute in report.summary.index and "mean_dice" in report.summary.columns:
+        return {"mean_dice": float(report.summary.loc[attribute, "mean_dice"])}
+    return None
+
+
+def plot_dice(report, attributes=None):
+    data = dice_by_group(report, attributes)
+    figure, axes = _grid(len(data))
+    for ax, (name, groups) in zip(axes, data):
+        if not groups:
+            _empty(ax, "no group has Dice scores")
+            ax.set_title(_text(name), fontsize=10)
+            continue
+        positions = np.arange(1, len(groups) + 1)
+        parts = ax.boxplot([values for _, values in groups], positions=positions, widths=0.6,
+                           showfliers=True, patch_artist=True, medianprops={"color": "black"})
+        for i, box in enumerate(parts["boxes"]):
+            box.set_facecolor(f"C{i % 10}")
+            box.set_alpha(0.55)
+            box.set_gid(f"dice:{groups[i][0]}")
+        means = [float(values.mean()) for _, values in groups]
+        ax.plot(positions, means, marker="D", markersize=5, linestyle="none", color="black", label="group mean",
+                gid="dice-mean")
+        ax.set_xticks(positions, [f"{_text(g)}\n(n={len(v)})" for g, v in groups], fontsize=8)
+        ax.set_ylabel("Dice")
+        ax.set_ylim(-0.03, 1.03)
+        ax.set_title(_text(name), fontsize=10)
+        ax.legend(loc="lower right", fontsize=7)
+    figure.suptitle("Dice per group (boxes: quartiles, diamonds: means)")
+    return figure
+
+
+_PLOTTERS = {"roc": plot_roc, "reliability": plot_reliability, "bars": plot_bars, "dice": plot_dice}
+
+
+def plot(report, kind: str = "roc", attributes: str | Sequence[str] | None = None):
+    """The figure of ``kind`` for ``report``; see :meth:`FairnessReport.plot`."""
+    if not isinstance(kind, str) or kind not in _PLOTTERS:
+        raise ValueError(f"kind={kind!r} is not a plot kind; use one of {', '.join(map(repr, KINDS))}")
+    return _PLOTTERS[kind](report, attributes)
+
+
+def default_kinds(report) -> tuple[str, ...]:
+    """The figures that suit the report's task, in the order the HTML page shows them."""
+    return ("roc", "reliability", "bars") if report.task == "cls" else ("dice", "bars")
+
+
+def png_bytes(figure, dpi: int = 100) -> bytes:
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format="png", dpi=dpi)
+    return buffer.getvalue()
+
+
+# ---------------------------------------------------------------------------------------------
+# HTML
+# ---------------------------------------------------------------------------------------------
+
+_STYLE = """
+body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; margin: 2em auto;
+       max-width: 1200px; padding: 0 1em; color: #222; }
+h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 1.6em; border-bottom: 1px solid #ddd; }
+table { border-collapse: collapse; font-size: 0.85em; margin: 0.5em 0; }
+th, td { border: 1px solid #ddd; padding: 0.25em 0.6em; text-align: right; }
+th { background: #f4f4f4; } tbody tr:nth-child(even) { background: #fafafa; }
+.warnings li { color: #8a4b00; margin: 0.2em 0; }
+figure { margin: 1em 0; } figure img { max-width: 100%; height: auto; border: 1px solid #eee; }
+figcaption { font-size: 0.85em; color: #555; }
+.note { color: #555; font-style: italic; } .wide { overflow-x: auto; }
+"""
+
+
+def _table(frame) -> str:
+    table = frame.to_html(float_format=lambda v: f"{v:.4f}", na_rep="", border=0, escape=True)
+    return f'<div class="wide">{table}</div>'  # wide tables scroll instead of spilling over
+
+
+def _pairs_table(values: dict[str, Any]) -> str:
+    rows = "".join(f"<tr><th>{html.escape(str(key))}</th><td>{html.escape(_format(value))}</td></tr>"
+                   for key, value in values.items())
+    return f'<table class="dataframe">{rows}</table>'
+
+
+def _format(value: Any) -> str:
+    if isinstance(value, (float, np.floating)):
+        return f"{float(value):.4f}" if math.isfinite(value) else "NaN"
+    return str(value)
+
+
+def render_html(report, figures: bool | Iterable[str] = True, dpi: int = 100) -> str:
+    """The report as one HTML page: warnings, tables and PNG figures inlined as base64."""
+    from . import __version__
+
+    if figures is True:
+        kinds = default_kinds(report)
+        _figure_class()  # fail early, with the install hint, when matplotlib is missing
+    elif figures is False or figures is None:
+        kinds = ()
+    else:
+        kinds = tuple(figures)
+        for kind in kinds:
+            if kind not in _PLOTTERS:
+                raise ValueError(f"figures names {kind!r}, which is not a plot kind; use some of "
+                                 f"{', '.join(map(repr, KINDS))}")
+    task = {"cls": "classification", "seg": "segmentation"}.get(report.task, str(report.task))
+    title = f"Fairness report ({task})"
+    parts = ["<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
+             # Nothing on the page may load from anywhere: images are data: URLs, the style is inline.
+             '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; img-src data:; '
+             'style-src \'unsafe-inline\'">',
+             '<meta name="viewport" content="width=device-width, initial-scale=1">',
+             f"<title>{html.escape(title)}</title>", f"<style>{_STYLE}</style>", "</head>", "<body>",
+             f"<h1>{html.escape(title)}</h1>",
+             f'<p class="note">Made by fairmedfm_fast {html.escape(str(__version__))}; '
+             f"{len(report.summary)} attribute(s).</p>"]
+    parts.append("<h2>Warnings</h2>")
+    if report.warnings:
+        items = "".join(f"<li>{html.escape(str(message))}</li>" for message in report.warnings)
+        parts.append(f'<ul class="warnings">{items}</ul>')
+    else:
+        parts.append('<p class="note">None.</p>')
+    parts += ["<h2>Summary per attribute</h2>", _table(report.summary)]
+    if report.overall:
+        parts += ["<h2>All samples</h2>", _pairs_table(report.overall)]
+    parts += ["<h2>Per group</h2>", _table(report.by_group)]
+    ci = getattr(report, "ci", None)
+    if isinstance(ci, dict):
+        level, n_boot = ci.get("level"), ci.get("n_boot")
+        about = f"{level:.0%} percentile intervals from {n_boot} bootstrap resamples" if level and n_boot else ""
+        parts += ["<h2>Intervals</h2>", f'<p class="note">{html.escape(about)}</p>']
+        parts += [_table(ci[key]) for key in ("summary", "by_group") if ci.get(key) is not None]
+    p_values = getattr(report, "p_values", None)
+    if p_values is not None:
+        parts += ["<h2>Permutation p-values</h2>", _table(p_values)]
+    if kinds:
+        parts.append("<h2>Figures</h2>")
+        for kind in kinds:
+            try:
+                figure = plot(report, kind)
+            except ValueError as error:
+                parts.append(f'<p class="note">{html.escape(kind)}: {html.escape(str(error))}</p>')
+                continue
+            encoded = base64.b64encode(png_bytes(figure, dpi)).decode("ascii")
+            caption = _CAPTIONS.get(kind, kind)
+            parts.append(f'<figure><img src="data:image/png;base64,{encoded}" alt="{html.escape(caption)}">'
+                         f"<figcaption>{html.escape(caption)}</figcaption></figure>")
+    if report.metadata:
+        parts += ["<h2>Input</h2>", _pairs_table(report.metadata)]
+    parts += ["</body>", "</html>"]
+    return "\n".join(parts) + "\n"
+
+
+_CAPTIONS = {
+    "roc": "ROC curve of each group; dots mark each group's operating point at the attribute's best-F1 "
+           "threshold (predicted positive: score above it). Dashed: all samples of the attribute.",
+    "reliability": "Reliability diagram of each group: mean score against fraction positive in each "
+                   "non-empty bin of the group's own 10 equal-width ECE bins.",
+    "bars": "Per-group metrics (at the best-F1 threshold where it applies); dashed: all samples of the "
+            "attribute.",
+    "dice": "Distribution of per-sample Dice in each group.",
+}
+
+
+def write_html(report, path: str | Path | None, figures: bool | Iterable[str] = True, dpi: int = 100) -> str:
+    text = render_html(report, figures, dpi)
+    if path is not None:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return text

@@ -1,0 +1,162 @@
+"""The self-contained HTML report: tables, inlined figures, escaped warnings, nothing fetched, and
+(where Chromium is installed) a page that a browser opens without console errors."""
+import base64
+import html
+import re
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+import fairmedfm_fast
+
+pytest.importorskip("matplotlib")
+
+IMG = '<img src="data:image/png;base64,'
+
+
+def _report():
+    rng = np.random.default_rng(7)
+    n = 400
+    y = (rng.random(n) < 0.4).astype(int)
+    scores = np.clip(rng.normal(0.4 + 0.25 * y, 0.2), 0, 1)
+    age = rng.choice(["<40", "40-60", ">=60"], n).astype(object)
+    age[:5] = None
+    sex = rng.choice(["F", "M", "X & <script>"], n)
+    sex[:10] = "X & <script>"
+    y[:10] = 1  # ... and only positives there: a warning naming the group, with markup in it
+    sex[10:] = np.where(sex[10:] == "X & <script>", "F", sex[10:])
+    return fairmedfm_fast.evaluate(y, scores, {"age": age, "sex": sex})
+
+
+@pytest.fixture(scope="module")
+def report():
+    return _report()
+
+
+@pytest.fixture(scope="module")
+def page(report, tmp_path_factory):
+    path = tmp_path_factory.mktemp("html") / "sub" / "report.html"
+    text = report.to_html(path)
+    assert path.read_text(encoding="utf-8") == text
+    return path, text
+
+
+def test_page_holds_the_tables(report, page):
+    _, text = page
+    assert text.startswith("<!DOCTYPE html>") and text.rstrip().endswith("</html>")
+    assert text.count("<table") == 4  # summary, all samples, per group, input
+    for attribute, row in report.summary.iterrows():
+        assert f"<th>{attribute}</th>" in text
+        assert f"{row['auc-gap']:.4f}" in text and f"{row['eod']:.4f}" in text
+    for (_, group), row in report.by_group.iterrows():
+        assert f"<th>{html.escape(group)}</th>" in text
+        assert f"{row['n']}" in text
+        if isinstance(row["skipped"], str):
+            assert html.escape(row["skipped"]) in text
+        else:
+            assert f"{row['auc']:.4f}" in text and f"{row['tpr@best_f1']:.4f}" in text
+    assert f"{report.overall['auc']:.4f}" in text
+
+
+def test_page_holds_every_warning_escaped(report, page):
+    _, text = page
+    assert len(report.warnings) >= 2
+    assert any("<script>" in warning for warning in report.warnings)
+    for warning in report.warnings:
+        assert f"<li>{html.escape(warning)}</li>" in text
+    assert "<script" not in text  # the group name never becomes markup
+
+
+def test_page_inlines_the_figures_and_fetches_nothing(page):
+    _, text = page
+    images = re.findall(r'<img src="data:image/png;base64,([A-Za-z0-9+/=]+)"', text)
+    assert len(images) == 3 == text.count(IMG)  # roc, reliability, bars
+    for encoded in images:
+        assert base64.b64decode(encoded).startswith(b"\x89PNG\r\n\x1a\n")
+    assert not re.search(r"(src|href)\s*=\s*[\"']?(https?:|//)", text)
+    assert "<link" not in text and "@import" not in text and "url(" not in text
+    assert "default-src 'none'" in text  # the browser may not load anything either
+
+
+def test_figure_choice(report):
+    assert IMG not in report.to_html(figures=False)
+    only = report.to_html(figures=["bars"])
+    assert only.count(IMG) == 1 and "Per-group metrics" in only
+    with pytest.raises(ValueError, match="'roc', 'reliability', 'bars', 'dice'"):
+        report.to_html(figures=["pie"])
+
+
+def test_a_figure_that_cannot_be_drawn_becomes_a_note(report):
+    bare = fairmedfm_fast.FairnessReport("cls", report.summary, report.by_group, report.overall,
+                                         report._attribute_overall, report.warnings, report.metadata)
+    text = bare.to_html()
+    assert text.count(IMG) == 1  # only the bars need no per-sample scores
+    assert text.count("keeps none") == 2
+
+
+def test_page_holds_intervals_and_p_values():
+    rng = np.random.default_rng(3)
+    y = rng.integers(0, 2, 200)
+    made = fairmedfm_fast.evaluate(y, rng.random(200), {"sex": rng.choice(["F", "M"], 200)}, n_boot=30,
+                                   n_permutations=30, random_state=0)
+    text = made.to_html(figures=["bars"])
+    assert "95% percentile intervals from 30 bootstrap resamples" in text
+    assert text.count("<table") == 4 + 3  # + interval summary, interval groups, p-values
+    assert f"{made.ci['by_group'].loc[('sex', 'F'), 'auc_lo']:.4f}" in text
+    assert f"{made.ci['summary'].loc['sex', 'auc-gap_hi']:.4f}" in text
+    first = made.p_values.iloc[0]
+    assert f"{first.dropna().iloc[0]:.4f}" in text
+
+
+def test_segmentation_page():
+    from test_plots import _seg_report
+
+    seg = _seg_report()[0]
+    text = seg.to_html()
+    assert text.count(IMG) == 2  # dice, bars
+    assert "mean_dice" in text and "Distribution of per-sample Dice" in text
+    assert "<li>3 samples have a NaN Dice score and were left out</li>" in text
+
+
+# ---------------------------------------------------------------------------------------------
+# A real browser
+# ---------------------------------------------------------------------------------------------
+
+def _chromium():
+    for name in ("chromium", "chromium-browser", "google-chrome", "chrome"):
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+def _console_messages(browser, path, profile):
+    """Console messages (and uncaught errors) Chromium logs while loading ``path``, and the DOM."""
+    command = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+               "--disable-background-networking", "--disable-component-update", "--disable-sync",
+               f"--user-data-dir={profile}", "--enable-logging=stderr", "--log-level=0", "--v=0",
+               "--dump-dom", path.as_uri()]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    messages = [line for line in done.stderr.splitlines() if ":CONSOLE" in line]
+    return messages, done.stdout
+
+
+def test_chromium_opens_the_page_without_console_errors(page, tmp_path):
+    browser = _chromium()
+    if browser is None:
+        pytest.skip("no Chromium binary found (install Debian's chromium to run this test)")
+    # The check itself: a broken page must show up.
+    broken = tmp_path / "broken.html"
+    broken.write_text('<!DOCTYPE html><html><body><p>x</p><script>console.error("checker-sees-this");'
+                      "notDefined();</script></body></html>")
+    messages, _ = _console_messages(browser, broken, tmp_path / "profile-broken")
+    if not messages:
+        pytest.skip("this Chromium does not log console messages to stderr; cannot check the page")
+    assert any("checker-sees-this" in m for m in messages) and any("notDefined" in m for m in messages)
+
+    path, _ = page
+    messages, dom = _console_messages(browser, path, tmp_path / "profile")
+    assert messages == []
+    assert dom.count("data:image/png;base64,") == 3 and dom.count("<table") == 4
