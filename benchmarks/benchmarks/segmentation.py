@@ -92,7 +92,7 @@ class DiceKernel:
 
 @slow
 class ReadNifti:
-    """Dice of 10 pairs of 128^3 ``.nii.gz`` volumes (20 files) read with 1 and 2 threads (``n_jobs``)."""
+    """Dice of 10 pairs of 256^3 ``.nii.gz`` volumes (20 files) read with 1 and 2 threads (``n_jobs``)."""
 
     params = [1, 2]
     param_names = ["n_jobs"]
@@ -103,7 +103,7 @@ class ReadNifti:
             raise NotImplementedError("dice_scores has no n_jobs")
         self.function = function
         warm = _case("128^3", ".nii.gz", small=True)  # NotImplementedError without nibabel
-        self.case = _data.mask_files((128, 128, 128), 10, ".nii.gz")
+        self.case = _data.mask_files((256, 256, 256), 10, ".nii.gz")
         function(warm.pred, warm.true, n_jobs=n_jobs)
 
     def time_read_nifti(self, n_jobs):
