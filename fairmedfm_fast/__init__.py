@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from .report import FairnessReport
 
 
-_SUBMODULES = ("metrics", "evaluation", "group_metrics", "report", "segmentation")
+_SUBMODULES = ("metrics", "evaluation", "group_metrics", "report", "segmentation", "dask")
 
 
 def __getattr__(name: str):

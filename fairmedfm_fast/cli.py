@@ -154,6 +154,14 @@ def build_parser() -> argparse.ArgumentParser:
     more.add_argument("--html", type=Path, metavar="FILE.html",
                       help="also save a self-contained HTML report (tables, figures, warnings)")
 
+    run = score.add_argument_group("engine")
+    run.add_argument("--engine", choices=["memory", "dask"], default="memory",
+                     help="'dask' scores a Parquet dataset (a file, a folder or a glob) on a Dask cluster, "
+                          "without loading it into this process (pip install 'fairmedfm_fast[dask]')")
+    run.add_argument("--scheduler", metavar="ADDRESS",
+                     help="with --engine dask: the Dask scheduler, e.g. tcp://10.0.0.5:8786 (default: a "
+                          "local cluster, one worker process per core)")
+
     out = score.add_argument_group("output")
     out.add_argument("--output", type=Path, metavar="FILE",
                      help="also write the full report (.json) or the per-group table (.csv)")
@@ -561,6 +569,12 @@ def score(args):
     path = args.predictions or args.input
     if path is None:
         raise UsageError(f"give the predictions table, e.g. {PROG} score predictions.csv --sensitive sex")
+    if args.engine == "dask":
+        from .dask import score_command
+
+        return score_command(args)
+    if args.scheduler:
+        raise UsageError("--scheduler needs --engine dask")
     with _Progress(f"opening {path}"):
         predictions = _tables.open_table(path, "the predictions table")
         metadata = _tables.open_table(args.metadata, "the metadata table") if args.metadata else None

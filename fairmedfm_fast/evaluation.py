@@ -233,22 +233,12 @@ def evaluate(y_true: Any, y_score: Any, sensitive_features: Any, *, pos_label: A
     warnings.extend(transform_note(prepared.metadata))
     require_both_labels(prepared.labels)
     results, overall, arranged = assess(prepared, attributes, warnings, threshold=threshold, weights=weights)
-    summaries: dict[str, dict[str, Any]] = {}
-    rows: list[dict[str, Any]] = []
-    attribute_overall: dict[str, dict[str, Any]] = {}
-    for result in results:
-        summaries[result.name] = result.summary
-        attribute_overall[result.name] = result.overall
-        for i, group in enumerate(result.groups):
-            rows.append({"attribute": result.name, "group": group, "n": result.counts[i],
-                         **result.by_group.get(i, {}), "skipped": result.skipped.get(i)})
     metadata = {**prepared.metadata, "n_samples": n}
     if threshold is not None:
         metadata["threshold"] = threshold
     if weights is not None:
         metadata["sample_weight"] = True
-    report = FairnessReport("cls", summary_frame(summaries), _by_group_frame(rows), overall, attribute_overall,
-                            warnings, metadata)
+    report = classification_report(results, overall, warnings, metadata)
     # References (no copies) for report.plot(): the sorted arrays, the attributes, the @best_f1 thresholds.
     report._curve_data = (arranged, attributes, [result.threshold for result in results])
     if n_boot or n_permutations:
@@ -258,6 +248,22 @@ def evaluate(y_true: Any, y_score: Any, sensitive_features: Any, *, pos_label: A
         if n_permutations:
             report.p_values = _p_values(arranged, results, n_permutations, seed)
     return report
+
+
+def classification_report(results: list[AttributeResult], overall: dict[str, Any], warnings: list[str],
+                          metadata: dict[str, Any]) -> FairnessReport:
+    """The report of :func:`evaluate` from the per-attribute results."""
+    summaries: dict[str, dict[str, Any]] = {}
+    rows: list[dict[str, Any]] = []
+    attribute_overall: dict[str, dict[str, Any]] = {}
+    for result in results:
+        summaries[result.name] = result.summary
+        attribute_overall[result.name] = result.overall
+        for i, group in enumerate(result.groups):
+            rows.append({"attribute": result.name, "group": group, "n": result.counts[i],
+                         **result.by_group.get(i, {}), "skipped": result.skipped.get(i)})
+    return FairnessReport("cls", summary_frame(summaries), _by_group_frame(rows), overall, attribute_overall,
+                          warnings, metadata)
 
 
 def check_threshold(threshold: Any) -> float | None:

@@ -270,3 +270,60 @@ def finish_packed_sort(packed, scores, keys_are_exact):
                 order[start:stop] = order[start:stop][within]
         start = stop
     return order, sorted_scores
+
+
+@kernel
+def radix_sort_packed(score_bits):
+    """Sorted ``(key << 32) | index`` words of non-negative scores, for :func:`finish_packed_sort`.
+
+    The key is the score's upper 32 bits (all of a float32; sign, exponent and 20 mantissa bits of
+    a float64), whose unsigned order is the order of non-negative floats (-0.0 keyed as 0.0).
+    Least-significant-digit radix sort on 11-bit digits of the key: a histogram pass for all three
+    digits, then one stable scatter pass per digit (a digit every key shares is skipped), so equal
+    keys stay in index order: the same words as ``numpy.sort``, in linear time.
+
+    Parameters
+    ----------
+    score_bits : uint32 or uint64 array of shape (n,), n < 2**32
+        The bits of float32 or float64 scores (``scores.view(np.uint32)`` / ``np.uint64``).
+
+    Returns
+    -------
+    uint64 array of shape (n,), sorted ascending
+    """
+    n = score_bits.shape[0]
+    radix = 1 << 11
+    mask = np.uint64(radix - 1)
+    shifts = (np.uint64(32), np.uint64(43), np.uint64(54))
+    sign_off = np.uint64(0x7FFFFFFF)
+    counts = np.zeros((3, radix), np.int64)
+    source = np.empty(n, np.uint64)
+    high_half = np.uint64(32) if score_bits.itemsize == 8 else np.uint64(0)
+    for i in range(n):
+        key = (np.uint64(score_bits[i]) >> high_half) & sign_off
+        source[i] = (key << np.uint64(32)) | np.uint64(i)
+    for i in range(n):
+        word = source[i]
+        for d in range(3):
+            counts[d, np.intp((word >> shifts[d]) & mask)] += 1
+    target = np.empty_like(source)
+    for d in range(3):
+        skip = False
+        for b in range(radix):
+            if counts[d, b] == n:  # every key has this digit
+                skip = True
+        if skip:
+            continue
+        starts = np.empty(radix, np.int64)
+        total = 0
+        for b in range(radix):
+            starts[b] = total
+            total += counts[d, b]
+        shift = shifts[d]
+        for i in range(n):
+            word = source[i]
+            b = np.intp((word >> shift) & mask)
+            target[starts[b]] = word
+            starts[b] += 1
+        source, target = target, source
+    return source

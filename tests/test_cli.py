@@ -409,7 +409,8 @@ def test_help_and_version(capsys):
         assert option in out
 
 
-EXTENSIONS = {"--threshold", "--bootstrap", "--permutations", "--seed", "--plot", "--plot-kind", "--html"}
+EXTENSIONS = {"--threshold", "--bootstrap", "--permutations", "--seed", "--plot", "--plot-kind", "--html",
+              "--engine", "--scheduler"}
 
 
 def test_same_options_and_defaults_as_fairmedfm():

@@ -1,0 +1,919 @@
+"""Exact fairness metrics on Dask: datasets larger than one machine, Parquet read out of core.
+
+:func:`evaluate` takes a ``dask.dataframe.DataFrame`` and returns the same
+:class:`~fairmedfm_fast.FairnessReport` as :func:`fairmedfm_fast.evaluate` on the same rows, without
+collecting the rows into one process:
+
+1. A survey pass (one small summary per partition): label values, score range, the group values of
+   each attribute (and their combinations), a score sketch for the partition boundaries.
+2. One distributed sort by score (``set_index``), with boundaries chosen so that equal scores never
+   straddle two partitions.
+3. Per sorted partition, the same kernels as in memory. Counts, Mann-Whitney sums, log-loss sums and
+   confusion counts add up over partitions; the AUC of a slot adds ``2 * positives * negatives of
+   the earlier partitions``; the best-F1 sweep of a partition starts from the counts of the earlier
+   partitions (prefix sums), and the global best is the highest F1, the earliest partition on ties.
+   ECE bins come from the reduced minima and maxima, so their edges are bit-identical.
+
+Only per-partition summaries, whose size is the number of groups, travel to the client. See the
+README section "Dask and out-of-core data" for running on a cluster.
+"""
+from __future__ import annotations
+
+import glob
+import math
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from . import _engine, _inputs
+from .evaluation import _attribute_result, check_threshold, classification_report, transform_note
+from .report import FairnessReport
+
+__all__ = ["evaluate", "evaluate_segmentation", "read_parquet", "score_command"]
+
+#: Label values each partition reports (enough to validate labels and tell two classes from more).
+_LABEL_VALUES = 64
+#: Score quantiles each partition reports (at least), from which the sort boundaries are chosen.
+_SKETCH = 64
+#: Distinct values of an attribute with quantile bins that the exact quantiles may gather.
+_QUANTILE_VALUES = 1_000_000
+_SCORE, _LABEL = "score", "label"
+
+
+def _dask():
+    try:
+        import dask
+        import dask.dataframe as dd
+    except ImportError:  # pragma: no cover - depends on the environment
+        raise ImportError("fairmedfm_fast.dask needs dask and distributed: pip install "
+                          "'fairmedfm_fast[dask]'") from None
+    return dask, dd
+
+
+def _kernels():
+    from .kernels import _slots, calibration, ranking
+
+    return ranking, calibration, _slots
+
+
+# ---------------------------------------------------------------------------------------------
+# Columns of one partition
+# ---------------------------------------------------------------------------------------------
+
+def _numbers(series: pd.Series, what: str) -> np.ndarray:
+    """A numeric column as a NumPy array (nullable and Arrow numbers with NaN for missing)."""
+    dtype = series.dtype
+    if isinstance(dtype, pd.api.extensions.ExtensionDtype) and pd.api.types.is_numeric_dtype(dtype) \
+            and not pd.api.types.is_bool_dtype(dtype):
+        return series.to_numpy(dtype=np.float64, na_value=np.nan)
+    values = _inputs.to_numpy(series, what)
+    if values.dtype.kind not in "biuf":
+        try:
+            values = values.astype(np.float64)
+        except (ValueError, TypeError):
+            raise ValueError(f"{what} must be numeric, got dtype {series.dtype} with values "
+                             f"{_inputs._preview(values)}") from None
+    return values
+
+
+def _labels(series: pd.Series, label: str) -> np.ndarray:
+    return _inputs.to_numpy(series, f"label column {label!r}")
+
+
+def _attribute_column(part: pd.DataFrame, name: str) -> pd.Series:
+    return part[name].reset_index(drop=True)
+
+
+def _local_codes(values: pd.Series, name: str, spec: Any) -> tuple[np.ndarray, list[str]] | None:
+    """Codes and present group names of one partition of an attribute (None: too many numbers)."""
+    if spec is not None:
+        return _inputs._binned(values, spec, name)
+    return _inputs._encode_values(values, _inputs.MAX_NUMERIC_GROUPS if _inputs._is_numeric(values) else None)
+
+
+# ---------------------------------------------------------------------------------------------
+# Pass 1: survey
+# ---------------------------------------------------------------------------------------------
+
+@dataclass
+class _Columns:
+    label: str
+    score: str
+    sensitive: list[str]
+    bins: dict[str, Any]  # attribute -> cut points (list) or number of quantile groups (int)
+    intersectional: bool
+    pos_label: Any
+    sketch: int = _SKETCH  # score quantiles per partition: enough for the partitions of the sort
+
+
+def _survey(part: pd.DataFrame, columns: _Columns) -> dict[str, Any]:
+    """What the global checks and codes need to know about one partition, in a few kilobytes."""
+    n = len(part)
+    raw = _labels(part[columns.label], columns.label)
+    distinct = pd.unique(raw)[:_LABEL_VALUES]
+    found = 0
+    if columns.pos_label is not None:
+        matches = np.flatnonzero(np.asarray(raw == columns.pos_label))
+        found = len(matches)
+        if found:
+            distinct = np.concatenate([distinct, raw[matches[:1]]])
+    nan_labels = int(np.isnan(raw).sum()) if raw.dtype.kind == "f" else 0
+    ones = int(np.count_nonzero(raw == 1)) if raw.dtype.kind in "biuf" else 0
+
+    scores = _numbers(part[columns.score], f"score column {columns.score!r}")
+    nan_scores = int(np.isnan(scores).sum()) if scores.dtype.kind == "f" else 0
+    present = scores[~np.isnan(scores)] if nan_scores else scores
+    if present.size:
+        low, high = float(present.min()), float(present.max())
+        sketch = np.quantile(present.astype(np.float64), np.linspace(0, 1, columns.sketch + 1))
+    else:
+        low, high, sketch = math.inf, -math.inf, np.empty(0)
+
+    groups, missing, local, categories = [], [], [], []
+    for name in columns.sensitive:
+        values = _attribute_column(part, name)
+        is_categorical = isinstance(values.dtype, pd.CategoricalDtype)
+        categories.append([_inputs.group_name(v) for v in values.cat.categories.tolist()] if is_categorical
+                          else None)
+        encoded = _local_codes(values, name, columns.bins.get(name))
+        if encoded is None:  # a numeric attribute with too many values to be groups
+            groups.append(None)
+            missing.append(0)
+            local.append(None)
+            continue
+        codes, names = encoded
+        groups.append(names)
+        missing.append(int(np.count_nonzero(codes < 0)))
+        local.append((codes, names))
+    combos: list[tuple[str, ...]] = []
+    if columns.intersectional and len(columns.sensitive) > 1 and all(item is not None for item in local):
+        combos = _present_combinations(local)
+    return {"n": n, "labels": distinct, "label_nan": nan_labels, "label_ones": ones, "label_found": found,
+            "score_nan": nan_scores, "score_low": low, "score_high": high, "score_dtype": scores.dtype,
+            "sketch": sketch, "groups": groups, "missing": missing, "combos": combos,
+            "categories": categories}
+
+
+def _value_counts(part: pd.DataFrame, names: list[str]) -> dict[str, pd.Series | None]:
+    """Per attribute with quantile bins, the counts of its present values (None: too many)."""
+    counts = {}
+    for name in names:
+        values = _attribute_column(part, name)
+        _inputs._binned(values, [0.0], name)  # only its check that the values are numbers
+        numeric = pd.to_numeric(values, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
+        found = pd.Series(numeric[~np.isnan(numeric)]).value_counts(sort=False)
+        counts[name] = found if len(found) <= _QUANTILE_VALUES else None
+    return counts
+
+
+def _present_combinations(local: list[tuple[np.ndarray, list[str]]]) -> list[tuple[str, ...]]:
+    """Name tuples of the attribute combinations present in a partition (rows with every value)."""
+    key = np.zeros(len(local[0][0]), np.int64)
+    valid = np.ones(len(key), bool)
+    for codes, names in local:
+        valid &= codes >= 0
+        key = key * (len(names) + 1) + (codes + 1)
+    keys = np.unique(key[valid])
+    found = []
+    for value in keys.tolist():
+        parts = []
+        for _, names in reversed(local):
+            width = len(names) + 1
+            parts.append(names[value % width - 1])
+            value //= width
+        found.append(tuple(reversed(parts)))
+    return found
+
+
+# ---------------------------------------------------------------------------------------------
+# Global plan from the surveys
+# ---------------------------------------------------------------------------------------------
+
+@dataclass
+class _Plan:
+    """Everything the partitions need to turn their rows into kernel inputs with global codes."""
+
+    columns: _Columns
+    score_type: str  # "probability" or "logit", applied per partition with the global decision
+    score_dtype: np.dtype
+    groups: list[list[str]]  # global group names per attribute, report order
+    combined: list[tuple[int, ...]] = field(default_factory=list)  # intersectional groups as code tuples
+    code_dtype: np.dtype = field(default_factory=lambda: np.dtype(np.intp))
+    all_samples: bool = False  # add a grouping of every sample (no attribute is complete)
+
+
+def _check_labels(surveys: list[dict], columns: _Columns) -> tuple[dict[str, Any], int]:
+    """Label validation with the rules of the in-memory ``evaluate``; returns metadata and positives."""
+    name = columns.label
+    distinct = pd.unique(np.concatenate([s["labels"] for s in surveys]))
+    if columns.pos_label is None and distinct.dtype.kind == "f":
+        nan = sum(s["label_nan"] for s in surveys)
+        if nan:
+            raise ValueError(f"label column {name!r} contains {nan} NaN values; drop those rows (e.g. "
+                             f"ddf.dropna(subset=[{name!r}])) or fill in their labels")
+    try:
+        _, info = _inputs.binary_labels(distinct, columns.pos_label)
+    except ValueError as error:
+        raise ValueError(f"label column {name!r}: {error}") from None
+    key = "label_found" if columns.pos_label is not None else "label_ones"
+    return info, sum(s[key] for s in surveys)
+
+
+def _score_decision(surveys: list[dict], columns: _Columns, score_type: str) -> tuple[str, np.dtype, dict]:
+    if score_type not in ("auto", "probability", "logit"):
+        raise ValueError(f"score_type={score_type!r} is not one of 'auto', 'probability', 'logit'")
+    nan = sum(s["score_nan"] for s in surveys)
+    if nan:
+        raise ValueError(f"score column {columns.score!r} contains {nan} NaN values; drop those rows (e.g. "
+                         f"ddf.dropna(subset=[{columns.score!r}])) or fix them")
+    low = min(s["score_low"] for s in surveys)
+    high = max(s["score_high"] for s in surveys)
+    probability = low >= 0 and high <= 1
+    if score_type == "probability" and not probability:
+        raise ValueError(f"score_type='probability' but the score column {columns.score!r} ranges over "
+                         f"[{low}, {high}]; pass score_type='logit' or 'auto' for logits")
+    raw_dtype = surveys[0]["score_dtype"]
+    if score_type == "logit" or not probability:
+        return "logit", np.dtype(np.float64), {"score_transform": "sigmoid"}
+    return "probability", np.dtype(np.float32 if raw_dtype == np.float32 else np.float64), {}
+
+
+def _quantile_cut_points(counts: list[pd.Series], quantiles: int, name: str) -> list[float]:
+    """``numpy.quantile`` (linear) of the present values from their global value counts, exactly."""
+    if any(c is None for c in counts):
+        raise ValueError(f"bins[{name!r}]={quantiles}: attribute {name!r} has too many distinct values for "
+                         "exact quantiles on Dask; give cut points instead, e.g. bins={"
+                         f"{name!r}: [40, 60]}}")
+    merged = pd.concat(counts).groupby(level=0, sort=True).sum() if counts else pd.Series([], dtype=np.int64)
+    if merged.empty:
+        raise ValueError(f"bins[{name!r}]: attribute {name!r} has no values to take quantiles of")
+    values = merged.index.to_numpy(dtype=np.float64)
+    ends = np.cumsum(merged.to_numpy())  # rank r (0-based) holds values[searchsorted(ends, r, "right")]
+    n = int(ends[-1])
+    q = np.linspace(0, 1, int(quantiles) + 1)[1:-1]
+    # numpy's "linear" method: virtual index (n - 1) * q, then its _lerp of the two neighbours.
+    virtual = (n - 1) * q
+    below = np.floor(virtual)
+    above = np.minimum(below + 1, n - 1)
+    gamma = virtual - below
+    a = values[np.searchsorted(ends, below.astype(np.int64), side="right")]
+    b = values[np.searchsorted(ends, above.astype(np.int64), side="right")]
+    difference = b - a
+    result = a + difference * gamma
+    upper = gamma >= 0.5
+    result[upper] = (b - difference * (1 - gamma))[upper]
+    return np.unique(result).tolist()
+
+
+def _plan(surveys: list[dict], columns: _Columns, meta: pd.DataFrame, score_type: str
+          ) -> tuple[_Plan, dict[str, Any]]:
+    """Validate globally (in the order of the in-memory ``evaluate``) and fix the global codes."""
+    n = sum(s["n"] for s in surveys)
+    if n == 0:
+        raise ValueError("the Dask DataFrame has no rows: pass one row per sample")
+    label_info, positives = _check_labels(surveys, columns)
+    mode, dtype, score_info = _score_decision(surveys, columns, score_type)
+    groups: list[list[str]] = []
+    missing = []
+    for j, name in enumerate(columns.sensitive):
+        parts = [s["groups"][j] for s in surveys]
+        spec = columns.bins.get(name)
+        present = set().union(*(p for p in parts if p))
+        numeric = spec is None and _inputs._is_numeric(meta[name])
+        if any(p is None for p in parts) or (numeric and len(present) > _inputs.MAX_NUMERIC_GROUPS):
+            raise ValueError(
+                f"attribute {name!r} looks continuous (more than {_inputs.MAX_NUMERIC_GROUPS} distinct "
+                f"numbers); group it with bins={{{name!r}: [40, 60]}} (cut points) or bins={{{name!r}: 4}} "
+                "(quantile groups)")
+        groups.append(_global_order(name, meta[name], present, spec, [s["categories"][j] for s in surveys]))
+        missing.append(sum(s["missing"][j] for s in surveys))
+    if positives == 0 or positives == n:
+        raise ValueError(f"label column {columns.label!r} has only label {1 if positives else 0} ({n} "
+                         "samples); fairness metrics need both positive and negative samples")
+    combined: list[tuple[int, ...]] = []
+    sizes = [len(g) for g in groups]
+    if columns.intersectional and len(groups) > 1:
+        position = [{g: i for i, g in enumerate(names)} for names in groups]
+        cells = {combo for s in surveys for combo in s["combos"]}
+        combined = sorted(tuple(position[j][g] for j, g in enumerate(cell)) for cell in cells)
+        sizes.append(len(combined))
+    plan = _Plan(columns, mode, dtype, groups, combined, _engine._code_dtype(max(sizes, default=1)),
+                 all_samples=all(m > 0 for m in missing))
+    return plan, {**label_info, **score_info, "n_samples": n}
+
+
+def _global_order(name: str, column: pd.Series, present: set[str], cut_points: list[float] | None,
+                  categories: list[list[str] | None]) -> list[str]:
+    """Group names in the order of the in-memory report.
+
+    Categorical columns follow their categories: those of the Dask meta when it knows them, else
+    (Parquet dictionaries, read per file) the union of the partitions' categories in partition order,
+    as pyarrow unifies the dictionaries of a dataset read into one table.
+    """
+    if cut_points is not None:
+        edges = sorted(float(edge) for edge in cut_points)
+        _, full = _inputs._binned(pd.Series([-np.inf, *edges]), list(edges), name)
+        return [label for label in full if label in present]
+    dtype = column.dtype
+    if not isinstance(dtype, pd.CategoricalDtype):
+        return sorted(present, key=_inputs._order_key)
+    known = [] if dtype.categories is None else list(dtype.categories)
+    if known and "__UNKNOWN_CATEGORIES__" not in known:
+        names = [_inputs.group_name(value) for value in known]
+    else:
+        names = [label for part in categories if part for label in part]
+    ordered: list[str] = []
+    for label in names:
+        if label in present and label not in ordered:
+            ordered.append(label)
+    return ordered
+
+
+# ---------------------------------------------------------------------------------------------
+# Pass 2: kernel inputs with global codes, sorted by score
+# ---------------------------------------------------------------------------------------------
+
+def _code_names(plan: _Plan) -> list[str]:
+    k = len(plan.groups) + (1 if plan.combined else 0) + (1 if plan.all_samples else 0)
+    return [f"c{j}" for j in range(k)]
+
+
+def _prepare(part: pd.DataFrame, plan: _Plan) -> pd.DataFrame:
+    """One partition as kernel inputs: probability, 0/1 label and one global code per grouping."""
+    columns = plan.columns
+    n = len(part)
+    raw = _labels(part[columns.label], columns.label)
+    if columns.pos_label is not None:
+        labels = np.asarray(raw == columns.pos_label).astype(np.uint8)
+    else:
+        labels = raw.astype(np.uint8)
+    if n:
+        scores = _inputs.positive_scores(_numbers(part[columns.score], f"score column {columns.score!r}"),
+                                         plan.score_type)[0].astype(plan.score_dtype, copy=False)
+    else:
+        scores = np.empty(0, plan.score_dtype)
+    frame = {_SCORE: scores, _LABEL: labels}
+    rows = []
+    for name, names in zip(columns.sensitive, plan.groups):
+        codes, local = _local_codes(_attribute_column(part, name), name, columns.bins.get(name))
+        position = {group: i for i, group in enumerate(names)}
+        lookup = np.array([position[group] for group in local] + [-1], np.intp)
+        rows.append(lookup[codes])
+    if plan.combined:
+        rows.append(_combined_codes(rows, plan))
+    if plan.all_samples:
+        rows.append(np.zeros(n, np.intp))
+    for name, row in zip(_code_names(plan), rows):
+        frame[name] = row.astype(plan.code_dtype)
+    return pd.DataFrame(frame)
+
+
+def _combined_codes(rows: list[np.ndarray], plan: _Plan) -> np.ndarray:
+    """Codes of the intersectional attribute: the index of each row's combination among those present."""
+    widths = [len(names) for names in plan.groups]
+    valid = np.ones(len(rows[0]), bool)
+    key = np.zeros(len(rows[0]), np.int64)
+    for row, width in zip(rows, widths):
+        valid &= row >= 0
+        key = key * width + row
+    cells = np.zeros(len(plan.combined), np.int64)  # sorted, as the combinations are
+    for i, cell in enumerate(plan.combined):
+        value = 0
+        for code, width in zip(cell, widths):
+            value = value * width + code
+        cells[i] = value
+    codes = np.searchsorted(cells, key)
+    return np.where(valid, codes, -1)
+
+
+def _boundaries(surveys: list[dict], plan: _Plan, npartitions: int) -> list[float]:
+    """Score values that split the sorted rows into about equal partitions (as probabilities).
+
+    Rows go to partition ``i`` when ``boundary[i] <= score < boundary[i + 1]``: a function of the
+    score alone, so equal scores always land in the same partition.
+    """
+    points = np.concatenate([s["sketch"] for s in surveys if s["sketch"].size])
+    weights = np.concatenate([np.full(s["sketch"].size, s["n"] / s["sketch"].size)
+                              for s in surveys if s["sketch"].size])
+    order = np.argsort(points, kind="stable")
+    points, cumulative = points[order], np.cumsum(weights[order])
+    wanted = cumulative[-1] * np.arange(1, npartitions) / npartitions
+    inner = points[np.minimum(np.searchsorted(cumulative, wanted), len(points) - 1)]
+    if plan.score_type == "logit":
+        inner = 1 / (1 + np.exp(-inner))
+    inner = np.unique(inner.astype(plan.score_dtype).astype(np.float64))
+    return [-math.inf, *inner[np.isfinite(inner)].tolist(), math.inf]
+
+
+# ---------------------------------------------------------------------------------------------
+# Pass 3: kernels per sorted partition
+# ---------------------------------------------------------------------------------------------
+
+def _arrays(part: pd.DataFrame, names: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    # Writable C-contiguous arrays (pandas hands out read-only views), so that the kernels run the
+    # machine code compiled for the in-memory path, from numba's cache.
+    scores = np.require(part.index.to_numpy(), requirements=["C", "W"])
+    labels = np.require(part[_LABEL].to_numpy(), requirements=["C", "W"])
+    codes = np.require(part[names].to_numpy().T, requirements=["C", "W"])
+    if len(scores) > 1 and not bool(np.all(scores[1:] >= scores[:-1])):  # pragma: no cover - a dask bug
+        order = np.argsort(scores, kind="stable")
+        scores, labels, codes = scores[order], labels[order], np.ascontiguousarray(codes[:, order])
+    return scores, labels, codes
+
+
+def _first_pass(part: pd.DataFrame, names: list[str], sizes: np.ndarray, thresholds: list[float]
+                ) -> dict[str, Any]:
+    """Order-free sums (counts above the fixed thresholds too) and the partition's own Mann-Whitney sums."""
+    ranking, calibration, _ = _kernels()
+    scores, labels, codes = _arrays(part, names)
+    count, positives, low, high = calibration.score_ranges(scores, labels, codes, sizes)
+    u2 = ranking.rank_statistics(scores, labels, codes, sizes)[2]
+    table = np.empty((len(sizes), len(thresholds)))
+    table[:] = thresholds
+    pos_above, neg_above = ranking.confusion_above(scores, labels, codes, sizes, table)
+    return {"count": count, "positives": positives, "low": low, "high": high, "u2": u2,
+            "log_sums": calibration.slot_sums(calibration.log_loss_terms(scores, labels), codes, sizes),
+            "pos_above": pos_above, "neg_above": neg_above,
+            "first": float(scores[0]) if len(scores) else math.nan,
+            "last": float(scores[-1]) if len(scores) else math.nan}
+
+
+def _between(firsts: list[dict[str, Any]], sizes: np.ndarray) -> dict[str, Any]:
+    """Prefix sums of the groupings' positives and negatives, and the global ECE bin edges."""
+    _, calibration, _slots = _kernels()
+    offsets, _ = _slots.slot_offsets(sizes)
+    overall = offsets + sizes
+    positives = np.stack([f["positives"][overall] for f in firsts])
+    negatives = np.stack([f["count"][overall] for f in firsts]) - positives
+    low = np.fmin.reduce(np.stack([f["low"] for f in firsts]), axis=0)
+    high = np.fmax.reduce(np.stack([f["high"] for f in firsts]), axis=0)
+    return {"pos_before": np.cumsum(positives, axis=0) - positives,
+            "neg_before": np.cumsum(negatives, axis=0) - negatives,
+            "n_pos": positives.sum(axis=0), "n_neg": negatives.sum(axis=0),
+            "edges": calibration.equal_width_edges(low, high, _engine.ECE_BINS)}
+
+
+def _second_pass(part: pd.DataFrame, names: list[str], sizes: np.ndarray, between: dict[str, Any],
+                 index: int, sweep: bool) -> dict[str, Any]:
+    """The partition's best-F1 candidates (counting the earlier partitions), counts above them, ECE bins."""
+    ranking, calibration, _ = _kernels()
+    scores, labels, codes = _arrays(part, names)
+    bins = calibration.binned_calibration(scores, labels, codes, sizes, between["edges"], False)
+    if not sweep:
+        return {"bins": bins}
+    thresholds, best = ranking.best_f1_thresholds(scores, labels, codes, between["n_pos"], between["n_neg"],
+                                                  between["pos_before"][index], between["neg_before"][index])
+    pos_above, neg_above = ranking.confusion_above(scores, labels, codes, sizes,
+                                                 np.ascontiguousarray(thresholds[:, None]))
+    return {"thresholds": thresholds, "best": best, "pos_above": pos_above[:, 0], "neg_above": neg_above[:, 0],
+            "bins": bins}
+
+
+def _groupings(firsts: list[dict[str, Any]], seconds: list[dict[str, Any]], sizes: np.ndarray,
+               fixed_best: float | None) -> list[_engine.Grouping]:
+    """Per-slot metrics from the per-partition sums, as ``_engine.compute`` lays them out."""
+    _, calibration, _slots = _kernels()
+    offsets, _ = _slots.slot_offsets(sizes)
+    last = -math.inf
+    for f in firsts:  # equal scores never straddle partitions: the sweeps below rely on it
+        if f["first"] == f["first"]:
+            if not f["first"] > last:
+                raise RuntimeError("the distributed sort left equal scores in two partitions; please report "
+                                   "this with your dask version")
+            last = f["last"]
+    counts = np.stack([f["count"] for f in firsts])
+    positives_by_part = np.stack([f["positives"] for f in firsts])
+    negatives_by_part = counts - positives_by_part
+    neg_before = np.cumsum(negatives_by_part, axis=0) - negatives_by_part
+    u2 = sum(f["u2"] + 2 * f["positives"] * neg_before[p] for p, f in enumerate(firsts))
+    count = counts.sum(axis=0)
+    positives = positives_by_part.sum(axis=0)
+    negatives = count - positives
+    bin_count = sum(s["bins"][0] for s in seconds)
+    bin_labels = sum(s["bins"][1] for s in seconds)
+    bin_scores = sum(s["bins"][2] for s in seconds)
+    log_sums = sum(f["log_sums"] for f in firsts)
+    tp_half = sum(f["pos_above"][:, 0] for f in firsts)
+    fp_half = sum(f["neg_above"][:, 0] for f in firsts)
+    # Best F1 of each grouping: the highest over partitions, the earliest on ties.
+    thresholds = np.full(len(sizes), np.nan)
+    tp_best = np.zeros(len(count), np.int64)
+    fp_best = np.zeros(len(count), np.int64)
+    if fixed_best is not None:
+        thresholds[:] = fixed_best
+        tp_best = sum(f["pos_above"][:, 1] for f in firsts)
+        fp_best = sum(f["neg_above"][:, 1] for f in firsts)
+    for k in range(len(sizes) if fixed_best is None else 0):
+        window = slice(offsets[k], offsets[k] + sizes[k] + 1)
+        best, chosen = -math.inf, None
+        for p, s in enumerate(seconds):
+            if s["best"][k] > best:
+                best, chosen = s["best"][k], p
+        if chosen is None:
+            continue
+        thresholds[k] = seconds[chosen]["thresholds"][k]
+        tp_best[window] = seconds[chosen]["pos_above"][window] + positives_by_part[chosen + 1:, window].sum(axis=0)
+        fp_best[window] = seconds[chosen]["neg_above"][window] + negatives_by_part[chosen + 1:, window].sum(axis=0)
+    ece = calibration.calibration_error(bin_count, bin_labels, bin_scores, 0)
+    confusion = {"": (tp_half, fp_half), _engine.BEST: (tp_best, fp_best)}
+    return _engine.from_counts(sizes, count, positives, negatives, thresholds, set(_engine.all_keys()), u2=u2,
+                               loss_sums=log_sums, ece=ece, confusion=confusion)
+
+
+# ---------------------------------------------------------------------------------------------
+# Public functions
+# ---------------------------------------------------------------------------------------------
+
+def _check_columns(ddf: Any, label: Any, score: Any, sensitive: Any, bins: Any) -> tuple[list[str], dict]:
+    _, dd = _dask()
+    if not isinstance(ddf, dd.DataFrame):
+        raise ValueError(f"ddf must be a dask.dataframe.DataFrame, got {type(ddf).__name__}; for pandas or "
+                         "NumPy data use fairmedfm_fast.evaluate")
+    columns = [str(c) for c in ddf.columns]
+    if isinstance(sensitive, str):
+        sensitive = [sensitive]
+    if sensitive is None or not list(sensitive):
+        raise ValueError("sensitive names no column: pass the attribute columns, e.g. sensitive=['sex', 'age']")
+    sensitive = [str(name) for name in sensitive]
+    for option, names in (("label", [label]), ("score", [score]), ("sensitive", sensitive)):
+        unknown = [name for name in names if name not in columns]
+        if unknown:
+            shown = ", ".join(map(repr, columns[:30])) + (", ..." if len(columns) > 30 else "")
+            raise ValueError(f"{option}={unknown[0]!r} is not a column of ddf; its columns are {shown}")
+    if bins is not None and not isinstance(bins, dict):
+        raise ValueError(f"bins must be a dict such as {{'age': [40, 60]}}, got {type(bins).__name__}")
+    bins = {str(key): value for key, value in (bins or {}).items()}
+    unknown = sorted(set(bins) - set(sensitive))
+    if unknown:
+        raise ValueError(f"bins names attribute(s) {unknown} that sensitive does not list; the attributes are "
+                         f"{sensitive}")
+    for name, spec in bins.items():
+        _inputs._binned(pd.Series([0.0]), spec, name)  # checks the spec itself
+    return sensitive, bins
+
+
+def evaluate(ddf: Any, *, label: str, score: str, sensitive: str | Sequence[str], bins: _inputs.Bins | None = None,
+             intersectional: bool = False, pos_label: Any = None, score_type: str = "auto",
+             threshold: float | None = None, npartitions: int | None = None) -> FairnessReport:
+    """Fairness of a binary classifier from a Dask DataFrame, exactly as :func:`fairmedfm_fast.evaluate`.
+
+    Runs on the active Dask scheduler (a ``distributed.Client`` if one exists). Rows never leave the
+    workers: the client receives per-partition sums the size of the number of groups.
+
+    Parameters
+    ----------
+    ddf : dask.dataframe.DataFrame
+        One row per sample, e.g. from :func:`read_parquet` or ``dask.dataframe.read_parquet``.
+    label : str
+        The ground-truth column: 0/1, booleans, or any values together with ``pos_label``.
+    score : str
+        The column of positive-class probabilities or logits.
+    sensitive : str or list of str
+        The attribute columns; a missing value leaves the sample out of that attribute only.
+    bins : dict, optional
+        Cut points (``{"age": [40, 60]}``) or a number of quantile groups (``{"age": 4}``; exact
+        quantiles from the global value counts, for attributes with up to a million distinct values).
+    intersectional : bool, default False
+        Also evaluate the combination of all attributes.
+    pos_label : scalar, optional
+        The positive class of ``label`` (one-vs-rest when there are more than two).
+    score_type : {"auto", "probability", "logit"}
+        ``"auto"`` reads scores within [0, 1] (over all partitions) as probabilities, others as logits.
+    threshold : float, optional
+        A fixed decision threshold for the ``@best_f1`` metrics instead of each attribute's best-F1
+        threshold (as in :func:`fairmedfm_fast.evaluate`).
+    npartitions : int, optional
+        Partitions of the sort by score (default: those of ``ddf``). Each must fit in a worker's memory
+        with its kernel arrays (about ``9 + number of attributes`` bytes per row, twice during the sort).
+
+    Returns
+    -------
+    FairnessReport
+        Equal (within 1e-9) to ``fairmedfm_fast.evaluate(df[label], df[score], df[sensitive], ...)``
+        on the same rows.
+    """
+    dask, _ = _dask()
+    names, bins = _check_columns(ddf, label, score, sensitive, bins)
+    threshold = check_threshold(threshold)
+    ddf = ddf[list(dict.fromkeys([label, score, *names]))]
+    meta = ddf._meta
+    quantile = [name for name, spec in bins.items() if isinstance(spec, (int, np.integer))]
+    if quantile:
+        counts = dask.compute(*[dask.delayed(_value_counts)(part, quantile) for part in ddf.to_delayed()])
+        for name in quantile:
+            bins[name] = _quantile_cut_points([c[name] for c in counts], int(bins[name]), name)
+    target = npartitions or ddf.npartitions
+    columns = _Columns(label, score, names, bins, intersectional, pos_label,
+                       min(10_000, max(_SKETCH, -(-4 * target // ddf.npartitions))))
+    surveys = dask.compute(*[dask.delayed(_survey)(part, columns) for part in ddf.to_delayed()])
+    plan, metadata = _plan(list(surveys), columns, meta, score_type)
+
+    code_names = _code_names(plan)
+    frame_meta = pd.DataFrame({_SCORE: np.empty(0, plan.score_dtype), _LABEL: np.empty(0, np.uint8),
+                               **{name: np.empty(0, plan.code_dtype) for name in code_names}})
+    prepared = ddf.map_partitions(_prepare, plan, meta=frame_meta)
+    divisions = _boundaries(list(surveys), plan, target)
+    ordered = prepared.set_index(_SCORE, divisions=divisions)
+    sizes = np.array([len(g) for g in plan.groups] + ([len(plan.combined)] if plan.combined else [])
+                     + ([1] if plan.all_samples else []), np.int64)
+    parts = ordered.to_delayed()
+    fixed = [0.5] if threshold is None else [0.5, threshold]
+    firsts = [dask.delayed(_first_pass)(part, code_names, sizes, fixed) for part in parts]
+    between = dask.delayed(_between)(firsts, sizes)
+    seconds = [dask.delayed(_second_pass)(part, code_names, sizes, between, p, threshold is None)
+               for p, part in enumerate(parts)]
+    firsts, seconds = dask.compute(firsts, seconds)
+    groupings = _groupings(list(firsts), list(seconds), sizes, threshold)
+    if threshold is not None:
+        metadata["threshold"] = threshold
+    return _report(plan, groupings, metadata)
+
+
+def _report(plan: _Plan, groupings: list[_engine.Grouping], metadata: dict[str, Any]) -> FairnessReport:
+    """The report of ``fairmedfm_fast.evaluate`` from the groupings (its assembly, step by step)."""
+    warnings = transform_note(metadata)
+    n = metadata["n_samples"]
+    attributes = [_inputs.Attribute(name, np.empty(0, np.intp), groups)
+                  for name, groups in zip(plan.columns.sensitive, plan.groups)]
+    if plan.combined:
+        names = [" & ".join(plan.groups[j][i] for j, i in enumerate(cell)) for cell in plan.combined]
+        attributes.append(_inputs.Attribute(" & ".join(plan.columns.sensitive), np.empty(0, np.intp), names))
+    complete = len(groupings) - 1 if plan.all_samples else next(
+        k for k, grouping in enumerate(groupings) if int(grouping.count[-1]) == n)
+    overall = {key: _as_python(values[-1]) for key, values in groupings[complete].values.items()}
+    results = [_attribute_result(attribute, grouping, n, warnings) for attribute, grouping in zip(attributes, groupings)]
+    return classification_report(results, overall, warnings, metadata)
+
+
+def _as_python(value: Any) -> Any:
+    return int(value) if isinstance(value, np.integer) else float(value)
+
+
+def read_parquet(path: str | os.PathLike, columns: Sequence[str] | None = None, **options: Any):
+    """A Dask DataFrame over Parquet files: a file, a directory of them, or a glob pattern.
+
+    Every worker must be able to open the paths (a shared file system or object store URL such as
+    ``s3://bucket/predictions/``); nothing is read on the client but the Parquet footers.
+    ``options`` go to ``dask.dataframe.read_parquet``.
+    """
+    _, dd = _dask()
+    text = os.fspath(path)
+    if "://" not in text:
+        if glob.has_magic(text):
+            files = sorted(glob.glob(text))
+            if not files:
+                raise ValueError(f"no file matches {text!r}; give a Parquet file, a directory or a glob "
+                                 "such as 'predictions/*.parquet'")
+            return dd.read_parquet(files, columns=list(columns) if columns else None, **options)
+        if not os.path.exists(text):
+            raise ValueError(f"{text!r} does not exist; give a Parquet file, a directory or a glob such as "
+                             "'predictions/*.parquet'")
+    return dd.read_parquet(text, columns=list(columns) if columns else None, **options)
+
+
+# ---------------------------------------------------------------------------------------------
+# Segmentation: Dice on the workers, next to the mask files
+# ---------------------------------------------------------------------------------------------
+
+DiceFunction = Callable[..., np.ndarray]
+
+
+def _default_dice() -> DiceFunction:
+    try:
+        from .segmentation import dice_scores
+    except ImportError:
+        raise ImportError("this build of fairmedfm_fast has no mask reader (fairmedfm_fast.segmentation); "
+                          "pass dice_function=, a function (pred_paths, true_paths, label=, "
+                          "mask_threshold=, empty_score=) -> Dice per pair") from None
+    return dice_scores
+
+
+def _partition_dice(part: pd.DataFrame, pred_mask: str, true_mask: str, base: str | None,
+                    dice_function: DiceFunction | None, options: dict[str, Any]) -> pd.Series:
+    """Dice of one partition's mask pairs, computed where the partition lives."""
+    if len(part) == 0:
+        return pd.Series(np.empty(0), index=part.index, dtype=np.float64)
+    paths = []
+    for column in (pred_mask, true_mask):
+        values = part[column].tolist()
+        for value in values:
+            if not isinstance(value, str) or not value:
+                raise ValueError(f"column {column!r} has {value!r} where a mask file path should be; every "
+                                 "sample needs both mask files")
+        paths.append([value if base is None else os.path.join(base, value) for value in values])
+    function = dice_function or _default_dice()
+    if dice_function is None:
+        options = {**options, "n_jobs": 1}  # one task per worker thread already
+    return pd.Series(np.asarray(function(paths[0], paths[1], **options), np.float64), index=part.index)
+
+
+def evaluate_segmentation(ddf: Any, *, sensitive: str | Sequence[str], dice: str | None = None,
+                          pred_mask: str | None = None, true_mask: str | None = None, label: Any = None,
+                          mask_threshold: float = 0.5, empty_score: float = 1.0, base: str | None = None,
+                          bins: _inputs.Bins | None = None, intersectional: bool = False,
+                          dice_function: DiceFunction | None = None, **options: Any) -> FairnessReport:
+    """Fairness of a segmentation model from a Dask DataFrame of mask paths (or Dice scores).
+
+    The masks are read and compared on the workers, partition by partition (each worker must be able
+    to open the paths: a shared file system, or the files placed next to the worker that holds the
+    partition). What comes back to the client is one Dice score and the attribute values per sample;
+    the report is then :func:`fairmedfm_fast.evaluate_segmentation` of those, so it is the same.
+
+    Parameters
+    ----------
+    ddf : dask.dataframe.DataFrame
+        One row per sample.
+    sensitive : str or list of str
+        The attribute columns.
+    dice : str, optional
+        A column of Dice scores already computed (then no mask is read).
+    pred_mask, true_mask : str, optional
+        Columns of predicted and ground-truth mask file paths (``.npy``, ``.npz``, images, NIfTI).
+    label, mask_threshold, empty_score
+        As in :func:`fairmedfm_fast.evaluate_segmentation`.
+    base : str, optional
+        Folder that relative paths are relative to (as the workers see it).
+    bins, intersectional
+        As in :func:`fairmedfm_fast.evaluate_segmentation`.
+    dice_function : callable, optional
+        ``f(pred_paths, true_paths, label=, mask_threshold=, empty_score=)`` returning the Dice of each
+        pair; defaults to :func:`fairmedfm_fast.segmentation.dice_scores` (one thread per task).
+    **options
+        Passed on to :func:`fairmedfm_fast.evaluate_segmentation` (e.g. ``n_boot``, ``ci``,
+        ``n_permutations``, ``random_state``).
+
+    Returns
+    -------
+    FairnessReport
+    """
+    _, dd = _dask()
+    if not isinstance(ddf, dd.DataFrame):
+        raise ValueError(f"ddf must be a dask.dataframe.DataFrame, got {type(ddf).__name__}")
+    names = [sensitive] if isinstance(sensitive, str) else [str(name) for name in sensitive or []]
+    if not names:
+        raise ValueError("sensitive names no column: pass the attribute columns, e.g. sensitive=['sex']")
+    if (dice is not None) == (pred_mask is not None or true_mask is not None) or \
+            (dice is None and (pred_mask is None or true_mask is None)):
+        raise ValueError("give either dice= (a column of Dice scores) or both pred_mask= and true_mask= "
+                         "(columns of mask file paths)")
+    wanted = [dice] if dice is not None else [pred_mask, true_mask]
+    columns = [str(c) for c in ddf.columns]
+    for option, name in zip(("dice",) if dice is not None else ("pred_mask", "true_mask"), wanted):
+        if name not in columns:
+            raise ValueError(f"{option}={name!r} is not a column of ddf; its columns are {columns[:30]}")
+    unknown = [name for name in names if name not in columns]
+    if unknown:
+        raise ValueError(f"sensitive={unknown[0]!r} is not a column of ddf; its columns are {columns[:30]}")
+    if dice is None:
+        reading = {"label": label, "mask_threshold": mask_threshold, "empty_score": empty_score}
+        scores = ddf.map_partitions(_partition_dice, pred_mask, true_mask, base, dice_function, reading,
+                                    meta=pd.Series(dtype=np.float64))
+        table = ddf[names].assign(**{"__dice__": scores}).compute()
+        values = table.pop("__dice__")
+    else:
+        table = ddf[list(dict.fromkeys([*names, dice]))].compute()
+        values = table[dice]
+    from . import evaluate_segmentation as in_memory
+
+    report = in_memory(table[names].reset_index(drop=True), dice=values.to_numpy(), bins=bins,
+                       intersectional=intersectional, **options)
+    if dice is None:  # what the in-memory function records when it reads the masks itself
+        report.metadata.update({"dice_from_masks": True, "empty_score": empty_score, "label": label})
+    return report
+
+
+# ---------------------------------------------------------------------------------------------
+# Command line: fairmedfm-fast score PATH --engine dask [--scheduler ADDRESS]
+# ---------------------------------------------------------------------------------------------
+
+def _typed_pos_label(value: str | None, dtype: Any) -> Any:
+    """``--pos-label`` as a value of the label column's type."""
+    if value is None:
+        return None
+    if pd.api.types.is_bool_dtype(dtype):
+        return value.strip().lower() in ("1", "true", "yes")
+    if pd.api.types.is_numeric_dtype(dtype):
+        try:
+            number = float(value)
+        except ValueError:
+            raise ValueError(f"--pos-label {value!r} is not a number, but the label column holds numbers; "
+                             "give one of its values, e.g. --pos-label 1") from None
+        return int(number) if number.is_integer() else number
+    return value
+
+
+def _client(scheduler: str | None):
+    """A client of the cluster at ``scheduler``, or of a new local cluster (one worker per core)."""
+    import logging
+
+    try:
+        import distributed
+    except ImportError:
+        raise ImportError("--engine dask needs dask and distributed: pip install 'fairmedfm_fast[dask]'") from None
+
+    logging.getLogger("distributed.shuffle").setLevel(logging.ERROR)  # a note per shuffle otherwise
+    if scheduler:
+        try:
+            return distributed.Client(scheduler, timeout="20s")
+        except OSError as error:
+            raise ValueError(f"--scheduler {scheduler!r}: no Dask scheduler answered ({error}); give the "
+                             "address that `dask scheduler` printed, e.g. tcp://10.0.0.5:8786") from None
+    cluster = distributed.LocalCluster(threads_per_worker=1, processes=True, dashboard_address=None)
+    return distributed.Client(cluster)
+
+
+def _dataset_folder(path: Any) -> str:
+    """The folder of a Parquet dataset (a directory, a file's folder, a glob's folder): relative mask
+    paths in the table are relative to it."""
+    text = os.fspath(path)
+    if "://" in text or os.path.isdir(text):
+        return text
+    return os.path.dirname(os.path.abspath(text))
+
+
+def score_command(args: Any) -> tuple[FairnessReport, list[str]]:
+    """``fairmedfm-fast score PATH --engine dask``: the command line's ``score`` on Dask.
+
+    ``args`` is the parsed ``score`` namespace of :mod:`fairmedfm_fast.cli` (``predictions`` or
+    ``input``, ``scheduler``, ``label``, ``score``, ``sensitive``, ``bins`` as ``COLUMN=SPEC`` strings,
+    ``intersectional``, ``pos_label``, ``score_type``, ``task``, ``dice``, ``pred_mask``,
+    ``true_mask``, ``mask_label``, ``mask_threshold``, ``empty_score``, ``metadata``). Returns the
+    report and the notes to print, as ``cli.score`` does. PATH is a Parquet file, a directory of
+    them or a glob; every worker must be able to read it.
+    """
+    from . import cli
+
+    path = getattr(args, "predictions", None) or getattr(args, "input", None)
+    if path is None:
+        raise ValueError("give the Parquet dataset: a file, a directory or a glob such as 'preds/*.parquet'")
+    if getattr(args, "metadata", None):
+        raise ValueError("--metadata is not supported with --engine dask; join the tables into the Parquet "
+                         "dataset first")
+    notes: list[str] = []
+    client = _client(getattr(args, "scheduler", None))
+    try:
+        ddf = read_parquet(path)
+        columns = [str(c) for c in ddf.columns]
+        notes.append(f"dask: {ddf.npartitions} partitions on {len(client.scheduler_info()['workers'])} workers "
+                     f"({client.scheduler.address})")
+        sensitive = list(args.sensitive) if args.sensitive else cli.find_sensitive(columns)
+        notes.append(f"sensitive attributes: {', '.join(sensitive)}")
+        cli.require(columns, sensitive, "--sensitive")
+        bins = dict(cli.parse_bins(spec) for spec in args.bins)
+        dice = args.dice or cli.find_column(columns, "dice", required=False)
+        pred_mask = args.pred_mask or cli.find_column(columns, "pred_mask", required=False)
+        true_mask = args.true_mask or cli.find_column(columns, "true_mask", required=False)
+        label = args.label or cli.find_column(columns, "label", required=False)
+        scores = args.score or cli.find_scores(columns)
+        task = args.task
+        if task == "auto":
+            task = "seg" if (dice or (pred_mask and true_mask)) and not (label and scores) else "cls"
+        if task == "seg":
+            from . import evaluate_segmentation as in_memory_segmentation
+
+            extra = cli._extensions(args, in_memory_segmentation, "segmentation")
+            if dice:
+                notes.append(f"segmentation: Dice column {dice!r}")
+                report = evaluate_segmentation(ddf, sensitive=sensitive, dice=dice, bins=bins or None,
+                                               intersectional=args.intersectional, **extra)
+            else:
+                if not (pred_mask and true_mask):
+                    raise ValueError("segmentation needs a Dice column (--dice) or both mask columns "
+                                     "(--pred-mask and --true-mask)")
+                cli.require(columns, [pred_mask, true_mask], "--pred-mask/--true-mask")
+                notes.append(f"segmentation: masks from the columns {pred_mask!r} and {true_mask!r}")
+                report = evaluate_segmentation(ddf, sensitive=sensitive, pred_mask=pred_mask, true_mask=true_mask,
+                                               label=cli._mask_value(args.mask_label),
+                                               mask_threshold=args.mask_threshold, empty_score=args.empty_score,
+                                               base=_dataset_folder(path), bins=bins or None,
+                                               intersectional=args.intersectional, **extra)
+        else:
+            extra = cli._extensions(args, evaluate, "classification with --engine dask")
+            label = label or cli.find_column(columns, "label")
+            if not scores:
+                raise ValueError(f"found no score column; name it with --score COLUMN (columns: {columns[:30]})")
+            if len(scores) != 1:
+                raise ValueError("--engine dask takes one score column (the positive class's probability or "
+                                 f"logit), got {len(scores)}: {', '.join(scores)}")
+            cli.require(columns, [label, scores[0]], "--label/--score")
+            notes.append(f"classification: label column {label!r}, score column {scores[0]!r}")
+            ddf = ddf[list(dict.fromkeys([label, scores[0], *sensitive]))]
+            missing = int(ddf[[label, scores[0]]].isna().any(axis=1).sum().compute())
+            if missing:
+                notes.append(f"left out {missing} rows with a missing label or score")
+                ddf = ddf.dropna(subset=[label, scores[0]])
+            report = evaluate(ddf, label=label, score=scores[0], sensitive=sensitive, bins=bins or None,
+                              intersectional=args.intersectional,
+                              pos_label=_typed_pos_label(args.pos_label, ddf[label].dtype),
+                              score_type=args.score_type, **extra)
+    finally:
+        cluster = getattr(client, "cluster", None)
+        client.close()
+        if cluster is not None and not getattr(args, "scheduler", None):
+            cluster.close()
+    report.metadata["input"] = str(path)
+    return report, notes

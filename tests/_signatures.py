@@ -1,0 +1,35 @@
+"""Signature comparison with the oracle, allowing the documented keyword-only extensions."""
+import inspect
+
+#: Extension parameters per public function: keyword-only, with defaults, after the oracle's.
+EXTENSIONS = {
+    "evaluate": ("threshold", "sample_weight", "n_boot", "ci", "n_permutations", "random_state"),
+    "evaluate_segmentation": ("n_boot", "ci", "n_permutations", "random_state"),
+    "auc_gap": ("sample_weight",),
+    "worst_group_auc": ("sample_weight",),
+    "bce_gap": ("sample_weight",),
+    "ece_gap": ("sample_weight",),
+    "accuracy_gap": ("sample_weight", "threshold"),
+    "equal_opportunity_difference": ("sample_weight", "threshold"),
+    "equalized_odds_score": ("sample_weight", "threshold"),
+}
+
+
+def shape(function):
+    """Names, kinds and defaults (annotations differ in spelling between the packages)."""
+    return [(p.name, p.kind, p.default) for p in inspect.signature(function).parameters.values()]
+
+
+def assert_same_signature(ours, theirs, name):
+    """The oracle's parameters, in order, then exactly the documented keyword-only extensions."""
+    mine, oracle = shape(ours), shape(theirs)
+    extras = EXTENSIONS.get(name, ())
+    if extras and mine[-1][1] == inspect.Parameter.VAR_KEYWORD:  # extensions sit before **kwargs
+        head, tail = mine[:-1], [mine[-1]]
+    else:
+        head, tail = mine, []
+    assert head[:len(head) - len(extras)] + tail == oracle, name
+    added = head[len(head) - len(extras):] if extras else []
+    assert [p[0] for p in added] == list(extras), name
+    for _, kind, default in added:
+        assert kind == inspect.Parameter.KEYWORD_ONLY and default is not inspect.Parameter.empty, name

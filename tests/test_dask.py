@@ -1,0 +1,392 @@
+"""fairmedfm_fast.dask: the same reports as the in-memory evaluate, from a Dask cluster.
+
+The equality tests run on a ``distributed.LocalCluster`` with two worker processes; the
+partition-merging logic is also checked on the synchronous scheduler over many random layouts
+(it is the same graph, run in this process).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+dask = pytest.importorskip("dask")
+dd = pytest.importorskip("dask.dataframe")
+distributed = pytest.importorskip("distributed")
+
+import fairmedfm_fast as fm  # noqa: E402
+from fairmedfm_fast import dask as fdask  # noqa: E402
+
+
+def assert_same_report(got, expected, atol=1e-9):
+    """Every number within ``atol``, and the same frames, warnings and metadata."""
+    pd.testing.assert_frame_equal(got.summary, expected.summary, check_exact=False, rtol=0, atol=atol)
+    pd.testing.assert_frame_equal(got.by_group, expected.by_group, check_exact=False, rtol=0, atol=atol)
+    assert got.overall.keys() == expected.overall.keys()
+    for key, value in expected.overall.items():
+        assert got.overall[key] == pytest.approx(value, abs=atol, nan_ok=True), key
+    assert got.warnings == expected.warnings
+    assert got.metadata == expected.metadata
+    assert got.to_dict()["attributes"].keys() == expected.to_dict()["attributes"].keys()
+
+
+def in_memory(ddf, label, score, sensitive, **options):
+    frame = ddf.compute()  # the test's own reference: the rows in one process
+    return fm.evaluate(frame[label], frame[score], frame[sensitive], **options)
+
+
+def both(ddf, label, score, sensitive, npartitions=None, **options):
+    got = fdask.evaluate(ddf, label=label, score=score, sensitive=sensitive, npartitions=npartitions, **options)
+    expected = in_memory(ddf, label, score, sensitive, **options)
+    assert_same_report(got, expected)
+    return got
+
+
+# ---------------------------------------------------------------------------------------------
+# Data
+# ---------------------------------------------------------------------------------------------
+
+def tied_frame(n, seed, levels=8):
+    """Few distinct scores (every partition boundary falls inside a tie), a string attribute with
+    missing values, an integer attribute with a single-label (skipped) group."""
+    rng = np.random.default_rng(seed)
+    site = rng.integers(0, 5, n)
+    y = rng.integers(0, 2, n)
+    y[site == 4] = 1  # site 4 is skipped: only positives
+    score = np.round(np.clip(0.15 * y + rng.random(n) * 0.85, 0, 1) * levels) / levels
+    sex = rng.choice(np.array(["F", "M", None], dtype=object), n, p=[0.45, 0.45, 0.1])
+    return pd.DataFrame({"y": y, "p": score, "sex": sex, "site": site})
+
+
+def logit_frame(n, seed):
+    """float32 logits with ties, text labels with three classes, a binned numeric attribute and a
+    categorical one; every attribute has missing values (no complete attribute)."""
+    rng = np.random.default_rng(seed)
+    truth = rng.choice(["pos", "neg", "other"], n, p=[0.4, 0.4, 0.2])
+    logit = np.round(rng.normal(0, 2, n) + (truth == "pos"), 1).astype(np.float32)
+    age = rng.integers(18, 95, n).astype(float)
+    age[rng.random(n) < 0.05] = np.nan
+    race = pd.Categorical(rng.choice(["W", "B", "A", None], n, p=[0.5, 0.3, 0.15, 0.05]),
+                          categories=["W", "B", "A", "unused"])
+    return pd.DataFrame({"truth": truth, "logit": logit, "age": age, "race": race})
+
+
+# ---------------------------------------------------------------------------------------------
+# Cluster
+# ---------------------------------------------------------------------------------------------
+
+def _warm_kernels():
+    # Compile the kernels once in this process (numba caches them on disk), so that the two worker
+    # processes load them instead of each compiling its own.
+    with dask.config.set({"scheduler": "sync", "dataframe.shuffle.method": "tasks"}):
+        fdask.evaluate(dd.from_pandas(tied_frame(300, 0), npartitions=2), label="y", score="p",
+                       sensitive=["sex", "site"])
+        fdask.evaluate(dd.from_pandas(logit_frame(300, 0), npartitions=2), label="truth", score="logit",
+                       sensitive=["age", "race"], bins={"age": [40, 60]}, pos_label="pos")
+        frame = tied_frame(300, 0)
+        frame["p"] = frame["p"].astype(np.float32)
+        fdask.evaluate(dd.from_pandas(frame, npartitions=2), label="y", score="p", sensitive=["sex"],
+                       threshold=0.3)
+
+
+@pytest.fixture(scope="module")
+def client():
+    _warm_kernels()
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                                  memory_limit="1GiB") as cluster, distributed.Client(cluster) as client:
+        yield client
+
+
+def test_ties_on_partition_boundaries_skipped_groups_and_missing_values(client, monkeypatch):
+    original, boundaries = fdask._boundaries, []
+    monkeypatch.setattr(fdask, "_boundaries", lambda *args: boundaries.append(original(*args)) or boundaries[-1])
+    frame = tied_frame(6000, 1)
+    ddf = dd.from_pandas(frame, npartitions=6)
+    report = both(ddf, "y", "p", ["sex", "site"], intersectional=True)
+    # the boundaries are tied score values: each starts a partition with a whole block of ties
+    assert len(set(boundaries[0]) & set(frame["p"])) >= 3
+    assert report.by_group.loc[("site", "4"), "skipped"] == "only label 1"
+    assert "sex & site" in report.summary.index
+
+
+def test_logits_text_labels_cut_points_categorical_and_no_complete_attribute(client):
+    ddf = dd.from_pandas(logit_frame(5000, 2), npartitions=5)
+    report = both(ddf, "truth", "logit", ["age", "race"], bins={"age": [40, 60]}, pos_label="pos",
+                  intersectional=True)
+    assert report.metadata["score_transform"] == "sigmoid"
+    assert report.metadata["one_vs_rest"] is True
+    assert list(report.by_group.loc["race"].index) == ["W", "B", "A"]
+
+
+def test_float32_probabilities_quantile_bins_booleans_and_fixed_threshold(client):
+    rng = np.random.default_rng(3)
+    n = 4000
+    frame = pd.DataFrame({"y": rng.random(n) < 0.3, "p": (rng.integers(0, 50, n) / 49).astype(np.float32),
+                          "age": rng.integers(20, 90, n).astype(float)})
+    frame.loc[rng.random(n) < 0.02, "age"] = np.nan
+    ddf = dd.from_pandas(frame, npartitions=4)
+    both(ddf, "y", "p", ["age"], bins={"age": 4}, npartitions=3)
+    both(ddf, "y", "p", ["age"], bins={"age": [35.5, 70]}, threshold=0.3)
+
+
+def test_parquet_dataset(client, tmp_path):
+    frame = tied_frame(3000, 4)
+    frame["ward"] = np.where(frame["site"] > 1, "b", "a")
+    orders = [["b", "a"], ["a", "b"], ["c", "b", "a"]]  # Parquet dictionaries differ per file
+    for i in range(3):
+        chunk = frame.iloc[i * 1000:(i + 1) * 1000].copy()
+        chunk["ward"] = pd.Categorical(chunk["ward"], categories=orders[i])
+        chunk.to_parquet(tmp_path / f"part-{i}.parquet", index=False)
+    ddf = fdask.read_parquet(tmp_path)
+    assert ddf.npartitions == 3
+    got = fdask.evaluate(ddf, label="y", score="p", sensitive=["sex", "site", "ward"])
+    table = pd.read_parquet(tmp_path)  # what a user would compare with
+    assert_same_report(got, fm.evaluate(table["y"], table["p"], table[["sex", "site", "ward"]]))
+    assert list(got.by_group.loc["ward"].index) == ["b", "a"]
+    assert fdask.read_parquet(str(tmp_path / "part-*.parquet")).npartitions == 3
+
+
+# ---------------------------------------------------------------------------------------------
+# Partition merging on the synchronous scheduler (same graph, one process)
+# ---------------------------------------------------------------------------------------------
+
+@pytest.fixture()
+def sync():
+    # A Client of an earlier test may still be the default: its p2p shuffle needs the cluster.
+    with dask.config.set({"scheduler": "sync", "dataframe.shuffle.method": "tasks"}):
+        yield
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_layouts(sync, seed):
+    rng = np.random.default_rng(100 + seed)
+    n = int(rng.integers(50, 1500))
+    levels = int(rng.choice([2, 5, 40, 10_000]))
+    frame = tied_frame(n, seed, levels)
+    ddf = dd.from_pandas(frame, npartitions=int(rng.integers(1, 9)))
+    both(ddf, "y", "p", ["sex", "site"], intersectional=bool(seed % 2),
+         npartitions=int(rng.integers(1, 12)))
+
+
+def test_one_score_for_all_rows_and_empty_partitions(sync):
+    frame = tied_frame(500, 7)
+    frame["p"] = 0.5
+    both(dd.from_pandas(frame, npartitions=4), "y", "p", ["sex", "site"], npartitions=6)
+    frame = tied_frame(40, 8)
+    ddf = dd.from_pandas(frame, npartitions=4)
+    both(ddf[ddf["site"] != 1], "y", "p", ["sex", "site"], npartitions=8)  # some partitions empty
+
+
+def test_extension_dtypes(sync):
+    rng = np.random.default_rng(18)
+    n = 600
+    frame = pd.DataFrame({
+        "y": pd.array(rng.choice(["sick", "well"], n), dtype="string[pyarrow]"),
+        "p": pd.array(np.round(rng.random(n), 2), dtype="Float64"),
+        "grade": pd.array(rng.integers(1, 4, n), dtype="Int64"),
+        "smoker": rng.random(n) < 0.4,
+        "site": pd.array(rng.choice(["a", "b", None], n), dtype="string[pyarrow]"),
+    })
+    frame.loc[rng.random(n) < 0.1, "grade"] = pd.NA
+    ddf = dd.from_pandas(frame, npartitions=3)
+    both(ddf, "y", "p", ["grade", "smoker", "site"], pos_label="sick", intersectional=True, npartitions=4)
+
+
+def test_attribute_continuous_only_across_partitions(sync):
+    frame = tied_frame(400, 9)
+    frame["code"] = np.repeat(np.arange(40), 10)  # 10 values per partition of 100 rows, 40 in all
+    ddf = dd.from_pandas(frame, npartitions=4)
+    with pytest.raises(ValueError, match="'code' looks continuous"):
+        fdask.evaluate(ddf, label="y", score="p", sensitive=["code"])
+    with pytest.raises(ValueError, match="looks continuous"):
+        in_memory(ddf, "y", "p", ["code"])
+    both(ddf, "y", "p", ["code"], bins={"code": 3})
+
+
+@pytest.mark.parametrize(("change", "options", "message"), [
+    (lambda f: f.assign(p=f["p"].where(f.index != 5)), {}, "score column 'p' contains 1 NaN"),
+    (lambda f: f.assign(y=0), {}, "only label 0"),
+    (lambda f: f.assign(y=f["y"] + f["site"] // 4), {}, "label column 'y'.*pos_label"),
+    (lambda f: f, {"pos_label": 7}, "pos_label=7 does not occur"),
+    (lambda f: f.assign(p=f["p"].astype(str) + "x"), {}, "score column 'p' must be numeric"),
+    (lambda f: f, {"score_type": "probit"}, "score_type='probit'"),
+    (lambda f: f.assign(p=f["p"] + 1), {"score_type": "probability"}, "score_type='probability'"),
+    (lambda f: f, {"bins": {"sex": [1]}}, "non-numeric"),
+    (lambda f: f, {"bins": {"site": 1}}, "at least 2"),
+    (lambda f: f, {"bins": {"nope": [1]}}, "bins names"),
+    (lambda f: f, {"threshold": "high"}, "threshold must be a number"),
+])
+def test_bad_input_is_a_clear_value_error(sync, change, options, message):
+    ddf = dd.from_pandas(change(tied_frame(200, 10)), npartitions=3)
+    with pytest.raises(ValueError, match=message):
+        fdask.evaluate(ddf, label="y", score="p", sensitive=["sex", "site"], **options)
+
+
+@pytest.mark.parametrize(("arguments", "message"), [
+    ({"label": "nope"}, "label='nope' is not a column"),
+    ({"score": "nope"}, "score='nope' is not a column"),
+    ({"sensitive": ["sex", "nope"]}, "sensitive='nope' is not a column"),
+    ({"sensitive": []}, "sensitive names no column"),
+])
+def test_unknown_columns(sync, arguments, message):
+    ddf = dd.from_pandas(tied_frame(100, 11), npartitions=2)
+    with pytest.raises(ValueError, match=message):
+        fdask.evaluate(ddf, **{"label": "y", "score": "p", "sensitive": ["sex"], **arguments})
+
+
+def test_not_a_dask_frame():
+    with pytest.raises(ValueError, match="ddf must be a dask.dataframe.DataFrame"):
+        fdask.evaluate(tied_frame(10, 0), label="y", score="p", sensitive=["sex"])
+
+
+def test_quantile_cut_points_are_numpy_quantiles():
+    rng = np.random.default_rng(12)
+    for n in (1, 2, 3, 10, 1001):
+        values = np.round(rng.normal(50, 20, n), int(rng.integers(0, 3)))
+        parts = np.array_split(values, 3)
+        counts = [pd.Series(part).value_counts(sort=False) for part in parts]
+        for q in (2, 3, 4, 7):
+            expected = np.unique(np.quantile(values, np.linspace(0, 1, q + 1)[1:-1])).tolist()
+            got = fdask._quantile_cut_points(counts, q, "x")
+            assert got == expected, (n, q)
+            assert all(not math.isnan(v) for v in got)
+
+
+def test_equal_best_f1_in_two_partitions_keeps_the_lower_threshold(sync):
+    # For attribute "a", thresholds 0.2 (TP=4k, FP=4k) and 0.9 (TP=2k, FP=0) have exactly the same F1;
+    # rows without "a" at 0.5 put the two in different partitions. The lower threshold must win.
+    k = 100
+    crafted = pd.DataFrame({"y": [0] * 4 * k + [1] * 2 * k + [1] * 2 * k,
+                            "p": [0.2] * 6 * k + [0.9] * 2 * k,
+                            "a": ["x", "y"] * 4 * k})
+    filler = pd.DataFrame({"y": np.arange(1000) % 2, "p": 0.5, "a": None})
+    frame = pd.concat([crafted, filler], ignore_index=True)
+    frame["b"] = np.arange(len(frame)) % 3
+    ddf = dd.from_pandas(frame.sample(frac=1, random_state=0), npartitions=3)
+    report = both(ddf, "y", "p", ["a", "b"], npartitions=3)
+    assert report.by_group.loc[("a", "x"), "tp@best_f1"] == k  # the positives above 0.2
+
+
+# ---------------------------------------------------------------------------------------------
+# Segmentation and the command line (run when those modules are in the build)
+# ---------------------------------------------------------------------------------------------
+
+def mask_table(folder, n, seed):
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i in range(n):
+        true = rng.random((6, 7)) < 0.3
+        pred = true ^ (rng.random((6, 7)) < 0.1 * (1 + i % 3))
+        if i % 11 == 0:
+            true[:] = pred[:] = False  # both empty: empty_score
+        np.save(folder / f"true-{i}.npy", true)
+        np.save(folder / f"pred-{i}.npy", pred)
+        rows.append({"pred": f"pred-{i}.npy", "true": f"true-{i}.npy", "sex": "FM"[i % 2],
+                     "site": [1, 2, 3, None][i % 4]})
+    return pd.DataFrame(rows)
+
+
+def test_segmentation_dice_on_the_workers(client, tmp_path):
+    pytest.importorskip("fairmedfm_fast.segmentation")
+    table = mask_table(tmp_path, 60, 13)
+    ddf = dd.from_pandas(table, npartitions=3)
+    got = fdask.evaluate_segmentation(ddf, sensitive=["sex", "site"], pred_mask="pred", true_mask="true",
+                                      base=str(tmp_path), empty_score=0.5, intersectional=True)
+    expected = fm.evaluate_segmentation(table[["sex", "site"]], pred_masks=[tmp_path / p for p in table["pred"]],
+                                        true_masks=[tmp_path / p for p in table["true"]], empty_score=0.5,
+                                        intersectional=True)
+    assert_same_report(got, expected)
+
+
+def test_segmentation_dice_function_hook(sync, tmp_path):
+    pytest.importorskip("fairmedfm_fast.segmentation")
+    table = mask_table(tmp_path, 30, 14)
+    seen = []
+
+    def dice(preds, trues, label=None, mask_threshold=0.5, empty_score=1.0):
+        seen.append(len(preds))
+        out = []
+        for pred, true in zip(preds, trues):
+            p, t = np.load(pred), np.load(true)
+            total = p.sum() + t.sum()
+            out.append(2 * (p & t).sum() / total if total else empty_score)
+        return np.array(out)
+
+    got = fdask.evaluate_segmentation(dd.from_pandas(table, npartitions=3), sensitive="sex", pred_mask="pred",
+                                      true_mask="true", base=str(tmp_path), dice_function=dice)
+    assert sorted(seen) == [10, 10, 10]  # once per partition
+    expected = fm.evaluate_segmentation(table[["sex"]], pred_masks=[tmp_path / p for p in table["pred"]],
+                                        true_masks=[tmp_path / p for p in table["true"]])
+    assert_same_report(got, expected)
+
+
+def test_segmentation_dice_column_with_bootstrap(sync):
+    pytest.importorskip("fairmedfm_fast.segmentation")
+    rng = np.random.default_rng(17)
+    table = pd.DataFrame({"d": rng.random(300), "sex": rng.choice(["F", "M"], 300), "age": rng.integers(20, 90, 300)})
+    table.loc[5, "d"] = np.nan
+    options = {"bins": {"age": [50]}, "n_boot": 20, "random_state": 3}
+    got = fdask.evaluate_segmentation(dd.from_pandas(table, npartitions=4), sensitive=["sex", "age"], dice="d",
+                                      **options)
+    expected = fm.evaluate_segmentation(table[["sex", "age"]], dice=table["d"], **options)
+    assert_same_report(got, expected)
+    pd.testing.assert_frame_equal(got.ci["summary"], expected.ci["summary"])
+
+
+def test_segmentation_bad_arguments(sync):
+    ddf = dd.from_pandas(pd.DataFrame({"d": [0.5, 0.7], "sex": ["F", "M"]}), npartitions=1)
+    with pytest.raises(ValueError, match="either dice="):
+        fdask.evaluate_segmentation(ddf, sensitive="sex", dice="d", pred_mask="d")
+    with pytest.raises(ValueError, match="dice='nope' is not a column"):
+        fdask.evaluate_segmentation(ddf, sensitive="sex", dice="nope")
+
+
+def test_command_line_score_on_a_cluster(client, tmp_path):
+    cli = pytest.importorskip("fairmedfm_fast.cli")
+    frame = tied_frame(2000, 15)
+    frame.loc[[3, 7], "p"] = np.nan  # left out with a note, as the in-memory command line does
+    for i in range(2):
+        frame.iloc[i * 1000:(i + 1) * 1000].to_parquet(tmp_path / f"part-{i}.parquet", index=False)
+    args = cli.build_parser().parse_args(["score", str(tmp_path / "*.parquet"), "--label", "y", "--score", "p",
+                                          "--sensitive", "sex", "site", "--intersectional", "--threshold", "0.4"])
+    args.scheduler = client.scheduler.address
+    report, notes = fdask.score_command(args)
+    assert "left out 2 rows with a missing label or score" in notes
+    kept = frame.dropna(subset=["p"])
+    expected = fm.evaluate(kept["y"], kept["p"], kept[["sex", "site"]], intersectional=True, threshold=0.4)
+    expected.metadata["input"] = str(tmp_path / "*.parquet")
+    assert_same_report(report, expected)
+    args.bootstrap = 10
+    with pytest.raises(ValueError, match="--bootstrap does not apply to classification with --engine dask"):
+        fdask.score_command(args)
+
+
+def test_command_line_masks_on_a_cluster(client, tmp_path):
+    cli = pytest.importorskip("fairmedfm_fast.cli")
+    pytest.importorskip("fairmedfm_fast.segmentation")
+    table = mask_table(tmp_path, 40, 16)
+    table.to_parquet(tmp_path / "masks.parquet", index=False)
+    args = cli.build_parser().parse_args(["score", str(tmp_path / "masks.parquet"), "--pred-mask", "pred",
+                                          "--true-mask", "true", "--sensitive", "sex", "site"])
+    args.scheduler = client.scheduler.address
+    report, notes = fdask.score_command(args)
+    assert "segmentation: masks from the columns 'pred' and 'true'" in notes
+    expected = fm.evaluate_segmentation(table[["sex", "site"]], pred_masks=[tmp_path / p for p in table["pred"]],
+                                        true_masks=[tmp_path / p for p in table["true"]])
+    expected.metadata["input"] = str(tmp_path / "masks.parquet")
+    assert_same_report(report, expected)
+
+
+def test_more_sorted_partitions_than_input_partitions(sync, monkeypatch):
+    original, sizes = fdask._first_pass, []
+
+    def spy(part, *args):
+        sizes.append(len(part))
+        return original(part, *args)
+
+    monkeypatch.setattr(fdask, "_first_pass", spy)
+    frame = tied_frame(3000, 19, levels=100_000)
+    both(dd.from_pandas(frame, npartitions=1), "y", "p", ["sex"], npartitions=150)
+    assert len(sizes) > 120 and max(sizes) < 60  # the sketch was fine enough for 150 partitions
