@@ -1,6 +1,6 @@
 """Side by side in one run: fairmedfm_fast, fairmedfm 0.4.2, scikit-learn, fairlearn and lower bounds.
 
-    python benchmarks/compare.py            # the README figures (about 5 minutes, most of it fairmedfm 0.4.2)
+    python benchmarks/compare.py            # the README figures (about 4 minutes on 2 cores, most of it fairmedfm 0.4.2)
     python benchmarks/compare.py --quick    # 10x smaller inputs, under a minute
     python benchmarks/compare.py --readme README.md   # also put the table into the README
 
