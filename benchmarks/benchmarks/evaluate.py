@@ -1,0 +1,70 @@
+"""``evaluate``: every metric of every group of one to three attributes, on 1M and 10M samples."""
+import numpy as np
+
+from . import _data
+from ._common import IMPLEMENTATIONS, REGISTRY, prepared, skip_slow_reference, slow, warm_classification
+
+
+@slow
+class Evaluate:
+    """The full report. 10,000 samples is where fairmedfm 0.4.2 runs beside it."""
+
+    params = ([10_000, 1_000_000, 10_000_000], [1, 3], [2, 50], list(IMPLEMENTATIONS))
+    param_names = ["n_samples", "n_attributes", "n_groups", "implementation"]
+
+    def setup(self, n_samples, n_attributes, n_groups, implementation):
+        skip_slow_reference(implementation, n_samples)
+        case = _data.classification(n_samples, n_attributes, n_groups)
+        self.call = prepared("evaluate", implementation, case, warm_classification(n_attributes, n_groups))
+        self.scores = case.y_score
+
+    def time_evaluate(self, n_samples, n_attributes, n_groups, implementation):
+        self.call()
+
+
+@slow
+class EvaluateLowerBound:
+    """``np.sort`` of the same scores as :class:`Evaluate`: the ratio to it is what the targets state."""
+
+    params = [1_000_000, 10_000_000]
+    param_names = ["n_samples"]
+
+    def setup(self, n_samples):
+        self.scores = _data.classification(n_samples, 1, 2).y_score
+
+    def time_sort_scores(self, n_samples):
+        np.sort(self.scores)
+
+
+@slow
+class EvaluateInputKinds:
+    """Three attributes given as pandas categorical columns or as string columns (factorized by the API)."""
+
+    params = ([1_000_000], ["category", "str"])
+    param_names = ["n_samples", "kind"]
+
+    def setup(self, n_samples, kind):
+        self.evaluate = REGISTRY["evaluate"].function("fast")
+        warm = warm_classification(3, 5)
+        self.evaluate(warm.y_true, warm.y_score, warm.sensitive(kind))
+        case = _data.classification(n_samples, 3, 5)
+        self.arguments = (case.y_true, case.y_score, case.sensitive(kind))
+
+    def time_evaluate(self, n_samples, kind):
+        self.evaluate(*self.arguments)
+
+
+@slow
+class EvaluateMemory:
+    """Peak memory of the process (inputs included) around one ``evaluate`` of three attributes."""
+
+    params = ([100_000, 1_000_000, 10_000_000], list(IMPLEMENTATIONS))
+    param_names = ["n_samples", "implementation"]
+
+    def setup(self, n_samples, implementation):
+        skip_slow_reference(implementation, n_samples)
+        case = _data.classification(n_samples, 3, 50)
+        self.call = prepared("evaluate", implementation, case, warm_classification(3, 50))
+
+    def peakmem_evaluate(self, n_samples, implementation):
+        self.call()
