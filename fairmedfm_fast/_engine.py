@@ -67,7 +67,7 @@ def _code_dtype(largest: int) -> np.dtype:
 
 
 def sort_scores(scores: np.ndarray, ranking) -> tuple[np.ndarray, np.ndarray]:
-    """Ascending order of non-negative scores, and the sorted scores.
+    """Ascending order of the scores, and the sorted scores.
 
     Large inputs sort 64-bit words (score bits above, sample index below) with a radix sort on the
     32-bit score key (``ranking.radix_sort_packed``, linear time, ~4x faster than ``argsort``);
@@ -75,7 +75,7 @@ def sort_scores(scores: np.ndarray, ranking) -> tuple[np.ndarray, np.ndarray]:
     high 32 bits.
     """
     n = len(scores)
-    if n < 1 << 16 or n >= 1 << 32:
+    if n < 1 << 16 or n >= 1 << 32 or scores.min() < 0:  # the packed words key non-negative scores
         order = np.argsort(scores)
         return order, scores[order]
     scores = np.ascontiguousarray(scores)

@@ -75,12 +75,11 @@ def find_threshold(prob: Any, label: Any) -> float:
         raise ValueError("prob contains NaN; drop or fix those samples")
     from .kernels import ranking
 
-    order = np.argsort(scores)
-    codes = np.zeros((1, len(scores)), np.intp)
+    order, sorted_scores = _engine.sort_scores(scores, ranking)
+    codes = np.zeros((1, len(scores)), np.int8)
     positives = np.array([int(np.count_nonzero(labels))], np.int64)
     negatives = np.array([len(labels)], np.int64) - positives
-    threshold = ranking.best_f1_thresholds(scores[order], labels[order], codes, positives, negatives)[0][0]
-    return float(threshold)
+    return float(ranking.best_f1_thresholds(sorted_scores, labels[order], codes, positives, negatives)[0][0])
 
 
 def binary_cross_entropy(prob: Any, label: Any) -> float:
