@@ -301,9 +301,8 @@ def radix_sort_packed(score_bits):
     high_half = np.uint64(32) if score_bits.itemsize == 8 else np.uint64(0)
     for i in range(n):
         key = (np.uint64(score_bits[i]) >> high_half) & sign_off
-        source[i] = (key << np.uint64(32)) | np.uint64(i)
-    for i in range(n):
-        word = source[i]
+        word = (key << np.uint64(32)) | np.uint64(i)
+        source[i] = word
         for d in range(3):
             counts[d, np.intp((word >> shifts[d]) & mask)] += 1
     target = np.empty_like(source)
