@@ -21,13 +21,19 @@ class Prepared:
     scores: np.ndarray
     metadata: dict[str, Any]
     notes: list[str] = field(default_factory=list)
+    weights: np.ndarray | None = None
+    threshold: float | None = None
 
 
 def prepare(y_true: Any, y_score: Any, sensitive_features: Any, pos_label: Any, score_type: str,
-            score_column: int | None, notes: list[str]) -> tuple[Prepared, Any]:
-    """Pair, validate and convert labels and scores; returns them and the paired attributes."""
-    y_true, y_score, sensitive_features = _inputs.align_by_index(
-        {"y_true": y_true, "y_score": y_score, "sensitive_features": sensitive_features}, notes)
+            score_column: int | None, notes: list[str], sample_weight: Any = None,
+            threshold: Any = None) -> tuple[Prepared, Any]:
+    """Pair, validate and convert labels, scores and weights; returns them and the paired attributes."""
+    named = {"y_true": y_true, "y_score": y_score, "sensitive_features": sensitive_features}
+    if sample_weight is not None:
+        named["sample_weight"] = sample_weight
+    paired = dict(zip(named, _inputs.align_by_index(named, notes)))
+    y_true, y_score = paired["y_true"], paired["y_score"]
     labels, label_info = _inputs.binary_labels(y_true, pos_label)
     if score_column is None and pos_label is not None:
         score_column = _inputs.class_column(y_true, y_score, pos_label)
@@ -35,7 +41,9 @@ def prepare(y_true: Any, y_score: Any, sensitive_features: Any, pos_label: Any, 
     if len(labels) != len(scores):
         raise ValueError(f"y_true has {len(labels)} samples but y_score has {len(scores)}; pass one label "
                          "and one score per sample")
-    return Prepared(labels, scores, {**label_info, **score_info}, notes), sensitive_features
+    weights = sample_weights(paired.get("sample_weight"), len(labels))
+    prepared = Prepared(labels, scores, {**label_info, **score_info}, notes, weights, check_threshold(threshold))
+    return prepared, paired["sensitive_features"]
 
 
 def transform_note(metadata: Mapping[str, Any]) -> list[str]:
@@ -216,15 +224,10 @@ def evaluate(y_true: Any, y_score: Any, sensitive_features: Any, *, pos_label: A
         ``p_values`` when asked for. The README's "Metrics" section defines each number.
     """
     warnings: list[str] = []
-    named = {"y_true": y_true, "y_score": y_score, "sensitive_features": sensitive_features}
-    if sample_weight is not None:
-        named["sample_weight"] = sample_weight
-    paired = dict(zip(named, _inputs.align_by_index(named, warnings)))
-    prepared, sensitive_features = prepare(paired["y_true"], paired["y_score"], paired["sensitive_features"],
-                                           pos_label, score_type, score_column, warnings)
+    prepared, sensitive_features = prepare(y_true, y_score, sensitive_features, pos_label, score_type,
+                                           score_column, warnings, sample_weight, threshold)
     n = len(prepared.labels)
-    threshold = check_threshold(threshold)
-    weights = sample_weights(paired.get("sample_weight"), n)
+    threshold, weights = prepared.threshold, prepared.weights
     n_boot = _count(n_boot, "n_boot")
     n_permutations = _count(n_permutations, "n_permutations")
     if not (isinstance(ci, (float, int)) and 0 < ci < 1):

@@ -13,7 +13,7 @@ import warnings
 from typing import Any
 
 from . import _inputs
-from .evaluation import assess, check_threshold, prepare, require_both_labels, sample_weights, transform_note
+from .evaluation import assess, prepare, require_both_labels, transform_note
 
 __all__ = [
     "auc_gap", "worst_group_auc", "accuracy_gap", "bce_gap", "ece_gap", "equal_opportunity_difference",
@@ -29,19 +29,13 @@ def _classification(column: str, y_true: Any, y_score: Any, sensitive_features: 
                     score_type: str, score_column: int | None, bins: _inputs.Bins | None,
                     sample_weight: Any = None, threshold: float | None = None) -> float:
     notes: list[str] = []
-    named = {"y_true": y_true, "y_score": y_score, "sensitive_features": sensitive_features}
-    if sample_weight is not None:
-        named["sample_weight"] = sample_weight
-    paired = dict(zip(named, _inputs.align_by_index(named, notes)))
-    prepared, sensitive_features = prepare(paired["y_true"], paired["y_score"], paired["sensitive_features"],
-                                           pos_label, score_type, score_column, notes)
+    prepared, sensitive_features = prepare(y_true, y_score, sensitive_features, pos_label, score_type,
+                                           score_column, notes, sample_weight, threshold)
     attribute = _inputs.one_attribute(sensitive_features, len(prepared.labels), bins)
-    weights = sample_weights(paired.get("sample_weight"), len(prepared.labels))
-    threshold = check_threshold(threshold)
     notes.extend(transform_note(prepared.metadata))
     require_both_labels(prepared.labels)
-    result = assess(prepared, [attribute], notes, wanted=_NEEDS[column], with_overall=False, threshold=threshold,
-                    weights=weights)[0][0]
+    result = assess(prepared, [attribute], notes, wanted=_NEEDS[column], with_overall=False,
+                    threshold=prepared.threshold, weights=prepared.weights)[0][0]
     for message in notes:
         warnings.warn(message, UserWarning, stacklevel=3)
     value = result.summary.get(column, math.nan)
