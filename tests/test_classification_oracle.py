@@ -8,6 +8,8 @@ ValueError from the oracle is a ValueError from us. Our inputs are checked to be
 Random and adversarial cases come from ``strategies.api_cases``; named cases below cover the input
 forms (labels, scores, bins, intersectional, missing values, group naming and order).
 """
+import tempfile
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -17,6 +19,10 @@ from hypothesis import strategies as st
 from strategies import api_cases, examples, with_layout
 
 import fairmedfm_fast as fm
+
+# Subprocesses start outside the checkout, so that they import the installed package (kernels/ is
+# installed as fairmedfm_fast.kernels) rather than the source folder from the working directory.
+OUTSIDE_REPO = tempfile.gettempdir()
 
 ONE_NUMBER = ("auc_gap", "worst_group_auc", "accuracy_gap", "bce_gap", "ece_gap",
               "equal_opportunity_difference", "equalized_odds_score")
@@ -366,7 +372,7 @@ def test_evaluate_without_jit_matches_oracle():
     tests_dir = Path(__file__).resolve().parent
     env = {**os.environ, "NUMBA_DISABLE_JIT": "1",
            "PYTHONPATH": os.pathsep.join(filter(None, [str(tests_dir), os.environ.get("PYTHONPATH", "")]))}
-    result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+    result = subprocess.run(cwd=OUTSIDE_REPO, args=[sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.strip() == "ok"
 

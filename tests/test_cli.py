@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +23,10 @@ import pytest
 fairmedfm_cli = pytest.importorskip("fairmedfm.cli")
 
 from fairmedfm_fast import cli  # noqa: E402
+
+# Subprocesses start outside the checkout, so that they import the installed package (kernels/ is
+# installed as fairmedfm_fast.kernels) rather than the source folder from the working directory.
+OUTSIDE_REPO = tempfile.gettempdir()
 
 
 def _has_segmentation() -> bool:
@@ -443,7 +448,7 @@ def test_console_scripts(data, tmp_path):
     assert_close(json.loads(fast.stdout), json.loads(oracle.stdout))
     assert len(fast.stderr.splitlines()) == len(oracle.stderr.splitlines())
     # python -m, and an error: one line, exit 2, no traceback
-    bad = subprocess.run([sys.executable, "-m", "fairmedfm_fast", "score", str(data / "p.csv"), "--sensitive",
+    bad = subprocess.run(cwd=OUTSIDE_REPO, args=[sys.executable, "-m", "fairmedfm_fast", "score", str(data / "p.csv"), "--sensitive",
                           "nope"], capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and bad.stdout == ""
     assert len(bad.stderr.splitlines()) == 1 and bad.stderr.startswith("fairmedfm-fast: error: ")
@@ -452,7 +457,7 @@ def test_console_scripts(data, tmp_path):
 def test_import_stays_light():
     code = ("import sys, fairmedfm_fast.cli; "
             "print(sorted(m for m in ('pandas', 'numba', 'numpy', 'pyarrow') if m in sys.modules))")
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    result = subprocess.run(cwd=OUTSIDE_REPO, args=[sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert result.stdout.strip() == "[]", result.stdout + result.stderr
 
 

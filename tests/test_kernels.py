@@ -10,6 +10,7 @@ import math
 import os
 import subprocess
 import sys
+import tempfile
 import textwrap
 import warnings
 from pathlib import Path
@@ -24,6 +25,10 @@ from sklearn.metrics import roc_auc_score
 from strategies import LAYOUTS, Case, cases, with_layout
 
 from fairmedfm_fast.kernels import calibration, ranking
+
+# Subprocesses start outside the checkout, so that they import the installed package (kernels/ is
+# installed as fairmedfm_fast.kernels) rather than the source folder from the working directory.
+OUTSIDE_REPO = tempfile.gettempdir()
 
 SCORE_DTYPES = (np.float64, np.float32)
 VARIANTS = {"abs": 0, "squared": 1, "rmse": 2}
@@ -389,7 +394,7 @@ def test_kernels_without_jit():
     env = {**os.environ, "NUMBA_DISABLE_JIT": "1"}
     tests_dir = Path(__file__).resolve().parent
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(tests_dir), env.get("PYTHONPATH", "")]))
-    result = subprocess.run([sys.executable, "-c", _NO_JIT_SCRIPT], env=env, capture_output=True, text=True,
+    result = subprocess.run(cwd=OUTSIDE_REPO, args=[sys.executable, "-c", _NO_JIT_SCRIPT], env=env, capture_output=True, text=True,
                             timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.strip() == "ok"

@@ -4,6 +4,7 @@ and dice_per_label. Per-sample Dice is compared with fairmedfm 0.4.2 (whose Dice
 import os
 import subprocess
 import sys
+import tempfile
 import textwrap
 import tracemalloc
 from pathlib import Path
@@ -19,6 +20,10 @@ from hypothesis.extra import numpy as hnp
 from fairmedfm_fast import _masks
 from fairmedfm_fast.kernels import segmentation as kernels
 from fairmedfm_fast.segmentation import dice_per_label, dice_scores
+
+# Subprocesses start outside the checkout, so that they import the installed package (kernels/ is
+# installed as fairmedfm_fast.kernels) rather than the source folder from the working directory.
+OUTSIDE_REPO = tempfile.gettempdir()
 
 
 def reference_foreground(mask, label, threshold, prediction):
@@ -653,6 +658,6 @@ def test_without_jit():
         print("ok")
     """)
     env = {**os.environ, "NUMBA_DISABLE_JIT": "1"}
-    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
+    done = subprocess.run(cwd=OUTSIDE_REPO, args=[sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "ok"
