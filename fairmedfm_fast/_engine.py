@@ -71,16 +71,17 @@ def sort_scores(scores: np.ndarray, ranking) -> tuple[np.ndarray, np.ndarray]:
 
     Large inputs sort 64-bit words (score bits above, sample index below) with a radix sort on the
     32-bit score key (``ranking.radix_sort_packed``, linear time, ~4x faster than ``argsort``);
-    ``ranking.finish_packed_sort`` unpacks them and orders the rare float64 scores that share their
-    high 32 bits.
+    ``ranking.order_tied_keys`` orders the rare float64 scores that share their high 32 bits.
     """
     n = len(scores)
     if n < 1 << 16 or n >= 1 << 32 or scores.min() < 0:  # the packed words key non-negative scores
         order = np.argsort(scores)
         return order, scores[order]
     scores = np.ascontiguousarray(scores)
-    packed = ranking.radix_sort_packed(scores.view(np.uint32 if scores.dtype == np.float32 else np.uint64))
-    return ranking.finish_packed_sort(packed, scores, scores.dtype == np.float32)
+    exact = scores.dtype == np.float32
+    packed, order, sorted_scores = ranking.radix_sort_packed(scores.view(np.uint32 if exact else np.uint64), scores)
+    ranking.order_tied_keys(packed, order, sorted_scores, exact)
+    return order, sorted_scores
 
 
 def _kernels():
@@ -98,19 +99,56 @@ def needs_sort(wanted: set[str] | None, fixed_best: float | None = None) -> bool
     return "auc" in base or (at_best and fixed_best is None)
 
 
+class Presort:
+    """The sort of the scores, started early on another thread for large inputs.
+
+    Sorting needs only the scores, so it can run (in the kernels, without the GIL) while the caller
+    codes the sensitive attributes; :meth:`result` waits for it.
+    """
+
+    _THREADED_FROM = 1 << 18
+
+    def __init__(self, scores: np.ndarray):
+        self.scores = scores
+        self._result: tuple[np.ndarray, np.ndarray] | None = None
+        self._thread = None
+        if len(scores) >= self._THREADED_FROM:
+            import threading
+
+            ranking, _ = _kernels()  # import (and load) before the thread starts
+            self._thread = threading.Thread(target=self._run, args=(ranking,), daemon=True)
+            self._thread.start()
+
+    def _run(self, ranking) -> None:
+        try:
+            self._result = sort_scores(self.scores, ranking)
+        except BaseException as error:  # re-raised by result()
+            self._error = error
+
+    def result(self) -> tuple[np.ndarray, np.ndarray]:
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+            if getattr(self, "_error", None) is not None:
+                raise self._error
+        if self._result is None:
+            self._result = sort_scores(self.scores, _kernels()[0])
+        return self._result
+
+
 def arrange(scores: np.ndarray, labels: np.ndarray, code_rows: list[np.ndarray], n_groups: list[int],
-            weights: np.ndarray | None = None, sort: bool = True) -> Arranged:
+            weights: np.ndarray | None = None, sort: bool = True, presort: Presort | None = None) -> Arranged:
     """Put codes, labels, scores (and weights) side by side, sorted by score when ``sort``.
 
     Codes travel in the narrowest integer type that holds them: after the sort they are gathered in
-    score order, and int8 rows stay in cache where intp rows would not.
+    score order, and int8 rows stay in cache where intp rows would not. ``presort`` is the sort of
+    these same scores, if the caller started it.
     """
-    ranking, _ = _kernels()
     sizes = np.asarray(n_groups, dtype=np.int64)
     code_type = _code_dtype(int(sizes.max(initial=1)))
     codes = np.empty((len(code_rows), len(scores)), code_type)
     if sort:  # the one sort, shared by every grouping
-        order, scores = sort_scores(scores, ranking)
+        order, scores = (presort or Presort(scores)).result()
         labels = labels[order]
         weights = None if weights is None else weights[order]
         for k, row in enumerate(code_rows):

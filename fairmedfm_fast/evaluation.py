@@ -86,7 +86,8 @@ def _as_python(value: Any) -> Any:
 
 def assess(prepared: Prepared, attributes: list[_inputs.Attribute], warnings: list[str],
            wanted: set[str] | None = None, with_overall: bool = True, threshold: float | None = None,
-           weights: np.ndarray | None = None) -> tuple[list[AttributeResult], dict, _engine.Arranged]:
+           weights: np.ndarray | None = None, presort: _engine.Presort | None = None
+           ) -> tuple[list[AttributeResult], dict, _engine.Arranged]:
     """Metrics of every attribute (and of all samples when ``with_overall``) in one engine call.
 
     Appends the notes about missing values, skipped groups and empty summaries to ``warnings``.
@@ -103,7 +104,7 @@ def assess(prepared: Prepared, attributes: list[_inputs.Attribute], warnings: li
         sizes.append(1)
         complete = len(rows) - 1
     arranged = _engine.arrange(prepared.scores, labels, rows, sizes, weights,
-                               _engine.needs_sort(wanted, threshold))
+                               _engine.needs_sort(wanted, threshold), presort)
     groupings = _engine.measure(arranged, wanted, fixed_best=threshold)
     overall = {}
     if with_overall:
@@ -232,10 +233,12 @@ def evaluate(y_true: Any, y_score: Any, sensitive_features: Any, *, pos_label: A
     n_permutations = _count(n_permutations, "n_permutations")
     if not (isinstance(ci, (float, int)) and 0 < ci < 1):
         raise ValueError(f"ci must be a coverage strictly between 0 and 1, such as 0.95; got {ci!r}")
+    presort = _engine.Presort(prepared.scores)  # sorts while the attributes are coded
     attributes = _inputs.encode_attributes(sensitive_features, n, bins, intersectional)
     warnings.extend(transform_note(prepared.metadata))
     require_both_labels(prepared.labels)
-    results, overall, arranged = assess(prepared, attributes, warnings, threshold=threshold, weights=weights)
+    results, overall, arranged = assess(prepared, attributes, warnings, threshold=threshold, weights=weights,
+                                        presort=presort)
     metadata = {**prepared.metadata, "n_samples": n}
     if threshold is not None:
         metadata["threshold"] = threshold

@@ -12,7 +12,7 @@ import math
 import warnings
 from typing import Any
 
-from . import _inputs
+from . import _engine, _inputs
 from .evaluation import assess, prepare, require_both_labels, transform_note
 
 __all__ = [
@@ -31,11 +31,14 @@ def _classification(column: str, y_true: Any, y_score: Any, sensitive_features: 
     notes: list[str] = []
     prepared, sensitive_features = prepare(y_true, y_score, sensitive_features, pos_label, score_type,
                                            score_column, notes, sample_weight, threshold)
+    presort = None
+    if _engine.needs_sort(_NEEDS[column], prepared.threshold):
+        presort = _engine.Presort(prepared.scores)  # sorts while the attribute is coded
     attribute = _inputs.one_attribute(sensitive_features, len(prepared.labels), bins)
     notes.extend(transform_note(prepared.metadata))
     require_both_labels(prepared.labels)
     result = assess(prepared, [attribute], notes, wanted=_NEEDS[column], with_overall=False,
-                    threshold=prepared.threshold, weights=prepared.weights)[0][0]
+                    threshold=prepared.threshold, weights=prepared.weights, presort=presort)[0][0]
     for message in notes:
         warnings.warn(message, UserWarning, stacklevel=3)
     value = result.summary.get(column, math.nan)

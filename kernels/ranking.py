@@ -215,36 +215,16 @@ def confusion_above(scores, labels, codes, n_groups, thresholds, weights=None):
 
 
 @kernel
-def finish_packed_sort(packed, scores, keys_are_exact):
-    """Permutation and sorted scores from sorted ``(score key << 32) | index`` words.
+def order_tied_keys(packed, order, sorted_scores, keys_are_exact):
+    """Put in full order the runs of float64 scores whose upper 32 bits (the sort key) are equal.
 
-    The caller sorts 64-bit words whose high half orders the scores (the bits of a non-negative
-    float32, or the high half of a non-negative float64) and whose low half is the sample index:
-    a plain integer sort, much faster than an argsort. With float64 scores the high half ties
-    scores that differ only in their low 32 bits; those runs are put in full order here.
-
-    Parameters
-    ----------
-    packed : uint64 array of shape (n,), sorted ascending
-    scores : float32 or float64 array of shape (n,), the unsorted scores
-    keys_are_exact : bool
-        True when the high half holds the whole score (float32): no run needs ordering.
-
-    Returns
-    -------
-    order : intp array of shape (n,)
-    sorted_scores : array of shape (n,), the dtype of ``scores``
+    ``packed``, ``order`` and ``sorted_scores`` come from :func:`radix_sort_packed`, sorted by the
+    key; runs of equal keys are sorted by the whole score here, in place (insertion sort for short
+    runs, an argsort for long ones). Nothing to do when the key is the whole score (float32).
     """
-    n = packed.shape[0]
-    low_mask = np.uint64(0xFFFFFFFF)
-    order = np.empty(n, np.intp)
-    sorted_scores = np.empty(n, scores.dtype)
-    for i in range(n):
-        index = np.intp(packed[i] & low_mask)
-        order[i] = index
-        sorted_scores[i] = scores[index]
     if keys_are_exact:
-        return order, sorted_scores
+        return
+    n = packed.shape[0]
     shift = np.uint64(32)
     start = 0
     while start < n:
@@ -269,31 +249,36 @@ def finish_packed_sort(packed, scores, keys_are_exact):
                 sorted_scores[start:stop] = sorted_scores[start:stop][within]
                 order[start:stop] = order[start:stop][within]
         start = stop
-    return order, sorted_scores
 
 
 @kernel
-def radix_sort_packed(score_bits):
-    """Sorted ``(key << 32) | index`` words of non-negative scores, for :func:`finish_packed_sort`.
+def radix_sort_packed(score_bits, scores):
+    """Sort non-negative scores by their upper 32 bits: the sorted ``(key << 32) | index`` words,
+    the permutation and the scores in that order.
 
     The key is the score's upper 32 bits (all of a float32; sign, exponent and 20 mantissa bits of
     a float64), whose unsigned order is the order of non-negative floats (-0.0 keyed as 0.0).
     Least-significant-digit radix sort on 11-bit digits of the key: a histogram pass for all three
-    digits, then one stable scatter pass per digit (a digit every key shares is skipped), so equal
-    keys stay in index order: the same words as ``numpy.sort``, in linear time.
+    digits, then one stable scatter pass per digit (a digit every key shares is skipped; the last
+    pass also writes the permutation and the sorted scores), so equal keys stay in index order.
+    :func:`order_tied_keys` then orders float64 scores that share a key.
 
     Parameters
     ----------
     score_bits : uint32 or uint64 array of shape (n,), n < 2**32
-        The bits of float32 or float64 scores (``scores.view(np.uint32)`` / ``np.uint64``).
+        The bits of the scores (``scores.view(np.uint32)`` / ``np.uint64``).
+    scores : float32 or float64 array of shape (n,), the same scores
 
     Returns
     -------
-    uint64 array of shape (n,), sorted ascending
+    packed : uint64 array of shape (n,), sorted ascending
+    order : intp array of shape (n,)
+    sorted_scores : array of shape (n,), the dtype of ``scores``
     """
     n = score_bits.shape[0]
     radix = 1 << 11
     mask = np.uint64(radix - 1)
+    low_mask = np.uint64(0xFFFFFFFF)
     shifts = (np.uint64(32), np.uint64(43), np.uint64(54))
     sign_off = np.uint64(0x7FFFFFFF)
     counts = np.zeros((3, radix), np.int64)
@@ -305,11 +290,25 @@ def radix_sort_packed(score_bits):
         source[i] = word
         for d in range(3):
             counts[d, np.intp((word >> shifts[d]) & mask)] += 1
-    target = np.empty_like(source)
+    last = -1
     for d in range(3):
+        for b in range(radix):
+            if counts[d, b] != 0:
+                if counts[d, b] != n:  # this digit differs between keys: a pass is needed
+                    last = d
+                break
+    order = np.empty(n, np.intp)
+    sorted_scores = np.empty(n, scores.dtype)
+    if last < 0:  # every key equal: index order
+        for i in range(n):
+            order[i] = i
+            sorted_scores[i] = scores[i]
+        return source, order, sorted_scores
+    target = np.empty_like(source)
+    for d in range(last + 1):
         skip = False
         for b in range(radix):
-            if counts[d, b] == n:  # every key has this digit
+            if counts[d, b] == n:
                 skip = True
         if skip:
             continue
@@ -319,10 +318,21 @@ def radix_sort_packed(score_bits):
             starts[b] = total
             total += counts[d, b]
         shift = shifts[d]
-        for i in range(n):
-            word = source[i]
-            b = np.intp((word >> shift) & mask)
-            target[starts[b]] = word
-            starts[b] += 1
+        if d == last:
+            for i in range(n):
+                word = source[i]
+                b = np.intp((word >> shift) & mask)
+                position = starts[b]
+                target[position] = word
+                index = np.intp(word & low_mask)
+                order[position] = index
+                sorted_scores[position] = scores[index]
+                starts[b] = position + 1
+        else:
+            for i in range(n):
+                word = source[i]
+                b = np.intp((word >> shift) & mask)
+                target[starts[b]] = word
+                starts[b] += 1
         source, target = target, source
-    return source
+    return source, order, sorted_scores
