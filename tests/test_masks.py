@@ -471,6 +471,21 @@ def test_nifti_2_and_corrupt_gzip(tmp_path):
         _masks.read_mask_file(tmp_path / "plain.nii.gz")
 
 
+def test_nifti_gzip_with_several_members(tmp_path):
+    # The one-shot inflate sizes its buffer from the gzip trailer, which covers the last member only;
+    # a file of several members (e.g. from `cat a.gz b.gz`) must still read whole.
+    import gzip
+
+    import nibabel
+
+    volume = rng.integers(0, 3, (7, 6, 5)).astype(np.uint8)
+    nibabel.save(nibabel.Nifti1Image(volume, np.eye(4)), str(tmp_path / "one.nii"))
+    raw = (tmp_path / "one.nii").read_bytes()
+    (tmp_path / "two.nii.gz").write_bytes(gzip.compress(raw[:200]) + gzip.compress(raw[200:]))
+    np.testing.assert_array_equal(_masks.read_mask_file(tmp_path / "two.nii.gz"), volume)
+    np.testing.assert_array_equal(oracle.read_array_file(tmp_path / "two.nii.gz"), volume)
+
+
 def test_files_mixed_with_arrays_and_many_files_in_threads(tmp_path):
     preds, trues = _file_masks(tmp_path, ".npy", n=25)
     preds = [np.load(p) if i % 3 == 0 else p for i, p in enumerate(preds)]
