@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from . import _engine, _inputs
-from .evaluation import _attribute_result, check_threshold, classification_report, transform_note
+from .evaluation import _as_python, _attribute_result, check_threshold, classification_report, transform_note
 from .report import FairnessReport
 
 __all__ = ["evaluate", "evaluate_segmentation", "read_parquet", "score_command"]
@@ -649,10 +649,6 @@ def _report(plan: _Plan, groupings: list[_engine.Grouping], metadata: dict[str, 
     overall = {key: _as_python(values[-1]) for key, values in groupings[complete].values.items()}
     results = [_attribute_result(attribute, grouping, n, warnings) for attribute, grouping in zip(attributes, groupings)]
     return classification_report(results, overall, warnings, metadata)
-
-
-def _as_python(value: Any) -> Any:
-    return int(value) if isinstance(value, np.integer) else float(value)
 
 
 def read_parquet(path: str | os.PathLike, columns: Sequence[str] | None = None, **options: Any):
