@@ -135,18 +135,41 @@ class FairnessReport:
 
 
 def summary_frame(summaries: dict[str, dict[str, Any]]) -> pd.DataFrame:
-    """One row per attribute, ``n`` and ``n_groups`` first, other columns in order of appearance."""
-    frame = pd.DataFrame.from_dict(summaries, orient="index")
-    frame.index.name = "attribute"
-    first = ["n", "n_groups"]
-    return frame[first + [column for column in frame.columns if column not in first]]
+    """One row per attribute, ``n`` and ``n_groups`` first, other columns in order of appearance.
+
+    The same frame as ``pd.DataFrame.from_dict(summaries, orient="index")`` (NaN where an attribute
+    lacks a column), built column by column: the record-wise constructors cost about 0.5 ms, which
+    per-epoch logging of small inputs notices.
+    """
+    names = list(summaries)
+    columns = list(dict.fromkeys(["n", "n_groups", *(key for values in summaries.values() for key in values)]))
+    data = {column: [summaries[name].get(column, math.nan) for name in names] for column in columns}
+    return pd.DataFrame(data, index=pd.Index(names, name="attribute"))
 
 
 def group_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
-    """One row per (attribute, group): ``n``, the metrics, then ``skipped``."""
-    frame = pd.DataFrame(rows).set_index(["attribute", "group"])
-    middle = [column for column in frame.columns if column not in ("n", "skipped")]
-    return frame[["n", *middle, "skipped"]]
+    """One row per (attribute, group): ``n``, the metrics, then ``skipped``.
+
+    The same frame as ``pd.DataFrame(rows).set_index(["attribute", "group"])`` with the columns
+    reordered, built without factorizing the index (which costs about 1 ms per call).
+    """
+    keys = dict.fromkeys(key for row in rows for key in row)
+    middle = [key for key in keys if key not in ("attribute", "group", "n", "skipped")]
+    data = {column: [row.get(column, math.nan) for row in rows] for column in ["n", *middle, "skipped"]}
+    levels, codes = zip(*(_level([row[key] for row in rows]) for key in ("attribute", "group")), strict=True)
+    index = pd.MultiIndex(levels=levels, codes=codes, names=["attribute", "group"], verify_integrity=False)
+    return pd.DataFrame(data, index=index)
+
+
+def _level(values: list[Any]) -> tuple[pd.Index, np.ndarray]:
+    """The level and codes that ``MultiIndex.from_arrays`` gives: pandas' sorted unique values
+    (numbers before text in a mixed level), or the order of appearance when they cannot be ordered."""
+    array = pd.Index(values)
+    try:
+        codes, unique = pd.factorize(array, sort=True)
+    except TypeError:
+        codes, unique = pd.factorize(array, sort=False)
+    return unique, codes
 
 
 def _jsonable(values: Any) -> Any:
