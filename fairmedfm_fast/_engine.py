@@ -99,6 +99,49 @@ def needs_sort(wanted: set[str] | None, fixed_best: float | None = None) -> bool
     return "auc" in base or (at_best and fixed_best is None)
 
 
+class _Background:
+    """``function()`` run on another thread when ``threaded`` (the kernels release the GIL), else on
+    the first call of :meth:`result`, which returns its value or raises its error."""
+
+    def __init__(self, function, threaded: bool):
+        self._function = function
+        self._done = False
+        self._value = self._error = None
+        self._thread = None
+        if threaded:
+            import threading
+
+            self._thread = threading.Thread(target=self._run, daemon=True)
+            self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._value = self._function()
+        except BaseException as error:  # re-raised by result()
+            self._error = error
+        self._done = True
+
+    def result(self):
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        if not self._done:
+            self._run()
+        if self._error is not None:
+            raise self._error
+        return self._value
+
+
+#: Inputs from this many samples run the sort, and the calibration pass, beside other work.
+THREADED_FROM = 1 << 18
+
+
+def _threaded(n: int) -> bool:
+    from ._threads import resolve_n_jobs
+
+    return n >= THREADED_FROM and resolve_n_jobs() > 1
+
+
 class Presort:
     """The sort of the scores, started early on another thread for large inputs.
 
@@ -106,34 +149,14 @@ class Presort:
     codes the sensitive attributes; :meth:`result` waits for it.
     """
 
-    _THREADED_FROM = 1 << 18
-
     def __init__(self, scores: np.ndarray):
         self.scores = scores
-        self._result: tuple[np.ndarray, np.ndarray] | None = None
-        self._thread = None
-        if len(scores) >= self._THREADED_FROM:
-            import threading
-
-            ranking, _ = _kernels()  # import (and load) before the thread starts
-            self._thread = threading.Thread(target=self._run, args=(ranking,), daemon=True)
-            self._thread.start()
-
-    def _run(self, ranking) -> None:
-        try:
-            self._result = sort_scores(self.scores, ranking)
-        except BaseException as error:  # re-raised by result()
-            self._error = error
+        threaded = _threaded(len(scores))
+        ranking = _kernels()[0] if threaded else None  # import (and load) before the thread starts
+        self._job = _Background(lambda: sort_scores(scores, ranking or _kernels()[0]), threaded)
 
     def result(self) -> tuple[np.ndarray, np.ndarray]:
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
-            if getattr(self, "_error", None) is not None:
-                raise self._error
-        if self._result is None:
-            self._result = sort_scores(self.scores, _kernels()[0])
-        return self._result
+        return self._job.result()
 
 
 def arrange(scores: np.ndarray, labels: np.ndarray, code_rows: list[np.ndarray], n_groups: list[int],
@@ -171,7 +194,7 @@ def compute(scores: np.ndarray, labels: np.ndarray, code_rows: list[np.ndarray],
 
 def measure(arranged: Arranged, wanted: set[str] | None = None, threshold: float = 0.5,
             fixed_best: float | None = None, weights: np.ndarray | None = None,
-            sample_counts: bool = True) -> list[Grouping]:
+            sample_counts: bool = True, parallel: bool = True) -> list[Grouping]:
     """Metrics of every slot of every grouping.
 
     Parameters
@@ -188,6 +211,9 @@ def measure(arranged: Arranged, wanted: set[str] | None = None, threshold: float
     sample_counts : bool, default True
         With weights, also count samples (``Grouping.count``); otherwise ``count`` holds the
         weighted totals, which is all a bootstrap resample needs.
+    parallel : bool, default True
+        Run the calibration pass on another thread beside the ranking pass, for large inputs and
+        when more than one thread is allowed (callers already running in a thread pool pass False).
     """
     ranking, calibration = _kernels()
     keys = set(all_keys()) if wanted is None else set(wanted)
@@ -200,14 +226,26 @@ def measure(arranged: Arranged, wanted: set[str] | None = None, threshold: float
     weights = arranged.weights if weights is None else weights
     slot_starts = arranged.slot_starts
 
-    u2 = loss_sums = ece = None
+    # Calibration (score ranges, ECE bins) and ranking (AUC, BCE sums, the best-F1 sweep) are
+    # independent passes: on large inputs the first runs on another thread beside the second.
+    need_ranges = "ece" in base or "auc" not in base
+
+    def calibrate() -> tuple[tuple[np.ndarray, ...] | None, np.ndarray | None]:
+        ranges = calibration.score_ranges(scores, labels, codes, sizes, weights) if need_ranges else None
+        if "ece" not in base:
+            return ranges, None
+        edges = calibration.equal_width_edges(ranges[2], ranges[3], ECE_BINS)
+        sums = calibration.binned_calibration(scores, labels, codes, sizes, edges, False, weights)
+        return ranges, calibration.calibration_error(*sums, 0)
+
+    calibrated = _Background(calibrate, parallel and "auc" in base and "ece" in base and _threaded(len(scores)))
+    u2 = loss_sums = None
     confusion: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     if "auc" in base:
         totals = ranking.rank_statistics(scores, labels, codes, sizes, weights)
         u2 = totals[2]
-    if "ece" in base or "auc" not in base:  # score ranges (for ECE edges) and the counts
-        totals = calibration.score_ranges(scores, labels, codes, sizes, weights)
-        low, high = totals[2], totals[3]
+    else:  # the score ranges hold the counts
+        totals, ece = calibrated.result()
     positives = totals[1]
     negatives = totals[0] - positives
     count = totals[0]
@@ -215,10 +253,6 @@ def measure(arranged: Arranged, wanted: set[str] | None = None, threshold: float
         count = calibration.score_ranges(scores, labels, codes, sizes)[0]
     if "bce" in base:
         loss_sums = calibration.slot_sums(arranged.log_loss_terms(), codes, sizes, weights)
-    if "ece" in base:
-        edges = calibration.equal_width_edges(low, high, ECE_BINS)
-        ece = calibration.calibration_error(
-            *calibration.binned_calibration(scores, labels, codes, sizes, edges, False, weights), 0)
     overall = slot_starts[1:] - 1
     thresholds = np.full(len(sizes), np.nan if fixed_best is None else float(fixed_best))
     if at_best and fixed_best is None:
@@ -231,6 +265,7 @@ def measure(arranged: Arranged, wanted: set[str] | None = None, threshold: float
             table[:, j] = thresholds if t is None else t
         pos_above, neg_above = ranking.confusion_above(scores, labels, codes, sizes, table, weights)
         confusion = {suffix: (pos_above[:, j], neg_above[:, j]) for j, (suffix, _) in enumerate(columns)}
+    ece = calibrated.result()[1]
     return from_counts(sizes, count, positives, negatives, thresholds, keys, u2=u2, loss_sums=loss_sums,
                        ece=ece, confusion=confusion, totals=totals[0])
 

@@ -29,9 +29,8 @@ from typing import Any
 import numpy as np
 
 from ._inputs import to_numpy
+from ._threads import resolve_n_jobs
 
-#: Environment variable with the default number of threads for reading masks and counting voxels.
-N_JOBS_ENV = "FAIRMEDFM_FAST_N_JOBS"
 #: File name endings read with Pillow.
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff")
 #: Show a progress line on a terminal from this many samples read from files.
@@ -45,40 +44,6 @@ _MAX_GROUP = 256
 # At most this many bytes of such copies exist at a time.
 _COPY_BUDGET = 1 << 28
 _REAL_TYPES = (bool, int, float, np.bool_, np.integer, np.floating)
-
-
-# ---------------------------------------------------------------------------------------------
-# Threads
-# ---------------------------------------------------------------------------------------------
-
-def resolve_n_jobs(n_jobs: Any = None) -> int:
-    """Number of threads: ``n_jobs``, else ``$FAIRMEDFM_FAST_N_JOBS``, else every usable core.
-
-    Negative values count back from the number of cores (``-1`` is all of them), as in joblib.
-    """
-    source = "n_jobs"
-    if n_jobs is None:
-        text = os.environ.get(N_JOBS_ENV, "").strip()
-        if not text:
-            return _cpu_count()
-        source = f"${N_JOBS_ENV}"
-        try:
-            n_jobs = int(text)
-        except ValueError:
-            raise ValueError(f"{source}={text!r} is not an integer; set it to a number of threads such as 4, "
-                             "or -1 for all cores") from None
-    if isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer)) or n_jobs == 0:
-        raise ValueError(f"{source}={n_jobs!r} must be a non-zero integer: a number of threads such as 4, or -1 "
-                         "for all cores")
-    n_jobs = int(n_jobs)
-    return n_jobs if n_jobs > 0 else max(1, _cpu_count() + 1 + n_jobs)
-
-
-def _cpu_count() -> int:
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not on Linux
-        return max(1, os.cpu_count() or 1)
 
 
 class _Progress:

@@ -8,7 +8,6 @@ depends only on the seed and its number, so the intervals do not depend on the t
 """
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -16,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from . import _engine
+from ._threads import resolve_n_jobs
 
 #: Per-group metrics that get intervals (confusion counts do not).
 INTERVAL_METRICS = ("auc", "acc", "bce", "ece", "tpr", "tnr")
@@ -37,7 +37,7 @@ def seed_from(random_state: Any) -> np.uint64:
 
 
 def _run(n_tasks: int, task: Callable[[int], None]) -> None:
-    workers = min(os.cpu_count() or 1, max(n_tasks, 1))
+    workers = min(resolve_n_jobs(), max(n_tasks, 1))
     if workers == 1:
         for index in range(n_tasks):
             task(index)
@@ -86,7 +86,8 @@ def bootstrap(arranged: _engine.Arranged, n_attributes: int, valid_groups: list[
         resampling.stratified_bootstrap_counts(members, starts, seed, r, weights)
         if arranged.weights is not None:
             weights *= arranged.weights
-        groupings = _engine.measure(arranged, None, fixed_best=fixed_best, weights=weights, sample_counts=False)
+        groupings = _engine.measure(arranged, None, fixed_best=fixed_best, weights=weights, sample_counts=False,
+                                    parallel=False)
         for a in range(n_attributes):
             grouping, g = groupings[a], int(sizes[a])
             for j, key in enumerate(keys):
@@ -127,7 +128,8 @@ def permutation_pvalues(arranged: _engine.Arranged, attribute: int, valid_groups
     def one(p: int) -> None:
         codes = np.empty((1, len(row)), row.dtype)
         resampling.permuted_codes(row, stream_seed, p, codes[0])
-        grouping = _engine.measure(arranged.with_codes(codes, sizes), wanted, fixed_best=threshold)[0]
+        grouping = _engine.measure(arranged.with_codes(codes, sizes), wanted, fixed_best=threshold,
+                                   parallel=False)[0]
         valid = [i for i in valid_groups if grouping.positives[i] > 0 and grouping.negatives[i] > 0]
         if len(valid) < 2:
             return

@@ -1,5 +1,6 @@
 """The one sort and the engine on inputs large enough for the packed-word sort (n >= 65,536)."""
 import numpy as np
+import pandas as pd
 import pytest
 from sklearn.metrics import roc_auc_score
 
@@ -42,3 +43,35 @@ def test_large_evaluate_matches_per_group_references():
     best = np.unique(s)[int(np.argmax(f1))]
     predicted = s > best
     assert report.summary.loc["site", "overall-acc"] == pytest.approx(np.mean(predicted == y), rel=1e-12)
+
+
+@pytest.mark.parametrize("n_jobs", ["1", "2"])
+def test_threaded_passes_give_the_same_report(monkeypatch, n_jobs):
+    # From THREADED_FROM samples the sort and the calibration pass run on other threads; with one
+    # thread allowed (or below the size) everything runs inline. The reports must be identical.
+    rng = np.random.default_rng(2)
+    y = (rng.random(N) < 0.4).astype(int)
+    s = np.round(rng.random(N) * 0.7 + 0.3 * y, 3)
+    groups = {"site": rng.integers(0, 4, N), "sex": rng.choice(["F", "M"], N)}
+    inline = fm.evaluate(y, s, groups)
+    monkeypatch.setattr(_engine, "THREADED_FROM", 1000)
+    monkeypatch.setenv("FAIRMEDFM_FAST_N_JOBS", n_jobs)
+    assert _engine._threaded(N) == (n_jobs == "2")
+    threaded = fm.evaluate(y, s, groups)
+    pd.testing.assert_frame_equal(threaded.summary, inline.summary, check_exact=True)
+    pd.testing.assert_frame_equal(threaded.by_group, inline.by_group, check_exact=True)
+
+
+def test_background_job_reraises_its_error():
+    for threaded in (True, False):
+        job = _engine._Background(lambda: 1 / 0, threaded)
+        with pytest.raises(ZeroDivisionError):
+            job.result()
+        assert _engine._Background(lambda: 7, threaded).result() == 7
+
+
+def test_bad_thread_count_in_environment_is_a_clear_error(monkeypatch):
+    monkeypatch.setattr(_engine, "THREADED_FROM", 10)
+    monkeypatch.setenv("FAIRMEDFM_FAST_N_JOBS", "lots")
+    with pytest.raises(ValueError, match="FAIRMEDFM_FAST_N_JOBS"):
+        fm.auc_gap([0, 1] * 10, np.linspace(0, 1, 20), sensitive_features=[0, 1] * 10)

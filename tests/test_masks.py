@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from fairmedfm_fast import _masks
+from fairmedfm_fast import _masks, _threads
 from fairmedfm_fast.kernels import segmentation as kernels
 from fairmedfm_fast.segmentation import dice_per_label, dice_scores
 
@@ -533,7 +533,7 @@ def both_raise(error, preds, trues, match, n_jobs=None, **options):
 
 @pytest.mark.parametrize("n_jobs", [1, 2])
 def test_missing_file_names_file_and_sample(tmp_path, n_jobs, monkeypatch):
-    monkeypatch.setenv(_masks.N_JOBS_ENV, str(n_jobs))
+    monkeypatch.setenv(_threads.N_JOBS_ENV, str(n_jobs))
     preds, trues = _file_masks(tmp_path, ".npy", n=4)
     preds[2] = tmp_path / "nowhere.npy"
     both_raise(FileNotFoundError, preds, trues, r"pred_masks\[2\].*nowhere\.npy")
@@ -572,20 +572,20 @@ def test_other_errors(tmp_path):
 
 
 def test_n_jobs(monkeypatch):
-    monkeypatch.delenv(_masks.N_JOBS_ENV, raising=False)
-    cores = _masks._cpu_count()
-    assert _masks.resolve_n_jobs(None) == cores
-    assert _masks.resolve_n_jobs(3) == 3
-    assert _masks.resolve_n_jobs(-1) == cores
-    monkeypatch.setenv(_masks.N_JOBS_ENV, "2")
-    assert _masks.resolve_n_jobs(None) == 2
-    assert _masks.resolve_n_jobs(5) == 5
-    monkeypatch.setenv(_masks.N_JOBS_ENV, "many")
+    monkeypatch.delenv(_threads.N_JOBS_ENV, raising=False)
+    cores = _threads._cpu_count()
+    assert _threads.resolve_n_jobs(None) == cores
+    assert _threads.resolve_n_jobs(3) == 3
+    assert _threads.resolve_n_jobs(-1) == cores
+    monkeypatch.setenv(_threads.N_JOBS_ENV, "2")
+    assert _threads.resolve_n_jobs(None) == 2
+    assert _threads.resolve_n_jobs(5) == 5
+    monkeypatch.setenv(_threads.N_JOBS_ENV, "many")
     with pytest.raises(ValueError, match="FAIRMEDFM_FAST_N_JOBS"):
-        _masks.resolve_n_jobs(None)
+        _threads.resolve_n_jobs(None)
     for bad in (0, 1.5, "2", True):
         with pytest.raises(ValueError, match="n_jobs"):
-            _masks.resolve_n_jobs(bad)
+            _threads.resolve_n_jobs(bad)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,0 +1,46 @@
+"""How many threads the package may use: ``n_jobs``, else ``$FAIRMEDFM_FAST_N_JOBS``, else all cores.
+
+Threads serve reading and counting masks, the sort and the calibration pass of large
+classification inputs (beside the other kernels), and bootstrap resamples. The kernels release the
+GIL, so Python threads run them in parallel. ``FAIRMEDFM_FAST_N_JOBS=1`` keeps everything on the
+calling thread.
+"""
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import numpy as np
+
+#: Environment variable with the default number of threads.
+N_JOBS_ENV = "FAIRMEDFM_FAST_N_JOBS"
+
+
+def resolve_n_jobs(n_jobs: Any = None) -> int:
+    """Number of threads: ``n_jobs``, else ``$FAIRMEDFM_FAST_N_JOBS``, else every usable core.
+
+    Negative values count back from the number of cores (``-1`` is all of them), as in joblib.
+    """
+    source = "n_jobs"
+    if n_jobs is None:
+        text = os.environ.get(N_JOBS_ENV, "").strip()
+        if not text:
+            return _cpu_count()
+        source = f"${N_JOBS_ENV}"
+        try:
+            n_jobs = int(text)
+        except ValueError:
+            raise ValueError(f"{source}={text!r} is not an integer; set it to a number of threads such as 4, "
+                             "or -1 for all cores") from None
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, (int, np.integer)) or n_jobs == 0:
+        raise ValueError(f"{source}={n_jobs!r} must be a non-zero integer: a number of threads such as 4, or -1 "
+                         "for all cores")
+    n_jobs = int(n_jobs)
+    return n_jobs if n_jobs > 0 else max(1, _cpu_count() + 1 + n_jobs)
+
+
+def _cpu_count() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
