@@ -21,7 +21,7 @@ import sys
 import threading
 import time
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from ._inputs import to_numpy
-from ._threads import resolve_n_jobs
+from ._threads import executor, resolve_n_jobs
 
 #: File name endings read with Pillow.
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff")
@@ -514,21 +514,21 @@ def _run_batch(batch: list[_Piece]) -> list[np.ndarray]:
 
 
 def count_blocks(blocks: list[_Block], n_jobs: int) -> None:
-    """Fill every block's counts, in parallel when there is enough work."""
+    """Fill every block's counts, in parallel when there is enough work.
+
+    Called with ``n_jobs > 1`` only from the caller's thread, never from a task of the shared pool.
+    """
     batches = _batches(blocks, n_jobs)
     if n_jobs == 1 or len(batches) <= 1:
-        results = map(_run_batch, batches)
-        pool = None
+        results = [_run_batch(batch) for batch in batches]
     else:
-        pool = ThreadPoolExecutor(max_workers=min(n_jobs, len(batches)))
-        results = pool.map(_run_batch, batches)
-    try:
-        for batch, counts in zip(batches, results):
-            for (block, first, last, _, _), piece_counts in zip(batch, counts):
-                block.counts[first:last] += piece_counts
-    finally:
-        if pool is not None:
-            pool.shutdown(wait=True, cancel_futures=True)
+        pool = executor(min(n_jobs, len(batches)))
+        futures = [pool.submit(_run_batch, batch) for batch in batches]
+        wait(futures)  # all of them, even when one fails
+        results = [future.result() for future in futures]
+    for batch, counts in zip(batches, results):
+        for (block, first, last, _, _), piece_counts in zip(batch, counts):
+            block.counts[first:last] += piece_counts
 
 
 @dataclass

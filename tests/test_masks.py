@@ -676,3 +676,25 @@ def test_without_jit():
     done = subprocess.run(cwd=OUTSIDE_REPO, args=[sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "ok"
+
+
+def test_shared_pool_reports_a_failing_batch_and_stays_usable(monkeypatch):
+    rng = np.random.default_rng(5)
+    preds = [rng.integers(0, 2, (160, 160, 160), dtype=np.uint8) for _ in range(2)]
+    trues = [rng.integers(0, 2, (160, 160, 160), dtype=np.uint8) for _ in range(2)]
+    expected = _masks.overlap_counts(preds, trues, n_jobs=1)
+    original, calls = _masks._run_batch, []
+
+    def failing(batch):
+        calls.append(len(batch))
+        if len(calls) == 2:
+            raise MemoryError("batch failed")
+        return original(batch)
+
+    monkeypatch.setattr(_masks, "_run_batch", failing)
+    with pytest.raises(MemoryError, match="batch failed"):
+        _masks.overlap_counts(preds, trues, n_jobs=2)
+    assert len(calls) >= 2  # the work was split over the pool
+    monkeypatch.setattr(_masks, "_run_batch", original)
+    np.testing.assert_array_equal(_masks.overlap_counts(preds, trues, n_jobs=2), expected)
+    assert _threads.executor(2) is _threads.executor(2)
