@@ -209,19 +209,40 @@ def _in_unit_interval(values: np.ndarray) -> bool:
     return bool(values.size) and values.min() >= 0 and values.max() <= 1
 
 
+def numeric(values: np.ndarray, what: str, dtype: Any = None) -> np.ndarray:
+    """``values`` when they are booleans or numbers, else as float64 (e.g. numbers in an object
+    array); a ValueError naming ``what`` (and ``dtype``, the user's dtype) when they are not numbers."""
+    if values.dtype.kind in "biuf":
+        return values
+    try:
+        return values.astype(np.float64)
+    except (ValueError, TypeError):
+        raise ValueError(f"{what} must be numeric, got dtype {values.dtype if dtype is None else dtype} with "
+                         f"values {_preview(values.ravel())}") from None
+
+
+def label_from_text(value: str, boolean: bool, number: bool) -> Any:
+    """A label written on the command line (``--pos-label``) as a value of the label column's type:
+    True/False for a boolean column, an int or float for a numeric one, the text otherwise."""
+    if boolean:
+        return value.strip().lower() in ("1", "true", "yes")
+    if not number:
+        return value
+    try:
+        parsed = float(value)
+    except ValueError:
+        raise ValueError(f"--pos-label {value!r} is not a number, but the label column holds numbers; give one "
+                         "of its values, e.g. --pos-label 1") from None
+    return int(parsed) if parsed.is_integer() else parsed
+
+
 def positive_scores(y_score: Any, score_type: str = "auto", score_column: int | None = None,
                     pos_label: Any = None) -> tuple[np.ndarray, dict[str, Any]]:
     """Positive-class probabilities (float32 kept as float32) from probabilities, logits, or a
     (samples, classes) array of either."""
     if score_type not in ("auto", "probability", "logit"):
         raise ValueError(f"score_type={score_type!r} is not one of 'auto', 'probability', 'logit'")
-    scores = to_numpy(y_score, "y_score")
-    if scores.dtype.kind not in "biuf":
-        try:
-            scores = scores.astype(np.float64)
-        except (ValueError, TypeError):
-            raise ValueError(f"y_score must be numeric, got dtype {scores.dtype} with values "
-                             f"{_preview(scores.ravel())}") from None
+    scores = numeric(to_numpy(y_score, "y_score"), "y_score")
     if scores.dtype != np.float32:
         scores = scores.astype(np.float64, copy=False)
     if scores.ndim == 2 and scores.shape[1] == 1:

@@ -413,19 +413,13 @@ def typed_pos_label(value, column):
         return None
     import pyarrow as pa
 
+    from ._inputs import label_from_text
+
     kind = column.type
     if pa.types.is_dictionary(kind):
         kind = kind.value_type
-    if pa.types.is_boolean(kind):
-        return value.strip().lower() in ("1", "true", "yes")
-    if pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_null(kind):
-        try:
-            number = float(value)
-        except ValueError:
-            raise UsageError(f"--pos-label {value!r} is not a number, but the label column holds numbers; "
-                             "give one of its values, e.g. --pos-label 1") from None
-        return int(number) if number.is_integer() else number
-    return value
+    number = pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_null(kind)
+    return label_from_text(value, pa.types.is_boolean(kind), number)
 
 
 def _mask_value(value):

@@ -70,14 +70,7 @@ def _numbers(series: pd.Series, what: str) -> np.ndarray:
     if isinstance(dtype, pd.api.extensions.ExtensionDtype) and pd.api.types.is_numeric_dtype(dtype) \
             and not pd.api.types.is_bool_dtype(dtype):
         return series.to_numpy(dtype=np.float64, na_value=np.nan)
-    values = _inputs.to_numpy(series, what)
-    if values.dtype.kind not in "biuf":
-        try:
-            values = values.astype(np.float64)
-        except (ValueError, TypeError):
-            raise ValueError(f"{what} must be numeric, got dtype {series.dtype} with values "
-                             f"{_inputs._preview(values)}") from None
-    return values
+    return _inputs.numeric(_inputs.to_numpy(series, what), what, series.dtype)
 
 
 def _labels(series: pd.Series, label: str) -> np.ndarray:
@@ -792,16 +785,7 @@ def _typed_pos_label(value: str | None, dtype: Any) -> Any:
     """``--pos-label`` as a value of the label column's type."""
     if value is None:
         return None
-    if pd.api.types.is_bool_dtype(dtype):
-        return value.strip().lower() in ("1", "true", "yes")
-    if pd.api.types.is_numeric_dtype(dtype):
-        try:
-            number = float(value)
-        except ValueError:
-            raise ValueError(f"--pos-label {value!r} is not a number, but the label column holds numbers; "
-                             "give one of its values, e.g. --pos-label 1") from None
-        return int(number) if number.is_integer() else number
-    return value
+    return _inputs.label_from_text(value, pd.api.types.is_bool_dtype(dtype), pd.api.types.is_numeric_dtype(dtype))
 
 
 def _client(scheduler: str | None):
