@@ -150,7 +150,7 @@ def _load_sort_kernels(ranking, scores: np.ndarray) -> None:
     the caller coding the attributes meanwhile; done here on two scores, the sort thread then runs
     without the GIL from its start. Later calls find the kernels loaded and cost microseconds.
     """
-    few = np.ascontiguousarray(scores)[:2]  # same dtype, layout and writeability as the real call
+    few = np.ascontiguousarray(scores[:2])  # the dtype, layout and writeability sort_scores will pass
     exact = few.dtype == np.float32
     packed, order, sorted_few = ranking.radix_sort_packed(few.view(np.uint32 if exact else np.uint64), few)
     ranking.order_tied_keys(packed, order, sorted_few, exact)

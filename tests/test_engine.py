@@ -75,3 +75,18 @@ def test_bad_thread_count_in_environment_is_a_clear_error(monkeypatch):
     monkeypatch.setenv("FAIRMEDFM_FAST_N_JOBS", "lots")
     with pytest.raises(ValueError, match="FAIRMEDFM_FAST_N_JOBS"):
         fm.auc_gap([0, 1] * 10, np.linspace(0, 1, 20), sensitive_features=[0, 1] * 10)
+
+
+def test_preloaded_sort_kernels_are_the_ones_the_sort_uses():
+    # Presort loads the sort kernels on the calling thread; the sort thread must then find every
+    # specialization it needs already there (strided, read-only and float32 scores alike).
+    matrix = np.random.default_rng(3).random((N, 2))
+    read_only = matrix[:, 0].copy()
+    read_only.flags.writeable = False
+    kernels = (ranking.radix_sort_packed, ranking.order_tied_keys)
+    for scores in (matrix[:, 1], read_only, matrix[:, 0].astype(np.float32)):
+        _engine._load_sort_kernels(ranking, scores)
+        loaded = [len(kernel.signatures) for kernel in kernels]
+        order, sorted_scores = _engine.sort_scores(scores, ranking)
+        assert [len(kernel.signatures) for kernel in kernels] == loaded
+        np.testing.assert_array_equal(sorted_scores, np.sort(scores))
