@@ -189,10 +189,24 @@ def arrange(scores: np.ndarray, labels: np.ndarray, code_rows: list[np.ndarray],
     codes = np.empty((len(code_rows), len(scores)), code_type)
     if sort:  # the one sort, shared by every grouping
         order, scores = (presort or Presort(scores)).result()
-        labels = labels[order]
-        weights = None if weights is None else weights[order]
-        for k, row in enumerate(code_rows):
-            np.take(row.astype(code_type, copy=False), order, out=codes[k])
+        sorted_labels = np.empty(len(labels), labels.dtype)
+        sorted_weights = None if weights is None else np.empty(len(weights), weights.dtype)
+        gathers = [(labels, sorted_labels), *zip(code_rows, codes)]
+        if weights is not None:
+            gathers.append((weights, sorted_weights))
+
+        def gather(part: list) -> None:
+            for source, target in part:
+                # order holds valid indices: mode="clip" skips the bounds check and the buffer
+                np.take(source.astype(target.dtype, copy=False), order, out=target, mode="clip")
+
+        # np.take releases the GIL: on large inputs every other gather runs on a second thread.
+        threaded = _threaded(len(scores))
+        other = _Background(lambda: gather(gathers[0::2]), threaded) if threaded else None
+        gather(gathers[1::2] if threaded else gathers)
+        if other is not None:
+            other.result()
+        labels, weights = sorted_labels, sorted_weights
     else:
         scores, labels = np.ascontiguousarray(scores), np.ascontiguousarray(labels)
         weights = None if weights is None else np.ascontiguousarray(weights)

@@ -45,19 +45,22 @@ def test_large_evaluate_matches_per_group_references():
     assert report.summary.loc["site", "overall-acc"] == pytest.approx(np.mean(predicted == y), rel=1e-12)
 
 
+@pytest.mark.parametrize("weighted", [False, True])
 @pytest.mark.parametrize("n_jobs", ["1", "2"])
-def test_threaded_passes_give_the_same_report(monkeypatch, n_jobs):
-    # From THREADED_FROM samples the sort and the calibration pass run on other threads; with one
-    # thread allowed (or below the size) everything runs inline. The reports must be identical.
+def test_threaded_passes_give_the_same_report(monkeypatch, n_jobs, weighted):
+    # From THREADED_FROM samples the sort, the gathers into score order and the calibration pass
+    # run on other threads; with one thread allowed (or below the size) everything runs inline.
+    # The reports must be identical.
     rng = np.random.default_rng(2)
     y = (rng.random(N) < 0.4).astype(int)
     s = np.round(rng.random(N) * 0.7 + 0.3 * y, 3)
-    groups = {"site": rng.integers(0, 4, N), "sex": rng.choice(["F", "M"], N)}
-    inline = fm.evaluate(y, s, groups)
+    groups = {"site": rng.integers(0, 4, N), "sex": rng.choice(["F", "M"], N), "hospital": rng.integers(0, 300, N).astype(str)}
+    weights = rng.random(N) * 3 if weighted else None
+    inline = fm.evaluate(y, s, groups, sample_weight=weights)
     monkeypatch.setattr(_engine, "THREADED_FROM", 1000)
     monkeypatch.setenv("FAIRMEDFM_FAST_N_JOBS", n_jobs)
     assert _engine._threaded(N) == (n_jobs == "2")
-    threaded = fm.evaluate(y, s, groups)
+    threaded = fm.evaluate(y, s, groups, sample_weight=weights)
     pd.testing.assert_frame_equal(threaded.summary, inline.summary, check_exact=True)
     pd.testing.assert_frame_equal(threaded.by_group, inline.by_group, check_exact=True)
 
