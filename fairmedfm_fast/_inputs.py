@@ -435,7 +435,7 @@ def _encode_values(values: Column, max_distinct: int | None = None) -> tuple[np.
             and not values.isna().any()):
         raw_codes = values.cat.codes.to_numpy()
         names = [group_name(value) for value in values.cat.categories.tolist()]
-        present = np.bincount(raw_codes[raw_codes >= 0], minlength=len(names)) > 0
+        present = np.bincount(raw_codes, minlength=len(names)) > 0  # no missing value: codes >= 0
         ordered: list[str] = []
         for name, here in zip(names, present):
             if here and name is not None and name not in ordered:
@@ -484,8 +484,11 @@ def _encode_values(values: Column, max_distinct: int | None = None) -> tuple[np.
     position = {name: i for i, name in enumerate(ordered)}
     lookup = np.array([position.get(name, -1) if name is not None else -1 for name in names] + [-1],
                       dtype=np.intp)
+    raw_codes = np.asarray(raw_codes).ravel()
+    if np.array_equal(lookup[:-1], np.arange(len(names))):  # already in report order (e.g. categories)
+        return raw_codes.astype(np.intp), ordered
     # code -1 (missing) indexes the trailing -1 of the lookup table
-    return lookup[np.asarray(raw_codes).ravel()], ordered
+    return lookup[raw_codes], ordered
 
 
 def _bin_edges_label(edge: float) -> str:
