@@ -454,6 +454,24 @@ def test_console_scripts(data, tmp_path):
     assert len(bad.stderr.splitlines()) == 1 and bad.stderr.startswith("fairmedfm-fast: error: ")
 
 
+def test_quick_exit_keeps_output_files_exit_handlers_and_status(data, tmp_path):
+    # run() ends the process with os._exit after flushing and running the atexit handlers.
+    marker, report = tmp_path / "atexit-ran", tmp_path / "report.json"
+    code = ("import atexit, pathlib, sys; from fairmedfm_fast import cli; "
+            f"atexit.register(pathlib.Path({str(marker)!r}).write_text, 'yes'); "
+            "sys.argv = ['fairmedfm-fast', *sys.argv[1:]]; cli.run()")
+    argv = ["score", str(data / "p.parquet"), "--bins", "age=40,60", "--intersectional", "--output", str(report)]
+    done = subprocess.run(cwd=OUTSIDE_REPO, args=[sys.executable, "-c", code, *argv], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) and json.loads(report.read_text())["attributes"]
+    assert marker.read_text() == "yes"
+    failed = subprocess.run(cwd=OUTSIDE_REPO, args=[sys.executable, "-c", code, "score", str(tmp_path / "none.csv")],
+                            capture_output=True, text=True, timeout=120)
+    assert failed.returncode == 2 and failed.stderr.startswith("fairmedfm-fast: error: ")
+    assert marker.read_text() == "yes"
+
+
 def test_import_stays_light():
     code = ("import sys, fairmedfm_fast.cli; "
             "print(sorted(m for m in ('pandas', 'numba', 'numpy', 'pyarrow') if m in sys.modules))")
