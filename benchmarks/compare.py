@@ -8,7 +8,8 @@ Prints a Markdown table of best-of-k wall times (``time.perf_counter``) and rati
 ``--markdown`` (default ``benchmarks/compare.md``), with a PNG chart at ``--chart`` (default
 ``benchmarks/compare.png``; needs matplotlib: ``pip install ".[bench]"``) and the raw figures at
 ``--json``. Every implementation runs on the same arrays in this one process, so the ratios hold on any
-machine even where the absolute times do not. Cold-start figures come from fresh subprocesses.
+machine even where the absolute times do not. Cold-start and command-line figures come from fresh
+subprocesses (the console scripts beside this Python, on generated Parquet and CSV tables).
 
 Inputs come from ``benchmarks/benchmarks/_data.py`` and the metric functions from its registry, the same
 ones the asv suite uses. Rows whose function fairmedfm_fast does not have yet show "n/a".
@@ -47,12 +48,15 @@ COLUMNS = (FAST, REFERENCE, SKLEARN, FAIRLEARN, BOUND)
 SIZES = {
     # small: per-call latency; large / huge: the 1M and 10M figures; volumes: (shape, pairs).
     "full": {"small": 1_000, "large": 1_000_000, "huge": 10_000_000, "seg": ((128, 128, 128), 8),
-             "seg_large": (512, 512, 256), "nifti": ((256, 256, 256), 10), "repeat": 7, "budget": 10.0},
+             "seg_large": (512, 512, 256), "nifti": ((256, 256, 256), 10), "cli": (1_000, 1_000_000, 10_000_000), "repeat": 7,
+             "budget": 10.0},
     "quick": {"small": 1_000, "large": 100_000, "huge": 1_000_000, "seg": ((64, 64, 64), 8),
-              "seg_large": (256, 256, 128), "nifti": ((128, 128, 128), 10), "repeat": 5, "budget": 3.0},
+              "seg_large": (256, 256, 128), "nifti": ((128, 128, 128), 10), "cli": (1_000, 100_000, 1_000_000), "repeat": 5,
+              "budget": 3.0},
     # For tests/test_benchmarks.py: every code path, in seconds.
     "tiny": {"small": 300, "large": 3_000, "huge": 6_000, "seg": ((16, 16, 16), 4),
-             "seg_large": (24, 24, 24), "nifti": ((16, 16, 16), 2), "repeat": 1, "budget": 0.0},
+             "seg_large": (24, 24, 24), "nifti": ((16, 16, 16), 2), "cli": (300, 3_000, 6_000), "repeat": 1,
+             "budget": 0.0},
 }
 
 
@@ -255,6 +259,72 @@ class Runner:
                     row.note = "import excluded; numba import included"
                 self.log(f"  {FAST:<22} {format_seconds(row.times[FAST]):>10}   {row.case}")
 
+    # -- command line -------------------------------------------------------------------------------------
+    def command_line(self) -> None:
+        """`fairmedfm-fast score` beside `fairmedfm score`, each run as a fresh process (as users run
+        them), with two lower bounds: pyarrow reading the same columns, and the start-up of any
+        command built on pyarrow and numba (:data:`_FLOOR`)."""
+        small, large, huge = self.size["cli"]
+        repeat = max(self.size["repeat"], 3) if self.preset != "tiny" else 1
+        with tempfile.TemporaryDirectory(prefix="fairmedfm_fast_compare_") as folder:
+            floor_script = Path(folder, "floor.py")
+            floor_script.write_text(_FLOOR)
+            _run_child([sys.executable, str(floor_script)], folder)  # fills the floor's JIT cache
+            floor = min(_run_child([sys.executable, str(floor_script)], folder)[0] for _ in range(repeat))
+            for n, suffix in ((large, ".parquet"), (huge, ".parquet"), (small, ".csv")):
+                path = _data.prediction_table(n, Path(folder, f"predictions_{n}{suffix}"))
+                role = {small: "cold start", large: "speed-up", huge: "read"}[n]
+                self.command_line_row(path, n, role, floor, folder, repeat)
+
+    def command_line_row(self, path: Path, n: int, role: str, floor: float, folder: str, repeat: int) -> None:
+        fast, oracle = _console("fairmedfm-fast"), _console("fairmedfm")
+        kind = "CSV" if path.suffix == ".csv" else "Parquet"
+        row = self.add(Row(f"`fairmedfm-fast score`, {n:,}-row {kind} file, 3 attributes (fresh process)"))
+        row.times[BOUND] = floor
+        peaks = [0.0]
+
+        def command(program):
+            def make():
+                if program is None:
+                    raise NotImplementedError("the console script is not installed")
+
+                def call():
+                    seconds, output, status, rss = _run_child([program, "score", str(path)], folder)
+                    if status != 0:
+                        raise RuntimeError(f"{program} score failed with exit code {status}")
+                    if program == fast:
+                        peaks[0] = max(peaks[0], rss)
+                    return json.loads(output)["sex"]["auc-gap"]  # compared by check_agreement
+
+                call()  # warm-up (fills the JIT cache)
+                return call
+            return make
+
+        first = None
+        if fast is not None and role == "cold start":
+            first = _run_child([fast, "score", str(path)], folder, {"NUMBA_CACHE_DIR": str(Path(folder, "empty"))})[0]
+        self.time(row, FAST, command(fast))
+        if role != "read" or self.preset == "tiny":  # fairmedfm takes minutes on the largest table
+            self.time(row, REFERENCE, command(oracle))
+        notes = [f"peak RSS {peaks[0]:.0f} MiB"]
+        if role == "cold start":
+            row.target, row.met = "second run < 1.5 s", _at_most(row.times.get(FAST), 1.5)
+            notes.append(f"first run with an empty JIT cache: {format_seconds(first)}")
+        elif role == "speed-up":
+            row.target, row.met = ">= 30x fairmedfm", _at_least(row.speedup(), 30)
+        else:
+            import pyarrow.parquet as pq
+
+            columns = ["label", "prob", "sex", "age_group", "race"]
+            read, _ = best_of(lambda: pq.read_table(path, columns=columns), repeat, self.size["budget"])
+            ratio = row.times[FAST] / read if row.times.get(FAST) else None
+            row.target, row.met = "<= 3x pyarrow read", _at_most(ratio, 3)
+            notes.append(f"pyarrow reads the same columns in {format_seconds(read)} ({_ratio(ratio, 'x')} of it)")
+            if self.preset != "tiny":
+                notes.append("fairmedfm not run (minutes)")
+        notes.append("lower bound: start-up floor")
+        row.note = "; ".join(notes)
+
     # -- segmentation -------------------------------------------------------------------------------------
     def segmentation(self) -> None:
         (shape, pairs), large_shape = self.size["seg"], self.size["seg_large"]
@@ -434,6 +504,48 @@ def _first_call(function: str, package: str, cache: str, repeat: int) -> float:
         return min(_child(statement, after, os.path.join(folder, str(i)))["call"] for i in range(min(repeat, 2)))
 
 
+# Any command built on pyarrow and numba: import both, call one cached kernel, end as fairmedfm-fast
+# does (exit handlers, then no interpreter teardown).
+_FLOOR = """
+import numba, numpy, pyarrow.parquet
+
+
+@numba.njit(cache=True, nogil=True)
+def total(x):
+    s = 0.0
+    for v in x:
+        s += v
+    return s
+
+
+total(numpy.ones(3))
+import atexit, os
+
+atexit._run_exitfuncs()
+os._exit(0)
+"""
+
+
+def _console(name: str) -> str | None:
+    """The console script ``name`` beside this Python, or on the PATH."""
+    import shutil
+
+    beside = Path(sys.executable).with_name(name)
+    return str(beside) if beside.exists() else shutil.which(name)
+
+
+def _run_child(command: list[str], folder: str, environment: dict | None = None) -> tuple[float, str, int, float]:
+    """Run ``command``: wall seconds, its stdout, its exit status and its peak RSS in MiB."""
+    with tempfile.TemporaryFile(dir=folder) as out, tempfile.TemporaryFile(dir=folder) as err:
+        begin = time.perf_counter()
+        child = subprocess.Popen(command, stdout=out, stderr=err, cwd=folder, env={**os.environ, **(environment or {})})
+        _, status, usage = os.wait4(child.pid, 0)
+        seconds = time.perf_counter() - begin
+        child.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        return seconds, out.read().decode(), child.returncode, usage.ru_maxrss / 1024
+
+
 # ------------------------------------------------------------------------------------------------------------
 # Output
 
@@ -495,7 +607,8 @@ def markdown(rows: list[Row], preset: str) -> str:
     lines.append(f"Machine: {machine()}. Preset: `{preset}`. Best of up to {SIZES[preset]['repeat']} runs "
                  f"(one for calls over {SIZES[preset]['budget']:.0f} s). Attributes are pandas string columns (as read "
                  "from a CSV file) unless a row says otherwise. Lower bound: `np.sort` of the scores for "
-                 "classification, a NumPy sum over every mask byte for Dice.")
+                 "classification, a NumPy sum over every mask byte for Dice, and for the command line the start-up "
+                 "of a process that imports pyarrow and numba and calls one cached kernel.")
     return "\n".join(lines)
 
 
@@ -569,7 +682,7 @@ def update_readme(path: Path, table: str) -> None:
     path.write_text(f"{head}{BEGIN}\n{table}\n{END}{tail}")
 
 
-SECTIONS = ("classification", "cold-start", "segmentation")
+SECTIONS = ("classification", "cold-start", "segmentation", "command-line")
 
 
 def main(argv=None) -> int:
@@ -593,7 +706,7 @@ def main(argv=None) -> int:
         if section in args.only:
             print(f"{section} ...", file=sys.stderr, flush=True)
             {"classification": runner.classification, "cold-start": runner.cold_start,
-             "segmentation": runner.segmentation}[section]()
+             "segmentation": runner.segmentation, "command-line": runner.command_line}[section]()
 
     table = markdown(runner.rows, preset)
     print(table)

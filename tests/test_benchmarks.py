@@ -13,6 +13,7 @@ import importlib
 import importlib.util
 import inspect
 import os
+import shutil
 import sys
 import warnings
 from pathlib import Path
@@ -168,3 +169,17 @@ def test_compare_cold_start_import(tmp_path):
     child = compare._child("import fairmedfm_fast")
     assert child["import"] > 0
     assert isinstance(child["numba"], bool)
+
+
+@pytest.mark.skipif(shutil.which("fairmedfm-fast") is None and not Path(sys.executable).with_name("fairmedfm-fast").exists(),
+                    reason="console script not installed")
+def test_compare_command_line_tiny(tmp_path, capsys):
+    compare = _load("fairmedfm_fast_compare", ROOT / "benchmarks" / "compare.py")
+    status = compare.main(["--preset", "tiny", "--only", "command-line", "--no-chart", "--markdown",
+                           str(tmp_path / "t.md")])
+    table = (tmp_path / "t.md").read_text()
+    assert status == 0, capsys.readouterr().err  # fairmedfm-fast and fairmedfm agree on every table
+    for case in ("3,000-row Parquet file", "6,000-row Parquet file", "300-row CSV file"):
+        row = next(line for line in table.splitlines() if case in line)
+        assert " ms |" in row or " s |" in row
+    assert "first run with an empty JIT cache" in table and "pyarrow reads the same columns" in table

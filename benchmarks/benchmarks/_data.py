@@ -107,6 +107,30 @@ def classification(n_samples: int, n_attributes: int = 1, n_groups: int = 2, see
 # Segmentation
 
 
+def prediction_table(n_samples: int, path: str | Path, seed: int = 0) -> Path:
+    """A predictions table as an evaluation job exports it, written to ``path`` (Parquet, or CSV when
+    the name ends in .csv): image_id, label, prob and three text attributes (sex, age_group, race)."""
+    import pyarrow as pa
+
+    rng = np.random.default_rng([seed, n_samples])
+    label = rng.integers(0, 2, n_samples).astype(np.int64)
+    prob = np.clip(0.25 * label + 0.75 * rng.random(n_samples), 0, 1)
+    table = pa.table({"image_id": np.arange(n_samples), "label": label, "prob": prob,
+                      "sex": np.array(["F", "M"])[rng.integers(0, 2, n_samples)],
+                      "age_group": np.array(["<40", "40-60", ">=60"])[rng.integers(0, 3, n_samples)],
+                      "race": np.array(["white", "black", "asian", "other"])[rng.integers(0, 4, n_samples)]})
+    path = Path(path)
+    if path.suffix == ".csv":
+        import pyarrow.csv
+
+        pyarrow.csv.write_csv(table, path)
+    else:
+        import pyarrow.parquet
+
+        pyarrow.parquet.write_table(table, path)
+    return path
+
+
 def ellipsoid(shape: tuple[int, int, int], center, radii) -> np.ndarray:
     """uint8 volume, 1 inside the ellipsoid; built one slice at a time to keep temporaries small."""
     axes = [(np.arange(size, dtype=np.float64) - c) / r for size, c, r in zip(shape, center, radii, strict=True)]
