@@ -281,7 +281,6 @@ class Runner:
         kind = "CSV" if path.suffix == ".csv" else "Parquet"
         row = self.add(Row(f"`fairmedfm-fast score`, {n:,}-row {kind} file, 3 attributes (fresh process)"))
         row.times[BOUND] = floor
-        peaks = [0.0]
 
         def command(program):
             def make():
@@ -289,11 +288,9 @@ class Runner:
                     raise NotImplementedError("the console script is not installed")
 
                 def call():
-                    seconds, output, status, rss = _run_child([program, "score", str(path)], folder)
+                    _, output, status = _run_child([program, "score", str(path)], folder)
                     if status != 0:
                         raise RuntimeError(f"{program} score failed with exit code {status}")
-                    if program == fast:
-                        peaks[0] = max(peaks[0], rss)
                     return json.loads(output)["sex"]["auc-gap"]  # compared by check_agreement
 
                 call()  # warm-up (fills the JIT cache)
@@ -306,7 +303,7 @@ class Runner:
         self.time(row, FAST, command(fast))
         if role != "read" or self.preset == "tiny":  # fairmedfm takes minutes on the largest table
             self.time(row, REFERENCE, command(oracle))
-        notes = [f"peak RSS {peaks[0]:.0f} MiB"]
+        notes = [f"peak RSS {_peak_rss([fast, 'score', str(path)], folder):.0f} MiB"] if fast else []
         if role == "cold start":
             row.target, row.met = "second run < 1.5 s", _at_most(row.times.get(FAST), 1.5)
             notes.append(f"first run with an empty JIT cache: {format_seconds(first)}")
@@ -534,16 +531,23 @@ def _console(name: str) -> str | None:
     return str(beside) if beside.exists() else shutil.which(name)
 
 
-def _run_child(command: list[str], folder: str, environment: dict | None = None) -> tuple[float, str, int, float]:
-    """Run ``command``: wall seconds, its stdout, its exit status and its peak RSS in MiB."""
-    with tempfile.TemporaryFile(dir=folder) as out, tempfile.TemporaryFile(dir=folder) as err:
-        begin = time.perf_counter()
-        child = subprocess.Popen(command, stdout=out, stderr=err, cwd=folder, env={**os.environ, **(environment or {})})
-        _, status, usage = os.wait4(child.pid, 0)
-        seconds = time.perf_counter() - begin
-        child.returncode = os.waitstatus_to_exitcode(status)
-        out.seek(0)
-        return seconds, out.read().decode(), child.returncode, usage.ru_maxrss / 1024
+def _run_child(command: list[str], folder: str, environment: dict | None = None) -> tuple[float, str, int]:
+    """Run ``command``: wall seconds, its stdout and its exit status."""
+    begin = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True, cwd=folder, env={**os.environ, **(environment or {})},
+                          check=False)
+    return time.perf_counter() - begin, done.stdout, done.returncode
+
+
+# Started from this small process rather than from compare.py (which holds gigabytes of inputs by
+# then), the command's peak RSS is its own: Linux carries a forked child's high-water mark over exec.
+_PEAK = "import resource, subprocess, sys; subprocess.run(sys.argv[1:], capture_output=True); " \
+        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)"
+
+
+def _peak_rss(command: list[str], folder: str) -> float:
+    """Peak resident memory of ``command`` in MiB (Linux reports KiB)."""
+    return int(_run_child([sys.executable, "-c", _PEAK, *command], folder)[1]) / 1024
 
 
 # ------------------------------------------------------------------------------------------------------------
