@@ -142,20 +142,6 @@ def _threaded(n: int) -> bool:
     return n >= THREADED_FROM and resolve_n_jobs() > 1
 
 
-def _load_sort_kernels(ranking, scores: np.ndarray) -> None:
-    """Make numba load the sort kernels for these scores' types now, on the calling thread.
-
-    The first call of a kernel in a process loads it from the on-disk cache, which is Python work
-    holding the GIL (about 0.3 s for the first kernel). Done on the sort thread, it would slow down
-    the caller coding the attributes meanwhile; done here on two scores, the sort thread then runs
-    without the GIL from its start. Later calls find the kernels loaded and cost microseconds.
-    """
-    few = np.ascontiguousarray(scores[:2])  # the dtype, layout and writeability sort_scores will pass
-    exact = few.dtype == np.float32
-    packed, order, sorted_few = ranking.radix_sort_packed(few.view(np.uint32 if exact else np.uint64), few)
-    ranking.order_tied_keys(packed, order, sorted_few, exact)
-
-
 class Presort:
     """The sort of the scores, started early on another thread for large inputs.
 
@@ -166,10 +152,11 @@ class Presort:
     def __init__(self, scores: np.ndarray):
         self.scores = scores
         threaded = _threaded(len(scores))
-        ranking = None
-        if threaded:
-            ranking = _kernels()[0]
-            _load_sort_kernels(ranking, scores)
+        ranking = _kernels()[0] if threaded else None  # import before the thread starts
+        # The kernels themselves load (from numba's disk cache) on the sort thread's first call.
+        # Loading them here instead spared a first call in a new process ~0.2 s of GIL contention,
+        # but left the C allocator in a state where every later sort page-faulted its large arrays
+        # afresh (auc_gap on 1M samples: 33 -> 46 ms per call), so they are not.
         self._job = _Background(lambda: sort_scores(scores, ranking or _kernels()[0]), threaded)
 
     def result(self) -> tuple[np.ndarray, np.ndarray]:

@@ -78,31 +78,3 @@ def test_bad_thread_count_in_environment_is_a_clear_error(monkeypatch):
     monkeypatch.setenv("FAIRMEDFM_FAST_N_JOBS", "lots")
     with pytest.raises(ValueError, match="FAIRMEDFM_FAST_N_JOBS"):
         fm.auc_gap([0, 1] * 10, np.linspace(0, 1, 20), sensitive_features=[0, 1] * 10)
-
-
-def test_preloaded_sort_kernels_are_the_ones_the_sort_uses(monkeypatch):
-    # Presort loads the sort kernels on the calling thread, on two scores; the sort thread must then
-    # call them with arguments of the same numba types (strided, read-only and float32 scores).
-    from numba import typeof
-
-    calls = []
-
-    def recording(kernel):
-        def call(*args):
-            calls.append(tuple(typeof(arg) for arg in args))
-            return kernel(*args)
-        return call
-
-    monkeypatch.setattr(ranking, "radix_sort_packed", recording(ranking.radix_sort_packed))
-    monkeypatch.setattr(ranking, "order_tied_keys", recording(ranking.order_tied_keys))
-    matrix = np.random.default_rng(3).random((N, 2))
-    read_only = matrix[:, 0].copy()
-    read_only.flags.writeable = False
-    for scores in (matrix[:, 1], read_only, matrix[:, 0].astype(np.float32)):
-        calls.clear()
-        _engine._load_sort_kernels(ranking, scores)
-        preloaded = list(calls)
-        calls.clear()
-        order, sorted_scores = _engine.sort_scores(scores, ranking)
-        assert calls == preloaded
-        np.testing.assert_array_equal(sorted_scores, np.sort(scores))
