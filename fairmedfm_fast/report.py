@@ -164,6 +164,10 @@ def group_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
 def _level(values: list[Any]) -> tuple[pd.Index, np.ndarray]:
     """The level and codes that ``MultiIndex.from_arrays`` gives: pandas' sorted unique values
     (numbers before text in a mixed level), or the order of appearance when they cannot be ordered."""
+    if all(type(value) is str for value in values):  # the usual case, without pandas' factorize
+        unique = sorted(set(values))
+        position = {value: i for i, value in enumerate(unique)}
+        return pd.Index(unique), np.array([position[value] for value in values], dtype=np.intp)
     array = pd.Index(values)
     try:
         codes, unique = pd.factorize(array, sort=True)
