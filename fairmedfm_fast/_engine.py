@@ -188,11 +188,9 @@ def arrange(scores: np.ndarray, labels: np.ndarray, code_rows: list[np.ndarray],
                 np.take(source.astype(target.dtype, copy=False), order, out=target, mode="clip")
 
         # np.take releases the GIL: on large inputs every other gather runs on a second thread.
-        threaded = _threaded(len(scores))
-        other = _Background(lambda: gather(gathers[0::2]), threaded) if threaded else None
-        gather(gathers[1::2] if threaded else gathers)
-        if other is not None:
-            other.result()
+        other = _Background(lambda: gather(gathers[0::2]), _threaded(len(scores)))
+        gather(gathers[1::2])
+        other.result()
         labels, weights = sorted_labels, sorted_weights
     else:
         scores, labels = np.ascontiguousarray(scores), np.ascontiguousarray(labels)
@@ -263,7 +261,7 @@ def measure(arranged: Arranged, wanted: set[str] | None = None, threshold: float
         totals = ranking.rank_statistics(scores, labels, codes, sizes, weights)
         u2 = totals[2]
     else:  # the score ranges hold the counts
-        totals, ece = calibrated.result()
+        totals = calibrated.result()[0]
     positives = totals[1]
     negatives = totals[0] - positives
     count = totals[0]

@@ -9,13 +9,13 @@ depends only on the seed and its number, so the intervals do not depend on the t
 from __future__ import annotations
 
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import wait
 from typing import Any
 
 import numpy as np
 
 from . import _engine
-from ._threads import resolve_n_jobs
+from ._threads import executor, resolve_n_jobs
 
 #: Per-group metrics that get intervals (confusion counts do not).
 INTERVAL_METRICS = ("auc", "acc", "bce", "ece", "tpr", "tnr")
@@ -42,9 +42,11 @@ def _run(n_tasks: int, task: Callable[[int], None]) -> None:
         for index in range(n_tasks):
             task(index)
         return
-    with ThreadPoolExecutor(workers) as pool:
-        for future in [pool.submit(_chunk, task, range(w, n_tasks, workers)) for w in range(workers)]:
-            future.result()
+    pool = executor(workers)
+    futures = [pool.submit(_chunk, task, range(w, n_tasks, workers)) for w in range(workers)]
+    wait(futures)  # all of them, even when one fails
+    for future in futures:
+        future.result()
 
 
 def _chunk(task: Callable[[int], None], indices: range) -> None:
