@@ -6,8 +6,36 @@ are imported on first use, so importing the package loads neither pandas nor num
 """
 from __future__ import annotations
 
+import os as _os
+import sys as _sys
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING
+
+
+def _attach_checkout_kernels() -> None:
+    """Make ``fairmedfm_fast.kernels`` importable when running from a source checkout.
+
+    The wheel installs the top-level ``kernels/`` folder as ``fairmedfm_fast/kernels``. A checkout has
+    it beside this package instead, so register that folder under the subpackage's name (its
+    ``__init__`` holds only a docstring, so this costs a file read, and numba is still not imported).
+    """
+    here = _os.path.dirname(_os.path.abspath(__file__))
+    if _os.path.isdir(_os.path.join(here, "kernels")):
+        return  # an installed package
+    sibling = _os.path.join(_os.path.dirname(here), "kernels")
+    init = _os.path.join(sibling, "__init__.py")
+    if not _os.path.isfile(init):
+        return
+    import importlib.util
+
+    name = __name__ + ".kernels"
+    spec = importlib.util.spec_from_file_location(name, init, submodule_search_locations=[sibling])
+    module = importlib.util.module_from_spec(spec)
+    _sys.modules[name] = module
+    spec.loader.exec_module(module)
+
+
+_attach_checkout_kernels()
 
 try:
     __version__ = version("fairmedfm_fast")
