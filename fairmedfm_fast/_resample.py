@@ -150,8 +150,8 @@ class _Plan:
         out_codes = out_codes[:len(rows)]
         m = resampling.drawn_samples(position, starts, seed, resample, arranged.scores, arranged.labels, codes,
                                      log_loss, arranged.weights, scores, labels, out_codes, terms, weights, tally)
-        part = _engine.Arranged(scores[:m], labels[:m], np.ascontiguousarray(out_codes[:, :m]), arranged.sizes[rows], None,
-                                arranged.is_sorted, terms[:m])
+        part = _engine.Arranged(scores[:m], labels[:m], np.ascontiguousarray(out_codes[:, :m]),
+                                arranged.sizes[rows], None, arranged.is_sorted, terms[:m])
         return part, weights[:m]
 
 

@@ -346,3 +346,19 @@ def test_progress_helper_delays_and_counts(monkeypatch):
     assert terminal.getvalue() == ""
     with _progress.Progress(0, "nothing", True) as bar:
         assert not bar.shown
+
+
+def test_dask_progress_on_stderr_only(capfd):
+    dd = pytest.importorskip("dask.dataframe")
+    from fairmedfm_fast import dask as fm_dask
+
+    y, s, frame = _audit_data(600)
+    ddf = dd.from_pandas(frame[["sex"]].assign(label=y, prob=s), npartitions=3)
+    capfd.readouterr()
+    report = fm_dask.evaluate(ddf, label="label", score="prob", sensitive="sex", progress=True)
+    out, err = capfd.readouterr()
+    assert out == "" and "dask" in err and "9/9" in err  # a survey and two kernel passes per partition
+    assert report.summary.loc["sex", "auc-gap"] == pytest.approx(
+        fm.evaluate(y, s, frame[["sex"]]).summary.loc["sex", "auc-gap"], abs=1e-12)
+    fm_dask.evaluate(ddf, label="label", score="prob", sensitive="sex")
+    assert capfd.readouterr() == ("", "")
