@@ -416,7 +416,7 @@ def test_help_and_version(capsys):
 
 
 EXTENSIONS = {"--threshold", "--bootstrap", "--permutations", "--seed", "--plot", "--plot-kind", "--html",
-              "--engine", "--scheduler"}
+              "--engine", "--scheduler", "--min-group-size", "--p-adjust"}
 
 
 def test_same_options_and_defaults_as_fairmedfm():
