@@ -17,9 +17,7 @@ from __future__ import annotations
 
 import math
 import os
-import sys
 import threading
-import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
@@ -29,12 +27,11 @@ from typing import Any
 import numpy as np
 
 from ._inputs import to_numpy
+from ._progress import Progress
 from ._threads import executor, resolve_n_jobs
 
 #: File name endings read with Pillow.
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff")
-#: Show a progress line on a terminal from this many samples read from files.
-PROGRESS_MIN_FILES = 20
 # Work is cut into pieces of at least this many bytes before it is given to threads.
 _MIN_TASK_BYTES = 1 << 22
 # Pairs of masks smaller than this are copied end to end (at most _MAX_GROUP per copy), so that
@@ -44,37 +41,6 @@ _MAX_GROUP = 256
 # At most this many bytes of such copies exist at a time.
 _COPY_BUDGET = 1 << 28
 _REAL_TYPES = (bool, int, float, np.bool_, np.integer, np.floating)
-
-
-class _Progress:
-    """``reading masks: k/n`` on stderr, rewritten in place, only when stderr is a terminal."""
-
-    def __init__(self, total: int, enabled: bool):
-        self.total = total
-        self.enabled = enabled and total > 0 and _stderr_is_tty()
-        self._last = 0.0
-
-    def update(self, done: int) -> None:
-        if not self.enabled:
-            return
-        now = time.monotonic()
-        if done < self.total and now - self._last < 0.2:
-            return
-        self._last = now
-        sys.stderr.write(f"\rreading masks: {done}/{self.total}")
-        sys.stderr.flush()
-
-    def close(self) -> None:
-        if self.enabled:
-            sys.stderr.write("\n")
-            sys.stderr.flush()
-
-
-def _stderr_is_tty() -> bool:
-    try:
-        return sys.stderr.isatty()
-    except (AttributeError, ValueError):
-        return False
 
 
 # ---------------------------------------------------------------------------------------------
@@ -631,8 +597,9 @@ def _stacked_block(preds: np.ndarray, trues: np.ndarray, label: Any, threshold: 
 
 
 def overlap_counts(pred_masks: Any, true_masks: Any, *, label: Any = None, mask_threshold: Any = 0.5,
-                   n_jobs: Any = None) -> np.ndarray:
-    """``|P|, |T|, |P and T|`` per sample, int64 array of shape (n_samples, 3)."""
+                   n_jobs: Any = None, progress: bool | None = None) -> np.ndarray:
+    """``|P|, |T|, |P and T|`` per sample, int64 array of shape (n_samples, 3); ``progress``: a bar
+    of the files read (see :mod:`fairmedfm_fast._progress`)."""
     preds, trues = _Masks(pred_masks, "pred_masks"), _Masks(true_masks, "true_masks")
     if len(preds) != len(trues):
         raise ValueError(f"pred_masks has {len(preds)} masks but true_masks has {len(trues)}; pass one "
@@ -656,7 +623,7 @@ def overlap_counts(pred_masks: Any, true_masks: Any, *, label: Any = None, mask_
     if not from_files or n < n_jobs:
         # In memory (or a few files, read in parallel): check every pair, then count in parallel.
         if from_files and n > 1:
-            pairs = _in_order(prepare, n, n_jobs, _Progress(n, False))
+            pairs = _in_order(prepare, n, n_jobs, Progress(n, "reading masks", False))
         else:
             pairs = [prepare(i) for i in range(n)]
         for i, pair in enumerate(pairs):
@@ -677,12 +644,12 @@ def overlap_counts(pred_masks: Any, true_masks: Any, *, label: Any = None, mask_
         count_blocks([block], 1)
         return block.result()[0]
 
-    for i, row in enumerate(_in_order(read_and_count, n, n_jobs, _Progress(n, n >= PROGRESS_MIN_FILES))):
+    for i, row in enumerate(_in_order(read_and_count, n, n_jobs, Progress(n, "reading masks", progress, "pair"))):
         counts[i] = row
     return counts
 
 
-def _in_order(function, n: int, n_jobs: int, progress: _Progress) -> list[Any]:
+def _in_order(function, n: int, n_jobs: int, progress: Progress) -> list[Any]:
     """``[function(i) for i in range(n)]`` on a thread pool; the error of the lowest failing ``i``
     is raised (as a loop would), and work not yet started is then cancelled."""
     results: list[Any] = [None] * n
@@ -690,7 +657,7 @@ def _in_order(function, n: int, n_jobs: int, progress: _Progress) -> list[Any]:
         try:
             for i in range(n):
                 results[i] = function(i)
-                progress.update(i + 1)
+                progress.update()
         finally:
             progress.close()
         return results
@@ -713,7 +680,7 @@ def _in_order(function, n: int, n_jobs: int, progress: _Progress) -> list[Any]:
             if error is not None:
                 raise error
             results[i] = future.result()
-            progress.update(i + 1)
+            progress.update()
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
         progress.close()
@@ -738,13 +705,14 @@ def check_empty_score(empty_score: Any) -> None:
 
 
 def dice_scores(pred_masks: Any, true_masks: Any, *, label: Any = None, mask_threshold: Any = 0.5,
-                empty_score: Any = 1.0, n_jobs: Any = None) -> np.ndarray:
+                empty_score: Any = 1.0, n_jobs: Any = None, progress: bool | None = None) -> np.ndarray:
     """Dice of every (prediction, truth) pair of masks, float64 array of shape (n_samples,).
 
     See :func:`fairmedfm_fast.segmentation.dice_scores` for the parameters.
     """
     check_empty_score(empty_score)
-    counts = overlap_counts(pred_masks, true_masks, label=label, mask_threshold=mask_threshold, n_jobs=n_jobs)
+    counts = overlap_counts(pred_masks, true_masks, label=label, mask_threshold=mask_threshold, n_jobs=n_jobs,
+                            progress=progress)
     return dice_from_counts(counts, empty_score)
 
 

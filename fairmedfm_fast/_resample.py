@@ -1,26 +1,36 @@
 """Bootstrap intervals and permutation tests over the one sorted arrangement.
 
-A bootstrap resample is a vector of draw counts over the samples, used as weights in the same
-kernels: no resample is ever re-sorted or copied. Resampling is stratified by the combination of
-every attribute's group (missing values included), so each resample keeps every group of every
-attribute at its size. Resamples run on a thread pool (the kernels release the GIL) and each
-depends only on the seed and its number, so the intervals do not depend on the thread count.
+A bootstrap resample is a vector of draw counts over the sorted samples. The samples it draws are
+taken out in their sorted order (a filter, never a re-sort) with their counts as weights, and go
+through the same kernels. With ``stratify="attribute"`` (the default) each attribute has its own
+resamples, stratified by its groups alone (a missing value is a stratum of its own), from a random
+stream derived from the seed and the attribute's name: an attribute's intervals are the same
+whichever other attributes are evaluated beside it. With ``stratify=None`` one resample of all
+samples (as fairlearn draws them) serves every attribute, and a group may lose every sample.
+Resamples run on a thread pool (the kernels release the GIL) and each depends only on its stream
+and its number, so the intervals do not depend on the thread count.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+import hashlib
+import threading
+from collections.abc import Callable, Sequence
 from concurrent.futures import wait
 from typing import Any
 
 import numpy as np
 
 from . import _engine
+from ._progress import Progress
 from ._threads import executor, resolve_n_jobs
 
 #: Per-group metrics that get intervals (confusion counts do not).
 INTERVAL_METRICS = ("auc", "acc", "bce", "ece", "tpr", "tnr")
 #: Summary columns tested for a difference between groups; eod is higher-is-fairer.
 GAP_COLUMNS = ("auc-gap", "acc-gap", "bce-gap", "ece-gap", "eo", "eod")
+#: Accepted ``stratify`` and ``p_adjust`` values.
+STRATIFY = ("attribute", None)
+P_ADJUST = (None, "holm", "bonferroni")
 
 
 def seed_from(random_state: Any) -> np.uint64:
@@ -36,64 +46,154 @@ def seed_from(random_state: Any) -> np.uint64:
     raise ValueError(f"random_state must be None, an int or a numpy Generator, got {type(random_state).__name__}")
 
 
-def _run(n_tasks: int, task: Callable[[int], None]) -> None:
+def stream(seed: np.uint64, purpose: str, name: Any = "") -> np.uint64:
+    """The seed of one random stream: a function of ``seed``, ``purpose`` and ``name`` only.
+
+    Names are hashed with BLAKE2b (not Python's per-process salted ``hash``), so an attribute's
+    stream is the same in every process and whatever the other attributes are.
+    """
+    key = hashlib.blake2b(f"{purpose}\x00{name}".encode(), digest_size=8).digest()
+    entropy = [int(seed), int.from_bytes(key, "little")]
+    return np.random.SeedSequence(entropy).generate_state(1, np.uint64)[0]
+
+
+def check_options(stratify: Any, p_adjust: Any) -> None:
+    """Validate ``stratify`` and ``p_adjust``."""
+    if not (stratify is None or (isinstance(stratify, str) and stratify == "attribute")):
+        raise ValueError(f"stratify must be 'attribute' (resample within each attribute's groups) or None "
+                         f"(resample all samples); got {stratify!r}")
+    if not (p_adjust is None or (isinstance(p_adjust, str) and p_adjust in P_ADJUST)):
+        raise ValueError(f"p_adjust must be None, 'holm' or 'bonferroni'; got {p_adjust!r}")
+
+
+def _run(n_tasks: int, task: Callable[[int], None], progress: Progress | None = None) -> None:
     workers = min(resolve_n_jobs(), max(n_tasks, 1))
     if workers == 1:
         for index in range(n_tasks):
             task(index)
+            if progress is not None:
+                progress.update()
         return
     pool = executor(workers)
-    futures = [pool.submit(_chunk, task, range(w, n_tasks, workers)) for w in range(workers)]
+    futures = [pool.submit(_chunk, task, range(w, n_tasks, workers), progress) for w in range(workers)]
     wait(futures)  # all of them, even when one fails
     for future in futures:
         future.result()
 
 
-def _chunk(task: Callable[[int], None], indices: range) -> None:
+def _chunk(task: Callable[[int], None], indices: range, progress: Progress | None) -> None:
     for index in indices:
         task(index)
+        if progress is not None:
+            progress.update()
 
 
-def _strata(codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Samples grouped by their combination of group codes (missing counts as a group)."""
-    key = np.zeros(codes.shape[1], np.int64)
-    for row in codes:
-        shifted = row.astype(np.int64) + 1
-        key = key * (int(shifted.max(initial=0)) + 1) + shifted
-        _, key = np.unique(key, return_inverse=True)  # keep the key small whatever the number of rows
-    members = np.argsort(key, kind="stable")
-    starts = np.concatenate(([0], np.cumsum(np.bincount(key)))).astype(np.intp)
-    return members.astype(np.intp), starts
+def _strata(codes: np.ndarray | None, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Samples grouped by their group code, for resamples within groups (one stratum of all samples
+    when ``codes`` is None).
+
+    Returns the members of each stratum in ascending order, where each stratum starts among them,
+    and each sample's position among them (-1 for a missing value: those samples take no part in
+    the attribute's metrics, so they need not be drawn).
+    """
+    if codes is None:
+        members = np.arange(n, dtype=np.intp)
+        return members, np.array([0, n], np.intp), members
+    members = np.argsort(codes, kind="stable").astype(np.intp)
+    counts = np.bincount(codes[codes >= 0].astype(np.intp))
+    members = members[n - int(counts.sum()):]  # missing values (negative codes) sort first
+    position = np.full(n, -1, np.int32 if n < 2**31 else np.intp)  # narrow: read once per resample
+    position[members] = np.arange(len(members))
+    return members, np.concatenate(([0], np.cumsum(counts))).astype(np.intp), position
 
 
-def bootstrap(arranged: _engine.Arranged, n_attributes: int, valid_groups: list[list[int]],
-              summarize: Callable, n_boot: int, level: float, seed: np.uint64,
-              fixed_best: float | None) -> tuple[list[np.ndarray], list[np.ndarray], list[str]]:
+class _Plan:
+    """Which samples each resample stratifies, and the groupings it measures.
+
+    One job per attribute (``stratify="attribute"``), or one job for all of them (``None``).
+    """
+
+    def __init__(self, code_rows: Sequence[np.ndarray], names: Sequence[Any], seed: np.uint64,
+                 stratify: str | None, purpose: str):
+        n = len(code_rows[0]) if len(code_rows) else 0
+        if stratify is None:
+            self.jobs = [(list(range(len(code_rows))), _strata(None, n), stream(seed, purpose))]
+        else:
+            self.jobs = [([a], _strata(row, n), stream(seed, purpose, name))
+                         for a, (row, name) in enumerate(zip(code_rows, names))]
+        self.n = n
+        self._local = threading.local()
+
+    def counts(self, job: int, resample: int) -> np.ndarray:
+        """Draw count of every sample in one resample of one job."""
+        from .kernels import resampling
+
+        _, (members, starts, _), seed = self.jobs[job]
+        out = np.zeros(self.n)
+        resampling.stratified_bootstrap_counts(members, starts, seed, resample, out)
+        return out
+
+    def drawn(self, job: int, resample: int, arranged: _engine.Arranged, log_loss: np.ndarray
+              ) -> tuple[_engine.Arranged, np.ndarray]:
+        """The samples one resample of one job draws, in their sorted order, and their counts."""
+        from .kernels import resampling
+
+        rows, (_, starts, position), seed = self.jobs[job]
+        codes = arranged.codes[rows[0]:rows[-1] + 1]
+        # Buffers of the calling thread, reused: fresh large arrays would fault in every page again.
+        n, buffers = self.n, getattr(self._local, "buffers", None)
+        if buffers is None or buffers[2].shape[0] < len(rows):
+            buffers = self._local.buffers = (
+                np.empty(n, arranged.scores.dtype), np.empty(n, arranged.labels.dtype),
+                np.empty((len(self.jobs[0][0]), n), codes.dtype), np.empty(n), np.empty(n), np.empty(n, np.int32))
+        scores, labels, out_codes, terms, weights, tally = buffers
+        out_codes = out_codes[:len(rows)]
+        m = resampling.drawn_samples(position, starts, seed, resample, arranged.scores, arranged.labels, codes,
+                                     log_loss, arranged.weights, scores, labels, out_codes, terms, weights, tally)
+        part = _engine.Arranged(scores[:m], labels[:m], np.ascontiguousarray(out_codes[:, :m]),
+                                arranged.sizes[rows], None, arranged.is_sorted, terms[:m])
+        return part, weights[:m]
+
+
+def _percentiles(draws: np.ndarray, level: float) -> np.ndarray:
+    tail = (1 - level) / 2 * 100
+    with np.errstate(invalid="ignore"), _quiet():
+        return np.moveaxis(np.nanpercentile(draws, [tail, 100 - tail], axis=0), 0, -1)
+
+
+def bootstrap(arranged: _engine.Arranged, names: Sequence[Any], valid_groups: list[list[int]],
+              summarize: Callable, n_boot: int, level: float, seed: np.uint64, fixed_best: float | None,
+              stratify: str | None = "attribute", progress: bool | None = None
+              ) -> tuple[list[np.ndarray], list[np.ndarray], list[str], list[np.ndarray]]:
     """Percentile intervals of every per-group metric and every summary column.
 
+    ``names`` are the attributes of the first ``len(names)`` code rows of ``arranged``.
     Returns, per attribute, an array (n_groups, len(INTERVAL_METRICS) * 2, 2) of [lo, hi] for each
-    key (plain and "@best_f1"), an array (len(summary columns), 2), and the summary column names.
+    key (plain and "@best_f1"), an array (len(summary columns), 2), the summary column names, and
+    per attribute the number of resamples in which each group had no sample.
     """
-    from .kernels import resampling
-
-    members, starts = _strata(arranged.codes[:n_attributes])
+    n_attributes = len(names)
+    plan = _Plan(arranged.codes[:n_attributes], names, seed, stratify, "bootstrap")
     keys = [*INTERVAL_METRICS, *(name + _engine.BEST for name in INTERVAL_METRICS)]
     sizes = arranged.sizes[:n_attributes]
     group_draws = [np.full((n_boot, int(g), len(keys)), np.nan) for g in sizes]
+    empty_draws = [np.zeros((n_boot, int(g)), bool) for g in sizes]
     columns = list(summarize({k: 0.0 for k in _engine.all_keys()}, {k: [0.0] for k in _engine.all_keys()}))
     summary_draws = [np.full((n_boot, len(columns)), np.nan) for _ in sizes]
+    log_loss = arranged.log_loss_terms()  # once, before the threads share it
 
-    def one(r: int) -> None:
-        weights = np.empty(len(arranged.scores))
-        resampling.stratified_bootstrap_counts(members, starts, seed, r, weights)
-        if arranged.weights is not None:
-            weights *= arranged.weights
-        groupings = _engine.measure(arranged, None, fixed_best=fixed_best, weights=weights, sample_counts=False,
+    def one(task: int) -> None:
+        r, job = divmod(task, len(plan.jobs))
+        rows = plan.jobs[job][0]
+        # The drawn samples, still in score order: the kernels see only them, with their counts.
+        part, weights = plan.drawn(job, r, arranged, log_loss)
+        groupings = _engine.measure(part, None, fixed_best=fixed_best, weights=weights, sample_counts=False,
                                     parallel=False)
-        for a in range(n_attributes):
-            grouping, g = groupings[a], int(sizes[a])
+        for a, grouping in zip(rows, groupings):
+            g = int(sizes[a])
             for j, key in enumerate(keys):
                 group_draws[a][r, :, j] = grouping.values[key][:g]
+            empty_draws[a][r] = grouping.count[:g] == 0
             valid = [i for i in valid_groups[a] if grouping.positives[i] > 0 and grouping.negatives[i] > 0]
             if len(valid) < 2:
                 continue
@@ -102,22 +202,22 @@ def bootstrap(arranged: _engine.Arranged, n_attributes: int, valid_groups: list[
             summary = summarize(overall, per_metric)
             summary_draws[a][r] = [summary[c] for c in columns]
 
-    _run(n_boot, one)
-    tail = (1 - level) / 2 * 100
-    with np.errstate(invalid="ignore"), _quiet():
-        by_group = [np.moveaxis(np.nanpercentile(d, [tail, 100 - tail], axis=0), 0, -1) for d in group_draws]
-        summaries = [np.nanpercentile(d, [tail, 100 - tail], axis=0).T for d in summary_draws]
-    return by_group, summaries, columns
+    with Progress(n_boot * len(plan.jobs), "bootstrap", progress, unit="resample") as bar:
+        _run(n_boot * len(plan.jobs), one, bar)
+    by_group = [_percentiles(d, level) for d in group_draws]
+    summaries = [_percentiles(d, level) for d in summary_draws]
+    return by_group, summaries, columns, [d.sum(axis=0) for d in empty_draws]
 
 
 def permutation_pvalues(arranged: _engine.Arranged, attribute: int, valid_groups: list[int],
                         observed: dict[str, float], summarize: Callable, n_permutations: int,
-                        seed: np.uint64, threshold: float) -> dict[str, float]:
+                        seed: np.uint64, threshold: float, progress: Progress | None = None) -> dict[str, float]:
     """p-value of each gap of one attribute under shuffled group labels.
 
     Group labels are permuted among the attribute's present samples; the best-F1 threshold, which
     depends on those samples only, stays the observed one. p = (1 + #{permuted >= observed}) /
-    (1 + n_permutations), with ``eod`` compared as ``1 - eod``.
+    (1 + n_permutations), with ``eod`` compared as ``1 - eod``. ``seed`` is the attribute's stream
+    (see :func:`stream`).
     """
     from .kernels import resampling
 
@@ -125,11 +225,10 @@ def permutation_pvalues(arranged: _engine.Arranged, attribute: int, valid_groups
     sizes = arranged.sizes[attribute:attribute + 1]
     wanted = {"auc", "bce", "ece", "acc@best_f1", "tpr@best_f1", "tnr@best_f1"}
     draws = np.full((n_permutations, len(GAP_COLUMNS)), np.nan)
-    stream_seed = np.uint64((int(seed) + 0x9E3779B97F4A7C15 * (attribute + 1)) % 2**64)
 
     def one(p: int) -> None:
         codes = np.empty((1, len(row)), row.dtype)
-        resampling.permuted_codes(row, stream_seed, p, codes[0])
+        resampling.permuted_codes(row, seed, p, codes[0])
         grouping = _engine.measure(arranged.with_codes(codes, sizes), wanted, fixed_best=threshold,
                                    parallel=False)[0]
         valid = [i for i in valid_groups if grouping.positives[i] > 0 and grouping.negatives[i] > 0]
@@ -139,9 +238,13 @@ def permutation_pvalues(arranged: _engine.Arranged, attribute: int, valid_groups
         summary = summarize({}, per_metric)
         draws[p] = [summary[c] for c in GAP_COLUMNS]
 
-    _run(n_permutations, one)
+    _run(n_permutations, one, progress)
+    return _p_values(draws, GAP_COLUMNS, observed)
+
+
+def _p_values(draws: np.ndarray, columns: Sequence[str], observed: dict[str, float]) -> dict[str, float]:
     out = {}
-    for j, column in enumerate(GAP_COLUMNS):
+    for j, column in enumerate(columns):
         value = observed.get(column, np.nan)
         column_draws = draws[:, j][~np.isnan(draws[:, j])]
         if np.isnan(value) or column_draws.size == 0:
@@ -152,6 +255,42 @@ def permutation_pvalues(arranged: _engine.Arranged, attribute: int, valid_groups
         else:
             extreme = column_draws >= value - 1e-12
         out[column] = float((1 + extreme.sum()) / (1 + column_draws.size))
+    return out
+
+
+def adjusted(p_values: np.ndarray, method: str) -> np.ndarray:
+    """Holm or Bonferroni adjustment over every finite entry of ``p_values`` together (NaN stays NaN)."""
+    p = np.asarray(p_values, dtype=np.float64)
+    out = np.full(p.shape, np.nan)
+    finite = ~np.isnan(p)
+    values = p[finite]
+    m = values.size
+    if method == "bonferroni":
+        out[finite] = np.minimum(1.0, values * m)
+    elif method == "holm":
+        order = np.argsort(values, kind="stable")
+        steps = np.maximum.accumulate((m - np.arange(m)) * values[order])
+        flat = np.empty(m)
+        flat[order] = np.minimum(1.0, steps)
+        out[finite] = flat
+    else:
+        raise ValueError(f"p_adjust must be None, 'holm' or 'bonferroni'; got {method!r}")
+    return out
+
+
+def with_adjusted(frame, method: str | None):
+    """``frame`` of p-values with each column's adjusted values beside it (``<column>_<method>``),
+    adjusted over all the frame's attributes and columns together."""
+    if method is None:
+        return frame
+    import pandas as pd
+
+    adjusted_values = adjusted(frame.to_numpy(dtype=np.float64), method)
+    parts = {}
+    for j, column in enumerate(frame.columns):
+        parts[column] = frame[column]
+        parts[f"{column}_{method}"] = pd.Series(adjusted_values[:, j], index=frame.index)
+    out = pd.DataFrame(parts, index=frame.index)
     return out
 
 
@@ -173,64 +312,76 @@ class _quiet:
 # Segmentation: group means of per-sample Dice
 # ---------------------------------------------------------------------------------------------
 
-def dice_intervals(dice: np.ndarray, code_rows: list[np.ndarray], sizes: list[int], summarize: Callable,
-                   n_boot: int, level: float, seed: np.uint64):
+def dice_intervals(dice: np.ndarray, code_rows: list[np.ndarray], names: Sequence[Any], sizes: list[int],
+                   summarize: Callable, n_boot: int, level: float, seed: np.uint64,
+                   valid_groups: list[np.ndarray] | None = None, stratify: str | None = "attribute",
+                   progress: bool | None = None):
     """Percentile intervals of each group's mean Dice and of each summary column.
 
-    ``dice`` holds the finite scores; ``code_rows`` the attributes' codes of those samples.
-    Returns, per attribute, (n_groups, 2) bounds and (n_columns, 2) bounds, and the column names.
+    ``dice`` holds the finite scores; ``code_rows`` the attributes' codes of those samples;
+    ``valid_groups`` (boolean per group, default: every group) the groups that enter the summary.
+    Returns, per attribute, (n_groups, 2) bounds, (n_columns, 2) bounds, the column names, and
+    per attribute the number of resamples in which each group had no sample.
     """
-    from .kernels import resampling
-
-    members, starts = _strata(np.stack(code_rows) if code_rows else np.zeros((1, len(dice)), np.intp))
+    plan = _Plan(code_rows, names, seed, stratify, "bootstrap")
     columns = list(summarize(0.5, np.array([0.25, 0.75])))
     group_draws = [np.full((n_boot, g), np.nan) for g in sizes]
+    empty_draws = [np.zeros((n_boot, g), bool) for g in sizes]
     summary_draws = [np.full((n_boot, len(columns)), np.nan) for _ in sizes]
 
-    def one(r: int) -> None:
-        weights = np.empty(len(dice))
-        resampling.stratified_bootstrap_counts(members, starts, seed, r, weights)
-        for a, (codes, g) in enumerate(zip(code_rows, sizes)):
+    def one(task: int) -> None:
+        r, job = divmod(task, len(plan.jobs))
+        weights = plan.counts(job, r)
+        for a in plan.jobs[job][0]:
+            codes, g = code_rows[a], sizes[a]
             keep = codes >= 0
             total = np.bincount(codes[keep], weights=weights[keep], minlength=g)
             sums = np.bincount(codes[keep], weights=(weights * dice)[keep], minlength=g)
             with np.errstate(invalid="ignore", divide="ignore"):
                 means = sums / total
             group_draws[a][r] = means
+            empty_draws[a][r] = total == 0
             present = total > 0
+            if valid_groups is not None:
+                present &= valid_groups[a]
             if present.sum() >= 2:
                 summary = summarize(float(sums.sum() / total.sum()), means[present])
                 summary_draws[a][r] = [summary[c] for c in columns]
 
-    _run(n_boot, one)
-    tail = (1 - level) / 2 * 100
-    with np.errstate(invalid="ignore"), _quiet():
-        groups = [np.nanpercentile(d, [tail, 100 - tail], axis=0).T for d in group_draws]
-        summaries = [np.nanpercentile(d, [tail, 100 - tail], axis=0).T for d in summary_draws]
-    return groups, summaries, columns
+    with Progress(n_boot * len(plan.jobs), "bootstrap", progress, unit="resample") as bar:
+        _run(n_boot * len(plan.jobs), one, bar)
+    groups = [_percentiles(d, level) for d in group_draws]
+    summaries = [_percentiles(d, level) for d in summary_draws]
+    return groups, summaries, columns, [d.sum(axis=0) for d in empty_draws]
 
 
 def dice_permutation_pvalues(dice: np.ndarray, codes: np.ndarray, n_groups: int, observed: dict[str, float],
-                             summarize: Callable, n_permutations: int, seed: np.uint64, attribute: int
+                             summarize: Callable, n_permutations: int, seed: np.uint64,
+                             valid: np.ndarray | None = None, progress: Progress | None = None
                              ) -> dict[str, float]:
-    """p-values of ``delta_dice`` and ``std_dice`` under group labels shuffled among the samples."""
+    """p-values of ``delta_dice`` and ``std_dice`` under group labels shuffled among the samples.
+
+    ``seed`` is the attribute's stream (see :func:`stream`); ``valid`` (boolean per group) the groups
+    that enter the summary (default: every group with samples).
+    """
     from .kernels import resampling
 
     columns = ("delta_dice", "std_dice")
     draws = np.full((n_permutations, len(columns)), np.nan)
-    stream_seed = np.uint64((int(seed) + 0x9E3779B97F4A7C15 * (attribute + 1)) % 2**64)
 
     def one(p: int) -> None:
         shuffled = np.empty_like(codes)
-        resampling.permuted_codes(codes, stream_seed, p, shuffled)
+        resampling.permuted_codes(codes, seed, p, shuffled)
         keep = shuffled >= 0
         counts = np.bincount(shuffled[keep], minlength=n_groups)
         sums = np.bincount(shuffled[keep], weights=dice[keep], minlength=n_groups)
         present = counts > 0
+        if valid is not None:
+            present &= valid
         summary = summarize(float(dice[keep].mean()), sums[present] / counts[present])
         draws[p] = [summary[c] for c in columns]
 
-    _run(n_permutations, one)
+    _run(n_permutations, one, progress)
     out = {}
     for j, column in enumerate(columns):
         value = observed.get(column, np.nan)

@@ -10,8 +10,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import threading
-import time
 from pathlib import Path
 
 PROG = "fairmedfm-fast"
@@ -143,10 +141,15 @@ def build_parser() -> argparse.ArgumentParser:
                       help="classification: a fixed decision threshold (e.g. chosen on validation data) for "
                       "the @best_f1 metrics, instead of the best-F1 threshold of this table")
     more.add_argument("--bootstrap", type=int, default=0, metavar="N",
-                      help="N group-stratified bootstrap resamples: 95%% intervals for every summary metric")
+                      help="N bootstrap resamples, each attribute's within its own groups: 95%% intervals "
+                      "for every summary metric")
     more.add_argument("--permutations", type=int, default=0, metavar="N",
                       help="N permutations of the group labels: a p-value for every gap")
     more.add_argument("--seed", type=int, metavar="S", help="random seed of --bootstrap and --permutations")
+    more.add_argument("--min-group-size", type=int, metavar="N",
+                      help="skip groups of fewer than N samples (reported, left out of the gaps)")
+    more.add_argument("--p-adjust", choices=["holm", "bonferroni"],
+                      help="adjust the --permutations p-values over every gap and attribute")
     more.add_argument("--plot", type=Path, metavar="FILE.png", help="also save a figure (see --plot-kind)")
     more.add_argument("--plot-kind", choices=["roc", "reliability", "bars", "dice"], metavar="KIND",
                       help="roc, reliability, bars or dice (default: roc for classification, dice for "
@@ -174,35 +177,11 @@ def build_parser() -> argparse.ArgumentParser:
 # Progress on a terminal
 
 
-class _Progress:
-    """After ``delay`` seconds of a step, one line on stderr saying what is going on (terminals only)."""
+def _step(what: str):
+    """``fairmedfm-fast: <what> ... <time so far>`` on stderr once a step takes over ~2 s (terminals only)."""
+    from ._progress import Progress
 
-    def __init__(self, what: str, delay: float = 2.0):
-        self.what, self.delay = what, delay
-        self._timer = None
-        self._shown = False
-        self._start = 0.0
-
-    def __enter__(self):
-        self._start = time.perf_counter()
-        stream = sys.stderr
-        if stream is not None and hasattr(stream, "isatty") and stream.isatty():
-            self._timer = threading.Timer(self.delay, self._show)
-            self._timer.daemon = True
-            self._timer.start()
-        return self
-
-    def _show(self):
-        self._shown = True
-        print(f"{PROG}: {self.what} ...", file=sys.stderr, flush=True)
-
-    def __exit__(self, *exc_info):
-        if self._timer is not None:
-            self._timer.cancel()
-            if self._shown and exc_info[0] is None:
-                print(f"{PROG}: {self.what}: done in {time.perf_counter() - self._start:.1f} s",
-                      file=sys.stderr, flush=True)
-        return False
+    return Progress(None, f"{PROG}: {what}")
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -569,7 +548,7 @@ def score(args):
         return score_command(args)
     if args.scheduler:
         raise UsageError("--scheduler needs --engine dask")
-    with _Progress(f"opening {path}"):
+    with _step(f"opening {path}"):
         predictions = _tables.open_table(path, "the predictions table")
         metadata = _tables.open_table(args.metadata, "the metadata table") if args.metadata else None
     layout = Layout(predictions, metadata, args.on)
@@ -612,7 +591,7 @@ def score(args):
 
 
 def _read(layout, wanted, groups):
-    with _Progress("reading " + ", ".join(map(str, filter(None, [
+    with _step("reading " + ", ".join(map(str, filter(None, [
             layout.predictions.path, layout.metadata.path if layout.metadata else None])))):
         return layout.read(wanted, groups)
 
@@ -663,6 +642,12 @@ def _extensions(args, function, task: str) -> dict:
             wanted[name] = (option, value)
     if args.seed is not None and (args.bootstrap or args.permutations):
         wanted["random_state"] = ("--seed", args.seed)
+    if args.min_group_size is not None:
+        if args.min_group_size < 1:
+            raise UsageError(f"--min-group-size {args.min_group_size}: give a number of samples, 1 or more")
+        wanted["min_group_size"] = ("--min-group-size", args.min_group_size)
+    if args.p_adjust is not None and args.permutations:
+        wanted["p_adjust"] = ("--p-adjust", args.p_adjust)
     accepted = inspect.signature(function).parameters
     for name, (option, _) in wanted.items():
         if name not in accepted:
@@ -710,7 +695,7 @@ def _classification(args, layout, sensitive, bins, label, scores, notes):
         pos_label = None
     from . import evaluate
 
-    with _Progress(f"scoring {table.num_rows:,} samples"):
+    with _step(f"scoring {table.num_rows:,} samples"):
         report = evaluate(y_true, y_score, _attributes(layout, table, sensitive),
                           pos_label=pos_label, score_type=args.score_type, score_column=score_column,
                           bins=bins or None, intersectional=args.intersectional,
@@ -730,7 +715,7 @@ def _segmentation(args, layout, path, sensitive, bins, dice, pred_mask, true_mas
         require(columns, [dice], "--dice")
         notes.append(f"segmentation: Dice column {dice!r}")
         table = _read(layout, [dice, *sensitive], [s for s in sensitive if s != dice])
-        with _Progress(f"scoring {table.num_rows:,} samples"):
+        with _step(f"scoring {table.num_rows:,} samples"):
             return evaluate_segmentation(_attributes(layout, table, sensitive), dice=table[dice],
                                          bins=bins or None, intersectional=args.intersectional,
                                          **_extensions(args, evaluate_segmentation, "segmentation"))
@@ -750,7 +735,7 @@ def _segmentation(args, layout, path, sensitive, bins, dice, pred_mask, true_mas
             raise UsageError(f"{option} column {name!r} has no file path in row {row + 1} ({values[row]!r}); "
                              "every sample needs a mask file")
         masks[option] = [base / v for v in values]
-    with _Progress(f"scoring {table.num_rows:,} samples"):
+    with _step(f"scoring {table.num_rows:,} samples"):
         return evaluate_segmentation(_attributes(layout, table, sensitive), pred_masks=masks["--pred-mask"],
                                      true_masks=masks["--true-mask"], label=_mask_value(args.mask_label),
                                      mask_threshold=args.mask_threshold, empty_score=args.empty_score,

@@ -30,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from . import _engine, _inputs
+from ._progress import Progress, check
 from .evaluation import _as_python, _attribute_result, check_threshold, classification_report, transform_note
 from .report import FairnessReport
 
@@ -553,7 +554,8 @@ def _check_columns(ddf: Any, label: Any, score: Any, sensitive: Any, bins: Any) 
 
 def evaluate(ddf: Any, *, label: str, score: str, sensitive: str | Sequence[str], bins: _inputs.Bins | None = None,
              intersectional: bool = False, pos_label: Any = None, score_type: str = "auto",
-             threshold: float | None = None, npartitions: int | None = None) -> FairnessReport:
+             threshold: float | None = None, npartitions: int | None = None,
+             progress: bool | None = None) -> FairnessReport:
     """Fairness of a binary classifier from a Dask DataFrame, exactly as :func:`fairmedfm_fast.evaluate`.
 
     Runs on the active Dask scheduler (a ``distributed.Client`` if one exists). Rows never leave the
@@ -584,6 +586,9 @@ def evaluate(ddf: Any, *, label: str, score: str, sensitive: str | Sequence[str]
     npartitions : int, optional
         Partitions of the sort by score (default: those of ``ddf``). Each must fit in a worker's memory
         with its kernel arrays (about ``9 + number of attributes`` bytes per row, twice during the sort).
+    progress : bool, optional
+        A bar of the partitions' passes on stderr (per partition on a distributed cluster); None
+        shows it on a terminal or in a notebook when the work takes more than about two seconds.
 
     Returns
     -------
@@ -594,17 +599,50 @@ def evaluate(ddf: Any, *, label: str, score: str, sensitive: str | Sequence[str]
     dask, _ = _dask()
     names, bins = _check_columns(ddf, label, score, sensitive, bins)
     threshold = check_threshold(threshold)
+    quantile = any(isinstance(spec, (int, np.integer)) for spec in bins.values())
+    tasks = ddf.npartitions * (2 if quantile else 1) + 2 * (npartitions or ddf.npartitions)
+    with Progress(tasks, "dask", check(progress), unit="task") as bar:
+        return _evaluate(dask, ddf, label, score, names, bins, intersectional, pos_label, score_type, threshold,
+                         npartitions, bar)
+
+
+def _computed(dask: Any, items: list, bar: Progress) -> list:
+    """``dask.compute(*items)``; ``bar`` advances per finished item on a distributed cluster, else
+    by all of them at the end."""
+    client = None
+    if bar.shown:
+        try:
+            from distributed import default_client
+
+            client = default_client()
+        except (ImportError, ValueError):  # no distributed client: the local scheduler runs them
+            client = None
+    if client is None:
+        out = list(dask.compute(*items))
+        bar.update(len(items))
+        return out
+    from distributed import as_completed
+
+    futures = client.compute(items)
+    for _ in as_completed(futures):
+        bar.update()
+    return client.gather(futures)
+
+
+def _evaluate(dask: Any, ddf: Any, label: str, score: str, names: list[str], bins: dict, intersectional: bool,
+              pos_label: Any, score_type: str, threshold: float | None, npartitions: int | None,
+              bar: Progress) -> FairnessReport:
     ddf = ddf[list(dict.fromkeys([label, score, *names]))]
     meta = ddf._meta
     quantile = [name for name, spec in bins.items() if isinstance(spec, (int, np.integer))]
     if quantile:
-        counts = dask.compute(*[dask.delayed(_value_counts)(part, quantile) for part in ddf.to_delayed()])
+        counts = _computed(dask, [dask.delayed(_value_counts)(part, quantile) for part in ddf.to_delayed()], bar)
         for name in quantile:
             bins[name] = _quantile_cut_points([c[name] for c in counts], int(bins[name]), name)
     target = npartitions or ddf.npartitions
     columns = _Columns(label, score, names, bins, intersectional, pos_label,
                        min(10_000, max(_SKETCH, -(-4 * target // ddf.npartitions))))
-    surveys = dask.compute(*[dask.delayed(_survey)(part, columns) for part in ddf.to_delayed()])
+    surveys = _computed(dask, [dask.delayed(_survey)(part, columns) for part in ddf.to_delayed()], bar)
     plan, metadata = _plan(list(surveys), columns, meta, score_type)
 
     code_names = _code_names(plan)
@@ -621,7 +659,8 @@ def evaluate(ddf: Any, *, label: str, score: str, sensitive: str | Sequence[str]
     between = dask.delayed(_between)(firsts, sizes)
     seconds = [dask.delayed(_second_pass)(part, code_names, sizes, between, p, threshold is None)
                for p, part in enumerate(parts)]
-    firsts, seconds = dask.compute(firsts, seconds)
+    done = _computed(dask, [*firsts, *seconds], bar)
+    firsts, seconds = done[:len(firsts)], done[len(firsts):]
     groupings = _groupings(list(firsts), list(seconds), sizes, threshold)
     if threshold is not None:
         metadata["threshold"] = threshold
@@ -735,7 +774,8 @@ def evaluate_segmentation(ddf: Any, *, sensitive: str | Sequence[str], dice: str
         pair; defaults to :func:`fairmedfm_fast.segmentation.dice_scores` (one thread per task).
     **options
         Passed on to :func:`fairmedfm_fast.evaluate_segmentation` (e.g. ``n_boot``, ``ci``,
-        ``n_permutations``, ``random_state``).
+        ``n_permutations``, ``random_state``, ``progress``: also a line with the time spent reading
+        the masks on the workers).
 
     Returns
     -------
@@ -763,7 +803,8 @@ def evaluate_segmentation(ddf: Any, *, sensitive: str | Sequence[str], dice: str
         reading = {"label": label, "mask_threshold": mask_threshold, "empty_score": empty_score}
         scores = ddf.map_partitions(_partition_dice, pred_mask, true_mask, base, dice_function, reading,
                                     meta=pd.Series(dtype=np.float64))
-        table = ddf[names].assign(**{"__dice__": scores}).compute()
+        with Progress(None, "dask: reading masks", check(options.get("progress"))):
+            table = ddf[names].assign(**{"__dice__": scores}).compute()
         values = table.pop("__dice__")
     else:
         table = ddf[list(dict.fromkeys([*names, dice]))].compute()

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _engine, _inputs, _resample
+from . import _engine, _inputs, _progress, _resample
 from .report import FairnessReport, group_frame, summary_frame
 
 __all__ = ["FairnessReport", "evaluate"]
@@ -86,12 +86,13 @@ def _as_python(value: Any) -> Any:
 
 def assess(prepared: Prepared, attributes: list[_inputs.Attribute], warnings: list[str],
            wanted: set[str] | None = None, with_overall: bool = True, threshold: float | None = None,
-           weights: np.ndarray | None = None, presort: _engine.Presort | None = None
-           ) -> tuple[list[AttributeResult], dict, _engine.Arranged]:
+           weights: np.ndarray | None = None, presort: _engine.Presort | None = None,
+           min_group_size: int | None = None) -> tuple[list[AttributeResult], dict, _engine.Arranged]:
     """Metrics of every attribute (and of all samples when ``with_overall``) in one engine call.
 
     Appends the notes about missing values, skipped groups and empty summaries to ``warnings``.
-    ``threshold`` replaces each attribute's best-F1 threshold for the ``@best_f1`` metrics.
+    ``threshold`` replaces each attribute's best-F1 threshold for the ``@best_f1`` metrics;
+    groups of fewer than ``min_group_size`` samples are skipped.
     """
     labels = prepared.labels
     rows = [attribute.codes for attribute in attributes]
@@ -111,12 +112,12 @@ def assess(prepared: Prepared, attributes: list[_inputs.Attribute], warnings: li
         overall = {key: _as_python(values[-1]) for key, values in groupings[complete].values.items()}
     results = []
     for attribute, grouping in zip(attributes, groupings):
-        results.append(_attribute_result(attribute, grouping, len(labels), warnings))
+        results.append(_attribute_result(attribute, grouping, len(labels), warnings, min_group_size))
     return results, overall, arranged
 
 
 def _attribute_result(attribute: _inputs.Attribute, grouping: _engine.Grouping, n_samples: int,
-                      warnings: list[str]) -> AttributeResult:
+                      warnings: list[str], min_group_size: int | None = None) -> AttributeResult:
     name, g = attribute.name, attribute.n_groups
     n = int(grouping.count[g])
     missing = n_samples - n
@@ -124,11 +125,17 @@ def _attribute_result(attribute: _inputs.Attribute, grouping: _engine.Grouping, 
         warnings.append(f"{name}: {missing} samples have no value for this attribute and were left out of it")
     positives, negatives = grouping.positives[:g], grouping.negatives[:g]
     both = (positives > 0) & (negatives > 0)
-    valid = np.flatnonzero(both).tolist()
-    skipped = {i: f"only label {1 if positives[i] else 0}" for i in np.flatnonzero(~both).tolist()}
+    small = grouping.count[:g] < (min_group_size or 0)
+    skipped = {i: too_small(min_group_size) for i in np.flatnonzero(small).tolist()}
     for i, reason in skipped.items():
-        warnings.append(f"{name}={attribute.groups[i]}: skipped, {reason} among its "
+        warnings.append(f"{name}={attribute.groups[i]}: skipped, {reason} (it has {int(grouping.count[i])}; "
+                        f"min_group_size={min_group_size})")
+    for i in np.flatnonzero(~both & ~small).tolist():
+        skipped[i] = f"only label {1 if positives[i] else 0}"
+        warnings.append(f"{name}={attribute.groups[i]}: skipped, {skipped[i]} among its "
                         f"{int(grouping.count[i])} samples (AUC, TPR and TNR need both labels)")
+    both &= ~small
+    valid = np.flatnonzero(both).tolist()
     overall: dict[str, Any] = {}
     by_group: dict[int, dict[str, Any]] = {}
     summary: dict[str, Any] = {"n": n, "n_groups": len(valid)}
@@ -142,6 +149,20 @@ def _attribute_result(attribute: _inputs.Attribute, grouping: _engine.Grouping, 
         summary.update(summarize(overall, per_metric))
     return AttributeResult(name, n, attribute.groups, [int(c) for c in grouping.count[:g]], valid, skipped,
                            overall, by_group, summary, grouping.threshold)
+
+
+def too_small(min_group_size: int) -> str:
+    """The ``skipped`` reason of a group below ``min_group_size``."""
+    return f"fewer than {min_group_size} samples"
+
+
+def check_min_group_size(min_group_size: Any) -> int | None:
+    if min_group_size is None:
+        return None
+    if isinstance(min_group_size, bool) or not isinstance(min_group_size, (int, np.integer)) or min_group_size < 1:
+        raise ValueError(f"min_group_size must be a positive integer (groups with fewer samples are skipped) "
+                         f"or None; got {min_group_size!r}")
+    return int(min_group_size)
 
 
 def summarize(overall: Mapping[str, float], groups: Mapping[str, Sequence[float]]) -> dict[str, float]:
@@ -175,7 +196,8 @@ def evaluate(y_true: Any, y_score: Any, sensitive_features: Any, *, pos_label: A
              score_type: str = "auto", score_column: int | None = None, bins: _inputs.Bins | None = None,
              intersectional: bool = False, threshold: float | None = None, sample_weight: Any = None,
              n_boot: int = 0, ci: float = 0.95, n_permutations: int = 0,
-             random_state: Any = None) -> FairnessReport:
+             random_state: Any = None, min_group_size: int | None = None, stratify: str | None = "attribute",
+             p_adjust: str | None = None, progress: bool | None = None) -> FairnessReport:
     """Fairness of a binary classifier across the groups of one or more sensitive attributes.
 
     Parameters
@@ -205,9 +227,8 @@ def evaluate(y_true: Any, y_score: Any, sensitive_features: Any, *, pos_label: A
     sample_weight : array-like of shape (n_samples,), optional
         Extension: non-negative weight of each sample in every metric (``n`` still counts samples).
     n_boot : int, default 0
-        Extension: bootstrap resamples for percentile intervals in ``report.ci``. Resampling is
-        stratified by the groups of every attribute, which keep their sizes; the best-F1 threshold
-        is chosen again in each resample.
+        Extension: bootstrap resamples for percentile intervals in ``report.ci``; the best-F1
+        threshold is chosen again in each resample.
     ci : float, default 0.95
         Coverage of the bootstrap intervals.
     n_permutations : int, default 0
@@ -215,6 +236,21 @@ def evaluate(y_true: Any, y_score: Any, sensitive_features: Any, *, pos_label: A
         ``report.p_values``.
     random_state : int, numpy Generator or None
         Seed of the resampling; results depend on it only (not on the number of threads).
+    min_group_size : int, optional
+        Extension: groups with fewer samples are skipped (reason ``"fewer than N samples"``), keep
+        their ``n`` in ``by_group`` and stay out of the gaps. None keeps every group.
+    stratify : {"attribute", None}, default "attribute"
+        Extension: ``"attribute"`` draws each attribute's resamples within that attribute's groups
+        (a missing value is a group of its own), from a stream of ``random_state`` and the
+        attribute's name, so its intervals do not depend on the other attributes. None resamples
+        all samples (as fairlearn does); a group that loses every sample in a resample is
+        undefined in it, and ``report.ci["by_group"]["n_empty"]`` counts those resamples.
+    p_adjust : {None, "holm", "bonferroni"}
+        Extension: adjust the permutation p-values over every gap and attribute of the report;
+        the adjusted values sit beside the raw ones (``auc-gap_holm``, ...).
+    progress : bool, optional
+        Extension: a progress bar of the resamples on stderr. None shows it on a terminal or in a
+        notebook when the work takes more than about two seconds.
 
     Returns
     -------
@@ -231,6 +267,9 @@ def evaluate(y_true: Any, y_score: Any, sensitive_features: Any, *, pos_label: A
     threshold, weights = prepared.threshold, prepared.weights
     n_boot = _count(n_boot, "n_boot")
     n_permutations = _count(n_permutations, "n_permutations")
+    min_group_size = check_min_group_size(min_group_size)
+    _resample.check_options(stratify, p_adjust)
+    progress = _progress.check(progress)
     if not (isinstance(ci, (float, int)) and 0 < ci < 1):
         raise ValueError(f"ci must be a coverage strictly between 0 and 1, such as 0.95; got {ci!r}")
     presort = _engine.Presort(prepared.scores)  # sorts while the attributes are coded
@@ -238,21 +277,25 @@ def evaluate(y_true: Any, y_score: Any, sensitive_features: Any, *, pos_label: A
     warnings.extend(transform_note(prepared.metadata))
     require_both_labels(prepared.labels)
     results, overall, arranged = assess(prepared, attributes, warnings, threshold=threshold, weights=weights,
-                                        presort=presort)
+                                        presort=presort, min_group_size=min_group_size)
     metadata = {**prepared.metadata, "n_samples": n}
     if threshold is not None:
         metadata["threshold"] = threshold
     if weights is not None:
         metadata["sample_weight"] = True
+    if min_group_size is not None:
+        metadata["min_group_size"] = min_group_size
     report = classification_report(results, overall, warnings, metadata)
     # References (no copies) for report.plot(): the sorted arrays, the attributes, the @best_f1 thresholds.
     report._curve_data = (arranged, attributes, [result.threshold for result in results])
     if n_boot or n_permutations:
         seed = _resample.seed_from(random_state)
         if n_boot:
-            report.ci = _intervals(arranged, results, n_boot, float(ci), seed, threshold)
+            report.ci = _intervals(arranged, results, n_boot, float(ci), seed, threshold, stratify, progress,
+                                   warnings)
         if n_permutations:
-            report.p_values = _p_values(arranged, results, n_permutations, seed)
+            report.p_values = _resample.with_adjusted(_p_values(arranged, results, n_permutations, seed, progress),
+                                                      p_adjust)
     return report
 
 
@@ -309,19 +352,26 @@ def _count(value: Any, name: str) -> int:
     return int(value)
 
 
-def _intervals(arranged, results: list[AttributeResult], n_boot: int, level: float, seed, threshold) -> dict:
+def _intervals(arranged, results: list[AttributeResult], n_boot: int, level: float, seed, threshold,
+               stratify: str | None, progress: bool | None, warnings: list[str]) -> dict:
     import pandas as pd
 
-    by_group, summaries, columns = _resample.bootstrap(
-        arranged, len(results), [r.valid for r in results], summarize, n_boot, level, seed, threshold)
+    by_group, summaries, columns, empty = _resample.bootstrap(
+        arranged, [r.name for r in results], [r.valid for r in results], summarize, n_boot, level, seed, threshold,
+        stratify, progress)
     keys = [*_resample.INTERVAL_METRICS, *(m + _engine.BEST for m in _resample.INTERVAL_METRICS)]
     group_rows, summary_rows = [], {}
-    for result, bounds, summary_bounds in zip(results, by_group, summaries):
+    for result, bounds, summary_bounds, n_empty in zip(results, by_group, summaries, empty):
         for i, group in enumerate(result.groups):
             row = {"attribute": result.name, "group": group}
             for j, key in enumerate(keys):
                 lo, hi = bounds[i, j]
                 row[f"{key}_lo"], row[f"{key}_hi"] = (float(lo), float(hi)) if i in result.valid else (np.nan,) * 2
+            if stratify is None:
+                row["n_empty"] = int(n_empty[i])
+                if n_empty[i] and i in result.valid:
+                    warnings.append(f"{result.name}={group}: no sample in {int(n_empty[i])} of {n_boot} bootstrap "
+                                    "resamples (stratify=None); it is undefined there and left out of their gaps")
             group_rows.append(row)
         if len(result.valid) >= 2:
             summary_rows[result.name] = {f"{c}_{side}": float(summary_bounds[j, k])
@@ -332,19 +382,22 @@ def _intervals(arranged, results: list[AttributeResult], n_boot: int, level: flo
                                      columns=[f"{c}_{side}" for c in columns for side in ("lo", "hi")])
     summary.index.name = "attribute"
     groups = pd.DataFrame(group_rows).set_index(["attribute", "group"])
-    return {"level": level, "n_boot": n_boot, "summary": summary, "by_group": groups}
+    return {"level": level, "n_boot": n_boot, "stratify": stratify, "summary": summary, "by_group": groups}
 
 
-def _p_values(arranged, results: list[AttributeResult], n_permutations: int, seed):
+def _p_values(arranged, results: list[AttributeResult], n_permutations: int, seed, progress: bool | None):
     import pandas as pd
 
     rows = {}
-    for k, result in enumerate(results):
-        if len(result.valid) < 2:
-            rows[result.name] = {}
-            continue
-        rows[result.name] = _resample.permutation_pvalues(arranged, k, result.valid, result.summary, summarize,
-                                                          n_permutations, seed, result.threshold)
+    tested = [k for k, result in enumerate(results) if len(result.valid) >= 2]
+    with _progress.Progress(n_permutations * len(tested), "permutations", progress, unit="permutation") as bar:
+        for k, result in enumerate(results):
+            if k not in tested:
+                rows[result.name] = {}
+                continue
+            stream = _resample.stream(seed, "permutation", result.name)
+            rows[result.name] = _resample.permutation_pvalues(arranged, k, result.valid, result.summary, summarize,
+                                                              n_permutations, stream, result.threshold, bar)
     frame = pd.DataFrame.from_dict(rows, orient="index", columns=list(_resample.GAP_COLUMNS))
     frame.index.name = "attribute"
     return frame

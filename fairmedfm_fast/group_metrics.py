@@ -27,7 +27,11 @@ _NEEDS = {"auc-gap": {"auc"}, "worst-auc": {"auc"}, "acc-gap": {"acc@best_f1"}, 
 
 def _classification(column: str, y_true: Any, y_score: Any, sensitive_features: Any, pos_label: Any,
                     score_type: str, score_column: int | None, bins: _inputs.Bins | None,
-                    sample_weight: Any = None, threshold: float | None = None) -> float:
+                    sample_weight: Any = None, threshold: float | None = None,
+                    min_group_size: int | None = None) -> float:
+    from .evaluation import check_min_group_size
+
+    min_group_size = check_min_group_size(min_group_size)
     notes: list[str] = []
     prepared, sensitive_features = prepare(y_true, y_score, sensitive_features, pos_label, score_type,
                                            score_column, notes, sample_weight, threshold)
@@ -38,7 +42,8 @@ def _classification(column: str, y_true: Any, y_score: Any, sensitive_features: 
     notes.extend(transform_note(prepared.metadata))
     require_both_labels(prepared.labels)
     result = assess(prepared, [attribute], notes, wanted=_NEEDS[column], with_overall=False,
-                    threshold=prepared.threshold, weights=prepared.weights, presort=presort)[0][0]
+                    threshold=prepared.threshold, weights=prepared.weights, presort=presort,
+                    min_group_size=min_group_size)[0][0]
     for message in notes:
         warnings.warn(message, UserWarning, stacklevel=3)
     value = result.summary.get(column, math.nan)
@@ -46,7 +51,8 @@ def _classification(column: str, y_true: Any, y_score: Any, sensitive_features: 
 
 
 def auc_gap(y_true: Any, y_score: Any, *, sensitive_features: Any, pos_label: Any = None, score_type: str = "auto",
-            score_column: int | None = None, bins: _inputs.Bins | None = None, sample_weight: Any = None) -> float:
+            score_column: int | None = None, bins: _inputs.Bins | None = None, sample_weight: Any = None,
+            min_group_size: int | None = None) -> float:
     """Largest minus smallest group ROC AUC (0 is fair).
 
     Parameters
@@ -61,6 +67,8 @@ def auc_gap(y_true: Any, y_score: Any, *, sensitive_features: Any, pos_label: An
         As in :func:`fairmedfm_fast.evaluate`.
     sample_weight : array-like of shape (n_samples,), optional
         Extension: a non-negative weight per sample.
+    min_group_size : int, optional
+        Extension: groups with fewer samples are left out (as in :func:`fairmedfm_fast.evaluate`).
 
     Returns
     -------
@@ -68,62 +76,68 @@ def auc_gap(y_true: Any, y_score: Any, *, sensitive_features: Any, pos_label: An
         NaN (with a ``UserWarning``) when fewer than two groups have both labels.
     """
     return _classification("auc-gap", y_true, y_score, sensitive_features, pos_label, score_type, score_column,
-                           bins, sample_weight)
+                           bins, sample_weight, None, min_group_size)
 
 
 def worst_group_auc(y_true: Any, y_score: Any, *, sensitive_features: Any, pos_label: Any = None,
                     score_type: str = "auto", score_column: int | None = None,
-                    bins: _inputs.Bins | None = None, sample_weight: Any = None) -> float:
+                    bins: _inputs.Bins | None = None, sample_weight: Any = None,
+            min_group_size: int | None = None) -> float:
     """Lowest group ROC AUC (higher is better). Parameters as in :func:`auc_gap`."""
     return _classification("worst-auc", y_true, y_score, sensitive_features, pos_label, score_type, score_column,
-                           bins, sample_weight)
+                           bins, sample_weight, None, min_group_size)
 
 
 def accuracy_gap(y_true: Any, y_score: Any, *, sensitive_features: Any, pos_label: Any = None,
                  score_type: str = "auto", score_column: int | None = None,
-                 bins: _inputs.Bins | None = None, sample_weight: Any = None, threshold: float | None = None) -> float:
+                 bins: _inputs.Bins | None = None, sample_weight: Any = None, threshold: float | None = None,
+                 min_group_size: int | None = None) -> float:
     """Largest minus smallest group accuracy at the best overall F1 threshold (0 is fair).
 
     Parameters as in :func:`auc_gap`. Predictions are ``score > threshold``. Extension:
     ``threshold=`` fixes the decision threshold (e.g. chosen on validation data) instead.
     """
     return _classification("acc-gap", y_true, y_score, sensitive_features, pos_label, score_type, score_column,
-                           bins, sample_weight, threshold)
+                           bins, sample_weight, threshold, min_group_size)
 
 
 def bce_gap(y_true: Any, y_score: Any, *, sensitive_features: Any, pos_label: Any = None, score_type: str = "auto",
-            score_column: int | None = None, bins: _inputs.Bins | None = None, sample_weight: Any = None) -> float:
+            score_column: int | None = None, bins: _inputs.Bins | None = None, sample_weight: Any = None,
+            min_group_size: int | None = None) -> float:
     """Largest minus smallest group binary cross-entropy (0 is fair). Parameters as in :func:`auc_gap`."""
     return _classification("bce-gap", y_true, y_score, sensitive_features, pos_label, score_type, score_column,
-                           bins, sample_weight)
+                           bins, sample_weight, None, min_group_size)
 
 
 def ece_gap(y_true: Any, y_score: Any, *, sensitive_features: Any, pos_label: Any = None, score_type: str = "auto",
-            score_column: int | None = None, bins: _inputs.Bins | None = None, sample_weight: Any = None) -> float:
+            score_column: int | None = None, bins: _inputs.Bins | None = None, sample_weight: Any = None,
+            min_group_size: int | None = None) -> float:
     """Largest minus smallest group expected calibration error (0 is fair).
 
     Parameters as in :func:`auc_gap`. Each group's 10 equal-width bins span its own score range.
     """
     return _classification("ece-gap", y_true, y_score, sensitive_features, pos_label, score_type, score_column,
-                           bins, sample_weight)
+                           bins, sample_weight, None, min_group_size)
 
 
 def equal_opportunity_difference(y_true: Any, y_score: Any, *, sensitive_features: Any, pos_label: Any = None,
                                  score_type: str = "auto", score_column: int | None = None,
-                                 bins: _inputs.Bins | None = None, sample_weight: Any = None, threshold: float | None = None) -> float:
+                                 bins: _inputs.Bins | None = None, sample_weight: Any = None, threshold: float | None = None,
+                 min_group_size: int | None = None) -> float:
     """Largest minus smallest group true positive rate at the best-F1 threshold (``eo``; 0 is fair).
 
     Parameters as in :func:`auc_gap`; ``threshold=`` (extension) fixes the decision threshold.
     """
-    return _classification("eo", y_true, y_score, sensitive_features, pos_label, score_type, score_column, bins, sample_weight, threshold)
+    return _classification("eo", y_true, y_score, sensitive_features, pos_label, score_type, score_column, bins, sample_weight, threshold, min_group_size)
 
 
 def equalized_odds_score(y_true: Any, y_score: Any, *, sensitive_features: Any, pos_label: Any = None,
                          score_type: str = "auto", score_column: int | None = None,
-                         bins: _inputs.Bins | None = None, sample_weight: Any = None, threshold: float | None = None) -> float:
+                         bins: _inputs.Bins | None = None, sample_weight: Any = None, threshold: float | None = None,
+                 min_group_size: int | None = None) -> float:
     """``1 - (TPR gap + TNR gap) / 2`` at the best-F1 threshold (``eod``; 1 is fair).
 
     A score, not a difference: fairlearn's ``equalized_odds_difference`` is 0 when fair.
     Parameters as in :func:`auc_gap`; ``threshold=`` (extension) fixes the decision threshold.
     """
-    return _classification("eod", y_true, y_score, sensitive_features, pos_label, score_type, score_column, bins, sample_weight, threshold)
+    return _classification("eod", y_true, y_score, sensitive_features, pos_label, score_type, score_column, bins, sample_weight, threshold, min_group_size)

@@ -53,7 +53,7 @@ def _warn(message: str, category: type[Warning] = UserWarning) -> None:
 # ---------------------------------------------------------------------------------------------
 
 def dice_scores(pred_masks: Any, true_masks: Any, *, label: Any = None, mask_threshold: float = 0.5,
-                empty_score: float = 1.0, n_jobs: int | None = None) -> np.ndarray:
+                empty_score: float = 1.0, n_jobs: int | None = None, progress: bool | None = None) -> np.ndarray:
     """Dice of every (predicted, ground-truth) pair of masks: the scores that
     :func:`evaluate_segmentation` computes from masks (an extension; fairmedfm has no such function).
 
@@ -76,6 +76,9 @@ def dice_scores(pred_masks: Any, true_masks: Any, *, label: Any = None, mask_thr
     n_jobs : int, optional
         Threads for reading files and counting voxels; default ``$FAIRMEDFM_FAST_N_JOBS``, else all
         cores. ``-1`` is all cores.
+    progress : bool, optional
+        A bar of the files read, on stderr; None shows it on a terminal or in a notebook when
+        reading takes more than about two seconds.
 
     Returns
     -------
@@ -84,7 +87,7 @@ def dice_scores(pred_masks: Any, true_masks: Any, *, label: Any = None, mask_thr
     from . import _masks
 
     return _masks.dice_scores(pred_masks, true_masks, label=label, mask_threshold=mask_threshold,
-                              empty_score=empty_score, n_jobs=n_jobs)
+                              empty_score=empty_score, n_jobs=n_jobs, progress=progress)
 
 
 def dice_per_label(pred: Any, true: Any, labels: Any = None) -> dict[Any, float]:
@@ -147,7 +150,7 @@ class _Assessment:
 
 
 def _scores(dice: Any, pred_masks: Any, true_masks: Any, label: Any, mask_threshold: Any,
-            empty_score: Any) -> tuple[np.ndarray, dict[str, Any]]:
+            empty_score: Any, progress: bool | None = None) -> tuple[np.ndarray, dict[str, Any]]:
     if dice is not None:
         values = _inputs.to_numpy(dice, "dice")
         try:
@@ -159,7 +162,7 @@ def _scores(dice: Any, pred_masks: Any, true_masks: Any, label: Any, mask_thresh
         from . import _masks
 
         scores = _masks.dice_scores(pred_masks, true_masks, label=label, mask_threshold=mask_threshold,
-                                    empty_score=empty_score)
+                                    empty_score=empty_score, progress=progress)
         return scores, {"dice_from_masks": True, "empty_score": empty_score, "label": label}
     missing = "true_masks" if pred_masks is not None else "pred_masks" if true_masks is not None else None
     hint = f" ({missing} is missing)" if missing else ""
@@ -180,7 +183,9 @@ def _finite(scores: np.ndarray, warnings: list[str]) -> np.ndarray:
 
 
 def _assess(scores: np.ndarray, finite: np.ndarray, attributes: list[_inputs.Attribute],
-            warnings: list[str]) -> _Assessment:
+            warnings: list[str], min_group_size: int | None = None) -> _Assessment:
+    from .evaluation import too_small
+
     result = _Assessment(warnings=warnings)
     for attribute in attributes:
         name, codes = attribute.name, attribute.codes
@@ -190,7 +195,11 @@ def _assess(scores: np.ndarray, finite: np.ndarray, attributes: list[_inputs.Att
             warnings.append(f"{name}: {missing} samples have no value for this attribute and were left out of it")
         d = scores[keep]
         counts, means = _group_summary(d, codes[keep], attribute.n_groups)
-        present = np.flatnonzero(counts)
+        small = (counts > 0) & (counts < (min_group_size or 0))
+        for i in np.flatnonzero(small):
+            warnings.append(f"{name}={attribute.groups[i]}: skipped, {too_small(min_group_size)} (it has "
+                            f"{int(counts[i])}; min_group_size={min_group_size})")
+        present = np.flatnonzero((counts > 0) & ~small)
         summary: dict[str, Any] = {"n": len(d), "n_groups": len(present)}
         if len(present) < 2:
             warnings.append(f"{name}: fewer than two groups have Dice scores, so the attribute has no summary "
@@ -204,7 +213,9 @@ def _assess(scores: np.ndarray, finite: np.ndarray, attributes: list[_inputs.Att
                                 "is 1")
         result.summaries[name] = summary
         result.rows.extend({"attribute": name, "group": attribute.groups[i], "n": int(counts[i]),
-                            "mean_dice": float(means[i]), "skipped": None} for i in present)
+                            "mean_dice": math.nan if small[i] else float(means[i]),
+                            "skipped": too_small(min_group_size) if small[i] else None}
+                           for i in np.flatnonzero(counts))
     return result
 
 
@@ -222,7 +233,9 @@ def evaluate_segmentation(sensitive_features: Any, *, dice: Any = None, pred_mas
                           true_masks: Any = None, label: Any = None, mask_threshold: float = 0.5,
                           empty_score: float = 1.0, bins: _inputs.Bins | None = None,
                           intersectional: bool = False, n_boot: int = 0, ci: float = 0.95,
-                          n_permutations: int = 0, random_state: Any = None) -> FairnessReport:
+                          n_permutations: int = 0, random_state: Any = None, min_group_size: int | None = None,
+                          stratify: str | None = "attribute", p_adjust: str | None = None,
+                          progress: bool | None = None) -> FairnessReport:
     """Fairness of a segmentation model across the groups of one or more sensitive attributes.
 
     Give per-sample Dice scores (``dice``), or predicted and ground-truth masks from which Dice is
@@ -250,10 +263,17 @@ def evaluate_segmentation(sensitive_features: Any, *, dice: Any = None, pred_mas
         Groups for numeric attributes, e.g. ``{"age": [40, 60]}`` or ``{"age": 4}``.
     intersectional : bool, default False
         Also evaluate the combination of all attributes (groups such as ``"F & >=60"``).
-    n_boot, ci, n_permutations, random_state
-        Extensions, as in :func:`fairmedfm_fast.evaluate`: bootstrap intervals (stratified by
-        every attribute's groups) of every summary column and group mean in ``report.ci``, and
-        permutation p-values of ``delta_dice`` and ``std_dice`` in ``report.p_values``.
+    n_boot, ci, n_permutations, random_state, stratify, p_adjust
+        Extensions, as in :func:`fairmedfm_fast.evaluate`: bootstrap intervals (by default each
+        attribute's resamples stratified by its own groups) of every summary column and group
+        mean in ``report.ci``, and permutation p-values of ``delta_dice`` and ``std_dice`` in
+        ``report.p_values``.
+    min_group_size : int, optional
+        Extension: groups with fewer samples are skipped (``"fewer than N samples"``), keep their
+        ``n`` in ``by_group`` and stay out of the summary. None keeps every group.
+    progress : bool, optional
+        Extension: progress bars (reading many mask files, resamples) on stderr; None shows them
+        on a terminal or in a notebook when the work takes more than about two seconds.
 
     Returns
     -------
@@ -265,32 +285,41 @@ def evaluate_segmentation(sensitive_features: Any, *, dice: Any = None, pred_mas
     """
     if dice is not None and (pred_masks is not None or true_masks is not None):
         raise ValueError("pass either dice or pred_masks and true_masks, not both")
+    from . import _progress, _resample
+    from .evaluation import check_min_group_size
+
+    min_group_size = check_min_group_size(min_group_size)
+    _resample.check_options(stratify, p_adjust)
+    progress = _progress.check(progress)
     warnings: list[str] = []
     dice, pred_masks, true_masks, sensitive_features = _inputs.align_by_index(
         {"dice": dice, "pred_masks": pred_masks, "true_masks": true_masks,
          "sensitive_features": sensitive_features}, warnings)
-    scores, metadata = _scores(dice, pred_masks, true_masks, label, mask_threshold, empty_score)
+    scores, metadata = _scores(dice, pred_masks, true_masks, label, mask_threshold, empty_score, progress)
     finite = _finite(scores, warnings)
     attributes = _inputs.encode_attributes(sensitive_features, len(scores), bins, intersectional)
     kept = scores[finite]
     overall = {"mean_dice": float(kept.mean()) if len(kept) else math.nan, "n": len(kept)}
-    result = _assess(scores, finite, attributes, warnings)
+    result = _assess(scores, finite, attributes, warnings, min_group_size)
+    if min_group_size is not None:
+        metadata["min_group_size"] = min_group_size
     report = FairnessReport("seg", summary_frame(result.summaries), _by_group_frame(result.rows), overall, {},
                             warnings, metadata)
     report._dice_data = (scores, attributes)  # per-sample Dice for report.plot("dice")
     if n_boot or n_permutations:
         _resampled(report, scores[finite], [a.codes[finite] for a in attributes], attributes, result,
-                   n_boot, ci, n_permutations, random_state)
+                   n_boot, ci, n_permutations, random_state, min_group_size, stratify, p_adjust, progress)
     return report
 
 
 def _resampled(report: FairnessReport, dice: np.ndarray, code_rows: list[np.ndarray],
                attributes: list[_inputs.Attribute], result: _Assessment, n_boot: Any, ci: Any,
-               n_permutations: Any, random_state: Any) -> None:
+               n_permutations: Any, random_state: Any, min_group_size: int | None, stratify: str | None,
+               p_adjust: str | None, progress: bool | None) -> None:
     """Bootstrap intervals and permutation p-values on the report (see :func:`evaluate_segmentation`)."""
     import pandas as pd
 
-    from . import _resample
+    from . import _progress, _resample
     from .evaluation import _count
 
     n_boot, n_permutations = _count(n_boot, "n_boot"), _count(n_permutations, "n_permutations")
@@ -298,16 +327,27 @@ def _resampled(report: FairnessReport, dice: np.ndarray, code_rows: list[np.ndar
         raise ValueError(f"ci must be a coverage strictly between 0 and 1, such as 0.95; got {ci!r}")
     seed = _resample.seed_from(random_state)
     sizes = [a.n_groups for a in attributes]
+    names = [a.name for a in attributes]
+    counts = [np.bincount(codes[codes >= 0], minlength=g) for codes, g in zip(code_rows, sizes)]
+    groups_valid = [(c > 0) & (c >= (min_group_size or 0)) for c in counts]  # the groups the summary uses
     valid = {a.name: len(result.summaries[a.name]) > 2 for a in attributes}
     if n_boot:
-        groups, summaries, columns = _resample.dice_intervals(dice, code_rows, sizes, _summary, n_boot, float(ci),
-                                                              seed)
+        groups, summaries, columns, empty = _resample.dice_intervals(
+            dice, code_rows, names, sizes, _summary, n_boot, float(ci), seed, groups_valid, stratify, progress)
         group_rows, summary_rows = [], {}
-        for attribute, bounds, summary_bounds in zip(attributes, groups, summaries):
-            counts = np.bincount(attribute.codes[attribute.codes >= 0], minlength=attribute.n_groups)
-            for i in np.flatnonzero(counts):
-                group_rows.append({"attribute": attribute.name, "group": attribute.groups[i],
-                                   "mean_dice_lo": float(bounds[i, 0]), "mean_dice_hi": float(bounds[i, 1])})
+        for a, (attribute, bounds, summary_bounds) in enumerate(zip(attributes, groups, summaries)):
+            for i in np.flatnonzero(counts[a]):
+                lo, hi = (float(bounds[i, 0]), float(bounds[i, 1])) if groups_valid[a][i] else (math.nan,) * 2
+                row = {"attribute": attribute.name, "group": attribute.groups[i], "mean_dice_lo": lo,
+                       "mean_dice_hi": hi}
+                if stratify is None:
+                    row["n_empty"] = int(empty[a][i])
+                    if empty[a][i] and groups_valid[a][i]:
+                        report.warnings.append(
+                            f"{attribute.name}={attribute.groups[i]}: no sample in {int(empty[a][i])} of {n_boot} "
+                            "bootstrap resamples (stratify=None); it is undefined there and left out of their "
+                            "summaries")
+                group_rows.append(row)
             summary_rows[attribute.name] = ({f"{c}_{side}": float(summary_bounds[j, k]) for j, c in enumerate(columns)
                                              for k, side in enumerate(("lo", "hi"))} if valid[attribute.name] else {})
         summary = pd.DataFrame.from_dict(summary_rows, orient="index",
@@ -315,23 +355,31 @@ def _resampled(report: FairnessReport, dice: np.ndarray, code_rows: list[np.ndar
         summary.index.name = "attribute"
         by_group = (pd.DataFrame(group_rows).set_index(["attribute", "group"]) if group_rows
                     else pd.DataFrame(columns=["mean_dice_lo", "mean_dice_hi"]))
-        report.ci = {"level": float(ci), "n_boot": n_boot, "summary": summary, "by_group": by_group}
+        report.ci = {"level": float(ci), "n_boot": n_boot, "stratify": stratify, "summary": summary,
+                     "by_group": by_group}
     if n_permutations:
         rows = {}
-        for k, (attribute, codes) in enumerate(zip(attributes, code_rows)):
-            rows[attribute.name] = (_resample.dice_permutation_pvalues(
-                dice, codes, attribute.n_groups, result.summaries[attribute.name], _summary, n_permutations, seed, k)
-                if valid[attribute.name] else {})
+        tested = [a for a, attribute in enumerate(attributes) if valid[attribute.name]]
+        with _progress.Progress(n_permutations * len(tested), "permutations", progress, unit="permutation") as bar:
+            for k, (attribute, codes) in enumerate(zip(attributes, code_rows)):
+                rows[attribute.name] = (_resample.dice_permutation_pvalues(
+                    dice, codes, attribute.n_groups, result.summaries[attribute.name], _summary, n_permutations,
+                    _resample.stream(seed, "permutation", attribute.name), groups_valid[k], bar)
+                    if k in tested else {})
         frame = pd.DataFrame.from_dict(rows, orient="index", columns=["delta_dice", "std_dice"])
         frame.index.name = "attribute"
-        report.p_values = frame
+        report.p_values = _resample.with_adjusted(frame, p_adjust)
 
 
 # ---------------------------------------------------------------------------------------------
 # One number per call
 # ---------------------------------------------------------------------------------------------
 
-def _one_number(column: str, dice: Any, sensitive_features: Any, bins: Any, masks: dict[str, Any]) -> float:
+def _one_number(column: str, dice: Any, sensitive_features: Any, bins: Any, masks: dict[str, Any],
+                min_group_size: int | None = None) -> float:
+    from .evaluation import check_min_group_size
+
+    min_group_size = check_min_group_size(min_group_size)
     options = dict(masks)
     unknown = sorted(set(options) - {"pred_masks", "true_masks", "label", "mask_threshold", "empty_score"})
     if unknown:
@@ -359,7 +407,7 @@ def _one_number(column: str, dice: Any, sensitive_features: Any, bins: Any, mask
     if len(scores) != n:
         raise ValueError(f"sensitive_features has {n} values but there are {len(scores)} Dice scores; pass one "
                          "value per sample")
-    result = _assess(scores, finite, [attribute], warnings)
+    result = _assess(scores, finite, [attribute], warnings, min_group_size)
     for i, message in enumerate(notes + warnings):
         if i - len(notes) in result.skewness_notes and column != "skewness_dice":
             continue  # only dice_skewness is undefined in that case
@@ -367,7 +415,8 @@ def _one_number(column: str, dice: Any, sensitive_features: Any, bins: Any, mask
     return float(result.summaries[attribute.name].get(column, math.nan))
 
 
-def dice_gap(dice: Any = None, *, sensitive_features: Any, bins: _inputs.Bins | None = None, **masks: Any) -> float:
+def dice_gap(dice: Any = None, *, sensitive_features: Any, bins: _inputs.Bins | None = None,
+             min_group_size: int | None = None, **masks: Any) -> float:
     """Largest minus smallest group mean Dice (``delta_dice``; 0 is fair).
 
     Parameters
@@ -378,6 +427,8 @@ def dice_gap(dice: Any = None, *, sensitive_features: Any, bins: _inputs.Bins | 
         Group of each sample; several columns are combined into intersectional groups.
     bins : dict, optional
         Groups for numeric attributes, e.g. ``{"age": [40, 60]}``.
+    min_group_size : int, optional
+        Extension: groups with fewer samples are left out (as in :func:`evaluate_segmentation`).
     **masks
         ``pred_masks``, ``true_masks`` and optionally ``label``, ``mask_threshold`` and
         ``empty_score``, as in :func:`evaluate_segmentation`.
@@ -387,36 +438,37 @@ def dice_gap(dice: Any = None, *, sensitive_features: Any, bins: _inputs.Bins | 
     float
         NaN (with a ``UserWarning``) when fewer than two groups have Dice scores.
     """
-    return _one_number("delta_dice", dice, sensitive_features, bins, masks)
+    return _one_number("delta_dice", dice, sensitive_features, bins, masks, min_group_size)
 
 
 def worst_group_dice(dice: Any = None, *, sensitive_features: Any, bins: _inputs.Bins | None = None,
-                     **masks: Any) -> float:
+                     min_group_size: int | None = None, **masks: Any) -> float:
     """Lowest group mean Dice (``min_dice``; higher is better). Parameters as in :func:`dice_gap`."""
-    return _one_number("min_dice", dice, sensitive_features, bins, masks)
+    return _one_number("min_dice", dice, sensitive_features, bins, masks, min_group_size)
 
 
-def dice_std(dice: Any = None, *, sensitive_features: Any, bins: _inputs.Bins | None = None, **masks: Any) -> float:
+def dice_std(dice: Any = None, *, sensitive_features: Any, bins: _inputs.Bins | None = None,
+             min_group_size: int | None = None, **masks: Any) -> float:
     """Population standard deviation of the group mean Dice scores (``std_dice``; 0 is fair).
     Parameters as in :func:`dice_gap`."""
-    return _one_number("std_dice", dice, sensitive_features, bins, masks)
+    return _one_number("std_dice", dice, sensitive_features, bins, masks, min_group_size)
 
 
 def dice_skewness(dice: Any = None, *, sensitive_features: Any, bins: _inputs.Bins | None = None,
-                  **masks: Any) -> float:
+                  min_group_size: int | None = None, **masks: Any) -> float:
     """``(1 - worst group Dice) / (1 - best group Dice)`` (``skewness_dice``; 1 is fair).
 
     NaN with a ``UserWarning`` when the best group's mean Dice is 1. Parameters as in
     :func:`dice_gap`.
     """
-    return _one_number("skewness_dice", dice, sensitive_features, bins, masks)
+    return _one_number("skewness_dice", dice, sensitive_features, bins, masks, min_group_size)
 
 
 def equity_scaled_dice(dice: Any = None, *, sensitive_features: Any, bins: _inputs.Bins | None = None,
-                       **masks: Any) -> float:
+                       min_group_size: int | None = None, **masks: Any) -> float:
     """Mean Dice divided by 1 + the standard deviation of the group means (``es_dice``; higher is
     better). Parameters as in :func:`dice_gap`."""
-    return _one_number("es_dice", dice, sensitive_features, bins, masks)
+    return _one_number("es_dice", dice, sensitive_features, bins, masks, min_group_size)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -2,16 +2,19 @@
 import inspect
 
 #: Extension parameters per public function: keyword-only, with defaults, after the oracle's.
+_TRUST = ("min_group_size", "stratify", "p_adjust", "progress")
 EXTENSIONS = {
-    "evaluate": ("threshold", "sample_weight", "n_boot", "ci", "n_permutations", "random_state"),
-    "evaluate_segmentation": ("n_boot", "ci", "n_permutations", "random_state"),
-    "auc_gap": ("sample_weight",),
-    "worst_group_auc": ("sample_weight",),
-    "bce_gap": ("sample_weight",),
-    "ece_gap": ("sample_weight",),
-    "accuracy_gap": ("sample_weight", "threshold"),
-    "equal_opportunity_difference": ("sample_weight", "threshold"),
-    "equalized_odds_score": ("sample_weight", "threshold"),
+    "evaluate": ("threshold", "sample_weight", "n_boot", "ci", "n_permutations", "random_state", *_TRUST),
+    "evaluate_segmentation": ("n_boot", "ci", "n_permutations", "random_state", *_TRUST),
+    "auc_gap": ("sample_weight", "min_group_size"),
+    "worst_group_auc": ("sample_weight", "min_group_size"),
+    "bce_gap": ("sample_weight", "min_group_size"),
+    "ece_gap": ("sample_weight", "min_group_size"),
+    "accuracy_gap": ("sample_weight", "threshold", "min_group_size"),
+    "equal_opportunity_difference": ("sample_weight", "threshold", "min_group_size"),
+    "equalized_odds_score": ("sample_weight", "threshold", "min_group_size"),
+    **{name: ("min_group_size",) for name in ("dice_gap", "worst_group_dice", "dice_std", "dice_skewness",
+                                              "equity_scaled_dice")},
 }
 
 

@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -415,7 +416,7 @@ def test_help_and_version(capsys):
 
 
 EXTENSIONS = {"--threshold", "--bootstrap", "--permutations", "--seed", "--plot", "--plot-kind", "--html",
-              "--engine", "--scheduler"}
+              "--engine", "--scheduler", "--min-group-size", "--p-adjust"}
 
 
 def test_same_options_and_defaults_as_fairmedfm():
@@ -534,19 +535,21 @@ class _Terminal(io.StringIO):
 def test_progress_line_only_on_a_terminal(monkeypatch):
     terminal = _Terminal()
     monkeypatch.setattr(sys, "stderr", terminal)
-    with cli._Progress("reading big.parquet", delay=0.0) as progress:
-        progress._timer.join(10)  # the step "takes longer" than the delay
-    lines = terminal.getvalue().splitlines()
-    assert lines[0] == "fairmedfm-fast: reading big.parquet ..." and "done in" in lines[1]
+    monkeypatch.setattr("fairmedfm_fast._progress.DELAY", 0.0)
+    with cli._step("reading big.parquet"):
+        time.sleep(0.3)  # the step "takes longer" than the delay
+    assert "fairmedfm-fast: reading big.parquet ..." in terminal.getvalue()
+    monkeypatch.setattr("fairmedfm_fast._progress.DELAY", 60.0)
     quick = _Terminal()
     monkeypatch.setattr(sys, "stderr", quick)
-    with cli._Progress("reading", delay=60.0):
+    with cli._step("reading"):
         pass
     assert quick.getvalue() == ""
     pipe = io.StringIO()
     monkeypatch.setattr(sys, "stderr", pipe)
-    with cli._Progress("reading", delay=0.0) as progress:
-        assert progress._timer is None
+    monkeypatch.setattr("fairmedfm_fast._progress.DELAY", 0.0)
+    with cli._step("reading") as progress:
+        assert not progress.shown
     assert pipe.getvalue() == ""
 
 

@@ -501,14 +501,13 @@ def test_npy_files_are_memory_mapped(tmp_path):
     assert not array.flags.writeable  # a read-only memory map, not a copy
 
 
-def test_progress_on_a_terminal(tmp_path, monkeypatch, capsys):
+def test_progress_on_a_terminal(tmp_path, monkeypatch, capfd):
     preds, trues = _file_masks(tmp_path, ".npy", n=4)
-    monkeypatch.setattr(_masks, "PROGRESS_MIN_FILES", 3)
     dice_scores(preds, trues, n_jobs=2)
-    assert capsys.readouterr().err == ""  # not a terminal
-    monkeypatch.setattr(_masks, "_stderr_is_tty", lambda: True)
-    dice_scores(preds, trues, n_jobs=2)
-    assert "reading masks: 4/4" in capsys.readouterr().err
+    assert capfd.readouterr().err == ""  # not a terminal
+    dice_scores(preds, trues, n_jobs=2, progress=True)
+    captured = capfd.readouterr()
+    assert "reading masks" in captured.err and "4/4" in captured.err and captured.out == ""
 
 
 def test_missing_optional_dependency(tmp_path, monkeypatch):
