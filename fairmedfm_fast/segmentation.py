@@ -222,7 +222,9 @@ def evaluate_segmentation(sensitive_features: Any, *, dice: Any = None, pred_mas
                           true_masks: Any = None, label: Any = None, mask_threshold: float = 0.5,
                           empty_score: float = 1.0, bins: _inputs.Bins | None = None,
                           intersectional: bool = False, n_boot: int = 0, ci: float = 0.95,
-                          n_permutations: int = 0, random_state: Any = None) -> FairnessReport:
+                          n_permutations: int = 0, random_state: Any = None, metrics: Any = None,
+                          spacing: Any = None, percentile: float = 95.0, nsd_tolerance: float | None = None,
+                          hd_definition: str = "medpy", empty_distance: Any = "nan") -> FairnessReport:
     """Fairness of a segmentation model across the groups of one or more sensitive attributes.
 
     Give per-sample Dice scores (``dice``), or predicted and ground-truth masks from which Dice is
@@ -254,6 +256,27 @@ def evaluate_segmentation(sensitive_features: Any, *, dice: Any = None, pred_mas
         Extensions, as in :func:`fairmedfm_fast.evaluate`: bootstrap intervals (stratified by
         every attribute's groups) of every summary column and group mean in ``report.ci``, and
         permutation p-values of ``delta_dice`` and ``std_dice`` in ``report.p_values``.
+    metrics : list of str, optional
+        Extension: any of ``"dice"``, ``"hd95"``, ``"hd"``, ``"assd"``, ``"nsd"`` (needs masks).
+        Per group the mean of each; per attribute ``mean_<m>``, ``worst_<m>`` (largest group mean
+        of a distance, smallest NSD), ``delta_<m>`` and ``std_<m>``; the Dice columns as above
+        when ``"dice"`` is listed. Default: Dice only, exactly fairmedfm's report. See
+        docs/segmentation-distances.md for the definitions.
+    spacing : sequence of float or array of shape (n_samples, n_axes), optional
+        Voxel size per axis (after dropping axes of length 1); default: the ground-truth NIfTI
+        header's zooms, else 1.
+    percentile : float, default 95
+        Percentile of the surface distances reported as ``hd95`` (renamed ``hd<p>`` otherwise).
+    nsd_tolerance : float, optional
+        NSD tolerance in the unit of the spacing (mm); required for ``"nsd"``.
+    hd_definition : {"medpy", "monai"}, default "medpy"
+        Percentile of both directions' distances pooled (medpy ``hd95``), or the larger of the two
+        directed percentiles (MONAI ``compute_hausdorff_distance``).
+    empty_distance : {"nan", "inf", "diagonal"} or float, default "nan"
+        HD95, HD and ASSD of a sample with exactly one empty mask (NSD is 0 there): left out with
+        a warning, infinite, the image diagonal, or this value. Both masks empty: distances and
+        NSD are NaN (left out, with a warning) unless ``empty_score`` is a dict such as
+        ``{"dice": 1.0, "hd95": 0.0, "nsd": 1.0}``.
 
     Returns
     -------
@@ -265,28 +288,167 @@ def evaluate_segmentation(sensitive_features: Any, *, dice: Any = None, pred_mas
     """
     if dice is not None and (pred_masks is not None or true_masks is not None):
         raise ValueError("pass either dice or pred_masks and true_masks, not both")
+    wanted = None
+    if metrics is not None:
+        from . import _surface
+
+        wanted = _surface.check_options(metrics, percentile, nsd_tolerance, hd_definition, empty_distance)
+        if wanted == ["dice"] and not isinstance(empty_score, dict):
+            wanted = None
+        elif dice is not None:
+            raise ValueError(f"metrics={metrics!r} needs masks: pass pred_masks and true_masks instead of dice")
     warnings: list[str] = []
     dice, pred_masks, true_masks, sensitive_features = _inputs.align_by_index(
         {"dice": dice, "pred_masks": pred_masks, "true_masks": true_masks,
          "sensitive_features": sensitive_features}, warnings)
-    scores, metadata = _scores(dice, pred_masks, true_masks, label, mask_threshold, empty_score)
+    values = None
+    if wanted is None:
+        scores, metadata = _scores(dice, pred_masks, true_masks, label, mask_threshold, empty_score)
+    else:
+        values, scores, metadata = _surface_scores(pred_masks, true_masks, label, mask_threshold, empty_score, wanted,
+                                                   spacing, percentile, nsd_tolerance, hd_definition, empty_distance)
+        warnings.extend(values.warnings)
     finite = _finite(scores, warnings)
     attributes = _inputs.encode_attributes(sensitive_features, len(scores), bins, intersectional)
     kept = scores[finite]
     overall = {"mean_dice": float(kept.mean()) if len(kept) else math.nan, "n": len(kept)}
     result = _assess(scores, finite, attributes, warnings)
+    if values is not None:
+        _add_metrics(result, overall, values.metrics, finite, attributes, wanted)
     report = FairnessReport("seg", summary_frame(result.summaries), _by_group_frame(result.rows), overall, {},
                             warnings, metadata)
     report._dice_data = (scores, attributes)  # per-sample Dice for report.plot("dice")
+    if values is not None:
+        report._metric_data = values.metrics  # per-sample values of every requested metric
     if n_boot or n_permutations:
-        _resampled(report, scores[finite], [a.codes[finite] for a in attributes], attributes, result,
-                   n_boot, ci, n_permutations, random_state)
+        if values is None or "dice" in wanted:
+            _resampled(report, scores[finite], [a.codes[finite] for a in attributes], attributes, result,
+                       n_boot, ci, n_permutations, random_state)
+        if values is not None:
+            _resampled_metrics(report, values.metrics, finite, attributes, result, n_boot, ci, n_permutations,
+                               random_state)
     return report
+
+
+def _surface_scores(pred_masks, true_masks, label, mask_threshold, empty_score, wanted, spacing, percentile,
+                    nsd_tolerance, hd_definition, empty_distance):
+    """Per-sample values of every wanted metric from one pass over the mask pairs, the Dice scores
+    that decide ``n`` (computed even when Dice is not reported) and the report's metadata."""
+    from . import _masks, _surface
+
+    if pred_masks is None or true_masks is None:
+        missing = "true_masks" if pred_masks is not None else "pred_masks"
+        raise ValueError(f"metrics beyond Dice need both pred_masks and true_masks ({missing} is missing)")
+    options = _surface.Options(float(percentile), math.nan if nsd_tolerance is None else float(nsd_tolerance),
+                               hd_definition, spacing)
+    table = _surface.measure(pred_masks, true_masks, label=label, mask_threshold=mask_threshold, options=options)
+    values = _surface.finish(table, wanted, empty_score, empty_distance)
+    if "dice" in values.metrics:
+        scores = values.metrics["dice"]
+    else:
+        scores = _masks.dice_from_counts(values.counts, empty_score.get("dice", 1.0) if isinstance(empty_score, dict)
+                                         else empty_score)
+    renamed = {}
+    for metric, column in values.metrics.items():
+        renamed[_column_name(metric, percentile)] = column
+    values.metrics = renamed
+    metadata = {"dice_from_masks": True, "empty_score": empty_score, "label": label,
+                "metrics": list(renamed), "percentile": float(percentile), "nsd_tolerance": nsd_tolerance,
+                "hd_definition": hd_definition, "empty_distance": empty_distance,
+                "spacing": "given" if spacing is not None else "NIfTI header or 1",
+                "both_masks_empty": values.both_empty, "one_mask_empty": values.one_empty}
+    return values, scores, metadata
+
+
+def _column_name(metric: str, percentile: float) -> str:
+    return f"hd{float(percentile):g}" if metric == "hd95" else metric
+
+
+def _metric_summary(metric: str, mean: float, means: np.ndarray) -> dict[str, float]:
+    """``mean_<m>``, ``worst_<m>`` (largest group mean of a distance, smallest NSD), ``delta_<m>``
+    and ``std_<m>`` (population standard deviation of the group means)."""
+    low, high = float(np.min(means)), float(np.max(means))
+    with np.errstate(invalid="ignore"):
+        std = float(np.std(means))
+    return {f"mean_{metric}": mean, f"worst_{metric}": low if metric == "nsd" else high,
+            f"delta_{metric}": high - low if math.isfinite(high) else math.nan, f"std_{metric}": std}
+
+
+def _add_metrics(result: _Assessment, overall: dict[str, Any], metrics: dict[str, np.ndarray], finite: np.ndarray,
+                 attributes: list[_inputs.Attribute], wanted: list[str]) -> None:
+    """Add each non-Dice metric's group means and summary columns to the Dice assessment (and drop
+    the Dice columns when Dice was not asked for)."""
+    rows = {(row["attribute"], row["group"]): row for row in result.rows}
+    for metric, column in metrics.items():
+        if metric == "dice":
+            continue
+        ok = finite & ~np.isnan(column)
+        overall[f"mean_{metric}"] = float(column[ok].mean()) if ok.any() else math.nan
+        for attribute in attributes:
+            keep = ok & (attribute.codes >= 0)
+            counts, means = _group_summary(column[keep], attribute.codes[keep], attribute.n_groups)
+            for i in np.flatnonzero(np.bincount(attribute.codes[finite & (attribute.codes >= 0)],
+                                                minlength=attribute.n_groups)):
+                rows[(attribute.name, attribute.groups[i])][f"mean_{metric}"] = float(means[i])
+            summary = result.summaries[attribute.name]
+            if len(summary) > 2:  # the attribute has two groups or more
+                present = np.flatnonzero(counts)
+                names = _metric_summary(metric, math.nan, np.array([0.0]))
+                summary.update(dict.fromkeys(names, math.nan) if len(present) < 2 else
+                               _metric_summary(metric, float(column[keep].mean()), means[present]))
+    if "dice" not in wanted:
+        overall.pop("mean_dice")
+        for summary in result.summaries.values():
+            for key in _SUMMARY:
+                summary.pop(key, None)
+        for row in result.rows:
+            row.pop("mean_dice")
+        result.warnings[:] = [w for i, w in enumerate(result.warnings) if i not in result.skewness_notes]
+        result.skewness_notes.clear()
+
+
+def _resampled_metrics(report: FairnessReport, metrics: dict[str, np.ndarray], finite: np.ndarray,
+                       attributes: list[_inputs.Attribute], result: _Assessment, n_boot: Any, ci: Any,
+                       n_permutations: Any, random_state: Any) -> None:
+    """Bootstrap intervals and permutation p-values of every non-Dice metric, beside Dice's: the
+    same resampling of the same samples, run on each metric's per-sample values."""
+    import pandas as pd
+
+    for metric, column in metrics.items():
+        if metric == "dice":
+            continue
+        ok = finite & ~np.isnan(column)
+        shadow = FairnessReport("seg", report.summary, report.by_group, {}, {}, [], {})
+
+        def summarize(mean, means, metric=metric):
+            values = _metric_summary(metric, mean, means)
+            return {"mean_dice": values[f"mean_{metric}"], f"worst_{metric}": values[f"worst_{metric}"],
+                    "delta_dice": values[f"delta_{metric}"], "std_dice": values[f"std_{metric}"]}
+
+        observed = _Assessment(
+            summaries={name: ({"n": 0, "n_groups": 0, "delta_dice": summary.get(f"delta_{metric}", math.nan),
+                               "std_dice": summary.get(f"std_{metric}", math.nan)} if len(summary) > 2 else {})
+                       for name, summary in result.summaries.items()})
+        _resampled(shadow, column[ok], [a.codes[ok] for a in attributes], attributes, observed, n_boot, ci,
+                   n_permutations, random_state, summarize)
+        def renamed(frame, metric=metric):
+            return frame.rename(columns=lambda c: c.replace("_dice", f"_{metric}", 1) if c.startswith(
+                ("mean_dice", "delta_dice", "std_dice")) else c)
+        if n_boot:
+            if report.ci is None:
+                report.ci = {**shadow.ci, "summary": renamed(shadow.ci["summary"]),
+                             "by_group": renamed(shadow.ci["by_group"])}
+            else:
+                for key in ("summary", "by_group"):
+                    report.ci[key] = pd.concat([report.ci[key], renamed(shadow.ci[key])], axis=1)
+        if n_permutations:
+            frame = renamed(shadow.p_values)
+            report.p_values = frame if report.p_values is None else pd.concat([report.p_values, frame], axis=1)
 
 
 def _resampled(report: FairnessReport, dice: np.ndarray, code_rows: list[np.ndarray],
                attributes: list[_inputs.Attribute], result: _Assessment, n_boot: Any, ci: Any,
-               n_permutations: Any, random_state: Any) -> None:
+               n_permutations: Any, random_state: Any, summarize: Any = _summary) -> None:
     """Bootstrap intervals and permutation p-values on the report (see :func:`evaluate_segmentation`)."""
     import pandas as pd
 
@@ -300,7 +462,7 @@ def _resampled(report: FairnessReport, dice: np.ndarray, code_rows: list[np.ndar
     sizes = [a.n_groups for a in attributes]
     valid = {a.name: len(result.summaries[a.name]) > 2 for a in attributes}
     if n_boot:
-        groups, summaries, columns = _resample.dice_intervals(dice, code_rows, sizes, _summary, n_boot, float(ci),
+        groups, summaries, columns = _resample.dice_intervals(dice, code_rows, sizes, summarize, n_boot, float(ci),
                                                               seed)
         group_rows, summary_rows = [], {}
         for attribute, bounds, summary_bounds in zip(attributes, groups, summaries):
@@ -320,7 +482,7 @@ def _resampled(report: FairnessReport, dice: np.ndarray, code_rows: list[np.ndar
         rows = {}
         for k, (attribute, codes) in enumerate(zip(attributes, code_rows)):
             rows[attribute.name] = (_resample.dice_permutation_pvalues(
-                dice, codes, attribute.n_groups, result.summaries[attribute.name], _summary, n_permutations, seed, k)
+                dice, codes, attribute.n_groups, result.summaries[attribute.name], summarize, n_permutations, seed, k)
                 if valid[attribute.name] else {})
         frame = pd.DataFrame.from_dict(rows, orient="index", columns=["delta_dice", "std_dice"])
         frame.index.name = "attribute"

@@ -4,7 +4,8 @@ import inspect
 #: Extension parameters per public function: keyword-only, with defaults, after the oracle's.
 EXTENSIONS = {
     "evaluate": ("threshold", "sample_weight", "n_boot", "ci", "n_permutations", "random_state"),
-    "evaluate_segmentation": ("n_boot", "ci", "n_permutations", "random_state"),
+    "evaluate_segmentation": ("n_boot", "ci", "n_permutations", "random_state", "metrics", "spacing", "percentile",
+                              "nsd_tolerance", "hd_definition", "empty_distance"),
     "auc_gap": ("sample_weight",),
     "worst_group_auc": ("sample_weight",),
     "bce_gap": ("sample_weight",),
