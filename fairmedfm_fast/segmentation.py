@@ -24,7 +24,7 @@ from .report import FairnessReport, group_frame, summary_frame
 
 __all__ = [
     "evaluate_segmentation", "dice_gap", "worst_group_dice", "dice_std", "dice_skewness", "equity_scaled_dice",
-    "dice_per_label", "dice_scores", "segmentation_fairness", "evaluate_seg",
+    "dice_per_label", "dice_scores", "surface_scores", "segmentation_fairness", "evaluate_seg",
 ]
 
 _SUMMARY = ("mean_dice", "min_dice", "max_dice", "delta_dice", "skewness_dice", "std_dice", "es_dice")
@@ -85,6 +85,30 @@ def dice_scores(pred_masks: Any, true_masks: Any, *, label: Any = None, mask_thr
 
     return _masks.dice_scores(pred_masks, true_masks, label=label, mask_threshold=mask_threshold,
                               empty_score=empty_score, n_jobs=n_jobs)
+
+
+def surface_scores(pred_masks: Any, true_masks: Any, *, metrics: Any = ("hd95", "assd", "nsd"), label: Any = None,
+                   mask_threshold: float = 0.5, spacing: Any = None, percentile: float = 95.0,
+                   nsd_tolerance: float | None = None, hd_definition: str = "medpy", empty_score: Any = 1.0,
+                   empty_distance: Any = "nan", n_jobs: int | None = None) -> dict[str, np.ndarray]:
+    """Per-sample surface metrics of every (predicted, ground-truth) pair of masks (an extension):
+    the values that :func:`evaluate_segmentation` averages with ``metrics=``.
+
+    Parameters are those of :func:`evaluate_segmentation` and :func:`dice_scores`; ``metrics`` from
+    ``"dice"``, ``"hd95"``, ``"hd"``, ``"assd"``, ``"nsd"``. Each pair is read once.
+
+    Returns
+    -------
+    dict
+        Metric name (``hd95`` renamed ``hd<percentile>``) -> float64 array of shape (n_samples,),
+        NaN where undefined (empty masks, see docs/segmentation-distances.md).
+    """
+    from . import _surface
+
+    wanted = _surface.check_options(metrics, percentile, nsd_tolerance, hd_definition, empty_distance)
+    values, _, _ = _surface_scores(pred_masks, true_masks, label, mask_threshold, empty_score, wanted, spacing,
+                                   percentile, nsd_tolerance, hd_definition, empty_distance, n_jobs)
+    return values.metrics
 
 
 def dice_per_label(pred: Any, true: Any, labels: Any = None) -> dict[Any, float]:
@@ -331,7 +355,7 @@ def evaluate_segmentation(sensitive_features: Any, *, dice: Any = None, pred_mas
 
 
 def _surface_scores(pred_masks, true_masks, label, mask_threshold, empty_score, wanted, spacing, percentile,
-                    nsd_tolerance, hd_definition, empty_distance):
+                    nsd_tolerance, hd_definition, empty_distance, n_jobs=None):
     """Per-sample values of every wanted metric from one pass over the mask pairs, the Dice scores
     that decide ``n`` (computed even when Dice is not reported) and the report's metadata."""
     from . import _masks, _surface
@@ -341,7 +365,8 @@ def _surface_scores(pred_masks, true_masks, label, mask_threshold, empty_score, 
         raise ValueError(f"metrics beyond Dice need both pred_masks and true_masks ({missing} is missing)")
     options = _surface.Options(float(percentile), math.nan if nsd_tolerance is None else float(nsd_tolerance),
                                hd_definition, spacing)
-    table = _surface.measure(pred_masks, true_masks, label=label, mask_threshold=mask_threshold, options=options)
+    table = _surface.measure(pred_masks, true_masks, label=label, mask_threshold=mask_threshold, options=options,
+                             n_jobs=n_jobs)
     values = _surface.finish(table, wanted, empty_score, empty_distance)
     if "dice" in values.metrics:
         scores = values.metrics["dice"]

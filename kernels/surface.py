@@ -209,22 +209,35 @@ def _directed(query, feature, spacing, field, plane_used, search_budget):
     out = np.empty(n_query)
     at = 0
     budget = search_budget * n1 * n2
+    # distance and row of the latest query of each column, for an upper bound by the triangle inequality
+    column_distance = np.empty(n2)
+    column_row = np.empty(n2, np.int64)
     for i in range(n0):
         if not plane_used[i]:
             continue
         plane = field[i]
         work = 0
         lines_done = False
+        column_distance[:] = np.inf
+        column_row[:] = 0
         for j in range(n1):
             marks = query[i, j]
+            previous = np.inf
+            previous_k = 0
             for k in range(n2):
                 if not marks[k]:
                     continue
                 if lines_done:
                     out[at] = np.sqrt(_search_row(plane[j], k, s2, 0.0, np.inf)[0])
                 else:
-                    best, steps = _search_plane(plane, j, k, s1, s2)
+                    # a neighbour's distance plus the way to it bounds this one (inflated far beyond
+                    # rounding, so that the exact minimum always lies strictly below the bound)
+                    bound = min(previous + (k - previous_k) * s2, column_distance[k] + (j - column_row[k]) * s1)
+                    bound = bound * bound * (1 + 1e-9)
+                    best, steps = _search_plane(plane, j, k, s1, s2, bound)
                     out[at] = np.sqrt(best)
+                    previous, previous_k = out[at], k
+                    column_distance[k], column_row[k] = out[at], j
                     work += steps
                     if work > budget:
                         # far surfaces in this plane: the envelope along axis 1 costs less
@@ -235,12 +248,13 @@ def _directed(query, feature, spacing, field, plane_used, search_budget):
 
 
 @inline_kernel
-def _search_plane(plane, j, k, s1, s2):
+def _search_plane(plane, j, k, s1, s2, bound):
     """Smallest ``(plane[j2, k2] + ((j2 - j) s1)^2) + ((k2 - k) s2)^2`` over the plane, searched
     outwards from ``(j, k)`` (rows outer, contiguous runs inner) and stopped where the offsets
-    alone reach the best; with the number of values read."""
+    alone reach the best so far (at first ``bound``, which must exceed the minimum); with the
+    number of values read."""
     n1 = plane.shape[0]
-    best = np.inf
+    best = bound
     steps = 0
     u = 0
     while True:
