@@ -291,3 +291,29 @@ def test_inputs_are_not_modified_and_threads_agree(monkeypatch):
                                          nsd_tolerance=1.0)
     assert one.summary.equals(three.summary)
     assert all(np.array_equal(p, c) for p, c in zip(preds, copies))
+
+
+def test_command_line_metrics(tmp_path, capsys):
+    import json
+
+    import pandas as pd
+
+    from fairmedfm_fast import cli
+
+    preds, trues, sex = _cohort(6, seed=11)
+    rows = []
+    for i, (p, t) in enumerate(zip(preds, trues)):
+        np.save(tmp_path / f"p{i}.npy", p)
+        np.save(tmp_path / f"t{i}.npy", t)
+        rows.append({"pred_mask": f"p{i}.npy", "gt_mask": f"t{i}.npy", "sex": sex[i]})
+    pd.DataFrame(rows).to_csv(tmp_path / "masks.csv", index=False)
+    argv = [str(tmp_path / "masks.csv"), "--pred-mask", "pred_mask", "--true-mask", "gt_mask", "--sensitive", "sex"]
+    assert cli.main(["score", *argv, "--metrics", "dice", "hd95", "nsd", "--nsd-tolerance", "2",
+                     "--spacing", "1", "0.5", "2"]) == 0
+    printed = json.loads(capsys.readouterr().out)["sex"]
+    expected = fm.evaluate_segmentation({"sex": sex}, pred_masks=preds, true_masks=trues, spacing=(1, 0.5, 2),
+                                        metrics=["dice", "hd95", "nsd"], nsd_tolerance=2).summary.loc["sex"]
+    for column in ("mean_dice", "mean_hd95", "worst_hd95", "delta_nsd", "std_nsd"):
+        assert printed[column] == pytest.approx(expected[column], abs=TOLERANCE)
+    assert cli.main(["score", *argv, "--metrics", "nsd"]) == 2
+    assert "--nsd-tolerance" in capsys.readouterr().err
