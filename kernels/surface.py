@@ -48,11 +48,14 @@ def foreground_box(mask, low, high, box):
     for i in range(n0):
         for j in range(n1):
             row = mask[i, j]
+            hit = False  # a boolean OR vectorises; counting only rows with foreground saves most of the pass
+            for k in range(n2):
+                hit |= (row[k] >= low) & (row[k] <= high)
+            if not hit:
+                continue
             count = 0
             for k in range(n2):
                 count += (row[k] >= low) & (row[k] <= high)
-            if count == 0:
-                continue
             total += count
             lo0 = min(lo0, i)
             hi0 = i + 1
@@ -77,11 +80,11 @@ def crop_foreground(mask, low, high, box, out):
     """``out[i, j, k] = low <= mask[box origin + (i, j, k)] <= high`` as uint8 over the box."""
     for i in range(out.shape[0]):
         for j in range(out.shape[1]):
-            row = mask[box[0] + i, box[2] + j]
+            row = mask[box[0] + i, box[2] + j, box[4]:box[4] + out.shape[2]]
             line = out[i, j]
-            for k in range(out.shape[2]):
-                v = row[box[4] + k]
-                line[k] = (v >= low) & (v <= high)
+            for k in range(out.shape[2]):  # sliced row and explicit uint8: vectorised
+                v = row[k]
+                line[k] = np.uint8((v >= low) & (v <= high))
 
 
 @kernel
