@@ -317,3 +317,41 @@ def test_command_line_metrics(tmp_path, capsys):
         assert printed[column] == pytest.approx(expected[column], abs=TOLERANCE)
     assert cli.main(["score", *argv, "--metrics", "nsd"]) == 2
     assert "--nsd-tolerance" in capsys.readouterr().err
+
+
+def test_kernels_without_jit(tmp_path):
+    """Pure-Python run of the kernels (NUMBA_DISABLE_JIT=1) on tiny masks: out-of-bounds indexing that
+    compiled code would not notice raises here."""
+    import os
+    import subprocess
+    import sys
+    import textwrap
+    from pathlib import Path
+
+    script = textwrap.dedent("""
+        import numba, numpy as np
+        assert numba.config.DISABLE_JIT
+        import reference
+        from fairmedfm_fast import _surface
+        from fairmedfm_fast.kernels import surface
+        rng = np.random.default_rng(2)
+        for shape in ((1, 1, 5), (1, 4, 6), (3, 4, 5), (5, 2, 3)):
+            a, b = rng.random(shape) < 0.5, rng.random(shape) < 0.4
+            a.flat[0] = b.flat[-1] = True
+            for budget in (8, 0):
+                d_ab, d_ba = surface.surface_distances(a.astype(np.uint8), b.astype(np.uint8),
+                                                       np.array([1.0, 0.7, 1.3]), 3, budget)
+                expected = reference.directed_surface_distances(a, b, (1.0, 0.7, 1.3))
+                assert np.allclose(d_ab, expected, rtol=0, atol=1e-9), (shape, budget)
+            row = _surface.measure_pair(0, a.astype(np.float32), b, None, None, 0.5,
+                                        _surface.Options(95.0, 1.0, "monai", (1.0, 0.7, 1.3)))
+            assert abs(row[3] - reference.monai_hausdorff(a, b, (1.0, 0.7, 1.3))) <= 1e-9
+        print("ok")
+    """)
+    tests_dir = Path(__file__).resolve().parent
+    env = {**os.environ, "NUMBA_DISABLE_JIT": "1",
+           "PYTHONPATH": os.pathsep.join(filter(None, [str(tests_dir), os.environ.get("PYTHONPATH", "")]))}
+    result = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip() == "ok"
