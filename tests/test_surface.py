@@ -355,3 +355,16 @@ def test_kernels_without_jit(tmp_path):
                             timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.strip() == "ok"
+
+
+def test_plot_and_page_per_metric(tmp_path):
+    pytest.importorskip("matplotlib")
+    preds, trues, sex = _cohort(8, seed=4)
+    report = fm.evaluate_segmentation({"sex": sex}, pred_masks=preds, true_masks=trues, metrics=["dice", "hd95", "nsd"],
+                                      nsd_tolerance=1.0)
+    figure = report.plot("hd95")
+    axis = figure.axes[0]
+    means = axis.lines[-1].get_ydata()  # the diamonds: group means, in report order
+    np.testing.assert_allclose(means, report.by_group["mean_hd95"].to_numpy(), rtol=0, atol=1e-12)
+    page = report.to_html(tmp_path / "report.html")
+    assert "per-sample HD95" in page and "per-sample NSD" in page
