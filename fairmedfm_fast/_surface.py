@@ -76,8 +76,15 @@ def _spacing_of(i: int, spacing: Any, item: Any, ndim: int) -> np.ndarray:
         values = np.ones(ndim) if header is None else np.asarray(header, np.float64)
         where = f"the NIfTI header of true_masks[{i}]"
     else:
-        values = np.asarray(spacing, np.float64)
+        try:
+            values = np.asarray(spacing, np.float64)
+        except (TypeError, ValueError):
+            raise ValueError(f"spacing={spacing!r} must hold numbers: one voxel size per axis, or one row per "
+                             "sample") from None
         if values.ndim == 2:
+            if i >= len(values):
+                raise ValueError(f"spacing has {len(values)} rows but there are more samples; pass one row per "
+                                 "sample or one size per axis")
             values = values[i]
         if values.ndim == 0:
             values = np.full(ndim, float(values))
@@ -160,10 +167,8 @@ def measure(pred_masks: Any, true_masks: Any, *, label: Any, mask_threshold: Any
             n_jobs: Any = None) -> np.ndarray:
     """One row of ``_COLUMNS`` per sample, float64 array of shape (n_samples, 8)."""
     spacing = options.spacing
-    if spacing is not None:
-        values = np.asarray(spacing, dtype=object)
-        if values.ndim > 2:
-            raise ValueError(f"spacing has shape {values.shape}; pass one size per axis, or one row per sample")
+    if spacing is not None and np.ndim(spacing) > 2:
+        raise ValueError(f"spacing has shape {np.shape(spacing)}; pass one size per axis, or one row per sample")
 
     def one(i, pred, true, item):
         return measure_pair(i, pred, true, item, label, mask_threshold, options)

@@ -152,10 +152,12 @@ def _cohort(n=16, seed=0, shape=(14, 16, 15)):
     return preds, trues, rng.choice(["F", "M", "X"], n)
 
 
-def test_evaluate_segmentation_group_means_by_hand():
+@pytest.mark.parametrize("per_sample", [False, True])
+def test_evaluate_segmentation_group_means_by_hand(per_sample):
     preds, trues, sex = _cohort()
     spacing = (1.2, 0.9, 2.0)
-    report = fm.evaluate_segmentation({"sex": sex}, pred_masks=preds, true_masks=trues, spacing=spacing,
+    given = np.tile(spacing, (len(preds), 1)) if per_sample else spacing
+    report = fm.evaluate_segmentation({"sex": sex}, pred_masks=preds, true_masks=trues, spacing=given,
                                       metrics=["dice", "hd95", "hd", "assd", "nsd"], nsd_tolerance=2.0)
     per_sample = {
         "hd95": [medpy.hd95(p, t, spacing) for p, t in zip(preds, trues)],
@@ -266,6 +268,9 @@ def test_bootstrap_and_permutations_cover_every_metric():
     ({"metrics": ["hd95"], "empty_distance": "max"}, "empty_distance"),
     ({"metrics": ["hd95"], "spacing": (1.0, 2.0)}, "spacing"),
     ({"metrics": ["hd95"], "spacing": (1.0, -2.0, 1.0)}, "spacing"),
+    ({"metrics": ["hd95"], "spacing": [(1.0, 1.0, 1.0)] * 2}, "spacing has 2 rows"),
+    ({"metrics": ["hd95"], "spacing": [(1.0, 1.0, 1.0)] * 5}, "spacing has 5 rows"),
+    ({"metrics": ["hd95"], "spacing": "1mm"}, "spacing"),
 ])
 def test_bad_options(kwargs, message):
     preds, trues, sex = _cohort(4)
