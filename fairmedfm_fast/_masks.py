@@ -716,6 +716,36 @@ def dice_scores(pred_masks: Any, true_masks: Any, *, label: Any = None, mask_thr
     return dice_from_counts(counts, empty_score)
 
 
+def map_pairs(function, pred_masks: Any, true_masks: Any, n_jobs: Any = None,
+              progress: bool | None = None) -> list[Any]:
+    """``[function(i, pred_i, true_i, true_item_i) for every sample]`` on a thread pool, in order.
+
+    Each thread reads one pair and hands it over (``true_item_i`` is what was given for the
+    ground truth of sample ``i``: a path or an array); the error of the lowest failing sample is
+    raised, and a progress bar appears as for Dice (see :mod:`fairmedfm_fast._progress`).
+    """
+    preds, trues = _Masks(pred_masks, "pred_masks"), _Masks(true_masks, "true_masks")
+    if len(preds) != len(trues):
+        raise ValueError(f"pred_masks has {len(preds)} masks but true_masks has {len(trues)}; pass one "
+                         "predicted and one ground-truth mask per sample")
+    n = len(preds)
+
+    def one(i: int) -> Any:
+        item = trues.stack[i] if trues.stack is not None else trues.items[i]
+        return function(i, preds.load(i), trues.load(i), item)
+
+    return _in_order(one, n, min(resolve_n_jobs(n_jobs), max(n, 1)), Progress(n, "reading masks", progress, "pair"))
+
+
+def nifti_spacing(path: Any) -> tuple[float, ...] | None:
+    """Voxel size (header zooms) of the axes longer than 1 of a ``.nii``/``.nii.gz`` file; None for
+    anything else. Only the header is read."""
+    if not _is_path(path) or not str(path).lower().endswith((".nii", ".nii.gz")):
+        return None
+    header = _optional("nibabel", "NIfTI masks").load(str(path)).header
+    return tuple(float(z) for size, z in zip(header.get_data_shape(), header.get_zooms()) if size != 1)
+
+
 # ---------------------------------------------------------------------------------------------
 # Dice of every label of a pair of label maps
 # ---------------------------------------------------------------------------------------------

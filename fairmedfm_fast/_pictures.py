@@ -163,12 +163,16 @@ def classification_curves(report, attributes: str | Sequence[str] | None = None,
     return result
 
 
-def dice_by_group(report, attributes: str | Sequence[str] | None = None) -> list[tuple[str, list[tuple[str, np.ndarray]]]]:
-    """Per attribute, the Dice scores of each group that has any, in report order."""
+def dice_by_group(report, attributes: str | Sequence[str] | None = None,
+                  metric: str = "dice") -> list[tuple[str, list[tuple[str, np.ndarray]]]]:
+    """Per attribute, the Dice scores (or another metric's per-sample values, with
+    ``evaluate_segmentation(metrics=...)``) of each group that has any, in report order."""
     if report.task != "seg":
         raise ValueError(f"kind='dice' needs a segmentation report (task 'seg'); this report is {report.task!r}: "
                          "use kind='roc', 'reliability' or 'bars'")
     dice, all_attributes = _samples(report, "dice", "_dice_data")
+    if metric != "dice":
+        dice = report._metric_data[metric]
     dice = np.asarray(dice, dtype=np.float64)
     result = []
     for attribute in (all_attributes[k] for k in _select(all_attributes, attributes)):
@@ -360,8 +364,9 @@ def _attribute_overall(report, attribute: str) -> dict[str, Any] | None:
     return None
 
 
-def plot_dice(report, attributes=None):
-    data = dice_by_group(report, attributes)
+def plot_dice(report, attributes=None, metric="dice"):
+    data = dice_by_group(report, attributes, metric)
+    label = "Dice" if metric == "dice" else metric.upper()
     figure, axes = _grid(len(data))
     for ax, (name, groups) in zip(axes, data):
         if not groups:
@@ -379,11 +384,12 @@ def plot_dice(report, attributes=None):
         ax.plot(positions, means, marker="D", markersize=5, linestyle="none", color="black", label="group mean",
                 gid="dice-mean")
         ax.set_xticks(positions, [f"{_text(g)}\n(n={len(v)})" for g, v in groups], fontsize=8)
-        ax.set_ylabel("Dice")
-        ax.set_ylim(-0.03, 1.03)
+        ax.set_ylabel(label)
+        if metric in ("dice", "nsd"):
+            ax.set_ylim(-0.03, 1.03)
         ax.set_title(_text(name), fontsize=10)
         ax.legend(loc="lower right", fontsize=7)
-    figure.suptitle("Dice per group (boxes: quartiles, diamonds: means)")
+    figure.suptitle(f"{label} per group (boxes: quartiles, diamonds: means)")
     return figure
 
 
@@ -392,6 +398,8 @@ _PLOTTERS = {"roc": plot_roc, "reliability": plot_reliability, "bars": plot_bars
 
 def plot(report, kind: str = "roc", attributes: str | Sequence[str] | None = None):
     """The figure of ``kind`` for ``report``; see :meth:`FairnessReport.plot`."""
+    if isinstance(kind, str) and kind != "dice" and kind in (getattr(report, "_metric_data", None) or {}):
+        return plot_dice(report, attributes, kind)  # a surface metric of evaluate_segmentation(metrics=...)
     if not isinstance(kind, str) or kind not in _PLOTTERS:
         raise ValueError(f"kind={kind!r} is not a plot kind; use one of {', '.join(map(repr, KINDS))}")
     return _PLOTTERS[kind](report, attributes)
@@ -399,7 +407,9 @@ def plot(report, kind: str = "roc", attributes: str | Sequence[str] | None = Non
 
 def default_kinds(report) -> tuple[str, ...]:
     """The figures that suit the report's task, in the order the HTML page shows them."""
-    return ("roc", "reliability", "bars") if report.task == "cls" else ("dice", "bars")
+    if report.task == "cls":
+        return ("roc", "reliability", "bars")
+    return ("dice", *(m for m in (getattr(report, "_metric_data", None) or {}) if m != "dice"), "bars")
 
 
 def png_bytes(figure, dpi: int = 100) -> bytes:
@@ -497,7 +507,7 @@ def render_html(report, figures: bool | Iterable[str] = True, dpi: int = 100) ->
                 parts.append(f'<p class="note">{html.escape(kind)}: {html.escape(str(error))}</p>')
                 continue
             encoded = base64.b64encode(png_bytes(figure, dpi)).decode("ascii")
-            caption = _CAPTIONS.get(kind, kind)
+            caption = _CAPTIONS.get(kind, f"Distribution of per-sample {kind.upper()} in each group.")
             parts.append(f'<figure><img src="data:image/png;base64,{encoded}" alt="{html.escape(caption)}">'
                          f"<figcaption>{html.escape(caption)}</figcaption></figure>")
     if report.metadata:

@@ -137,6 +137,13 @@ def build_parser() -> argparse.ArgumentParser:
                      help="Dice when both masks of a sample are empty (default 1; torchmetrics gives 0)")
 
     more = score.add_argument_group("beyond fairmedfm score")
+    more.add_argument("--metrics", nargs="+", metavar="M",
+                      help="segmentation from masks: any of dice hd95 hd assd nsd, per group (e.g. --metrics dice "
+                      "hd95 nsd --nsd-tolerance 2); default: Dice only")
+    more.add_argument("--nsd-tolerance", type=float, metavar="MM", help="NSD tolerance, in the unit of the spacing")
+    more.add_argument("--percentile", type=float, metavar="P", help="percentile of the hd95 column (default 95)")
+    more.add_argument("--spacing", type=float, nargs="+", metavar="S",
+                      help="voxel size per axis (default: the NIfTI header of the ground truth, else 1)")
     more.add_argument("--threshold", type=float, metavar="T",
                       help="classification: a fixed decision threshold (e.g. chosen on validation data) for "
                       "the @best_f1 metrics, instead of the best-F1 threshold of this table")
@@ -648,6 +655,10 @@ def _extensions(args, function, task: str) -> dict:
         wanted["min_group_size"] = ("--min-group-size", args.min_group_size)
     if args.p_adjust is not None and args.permutations:
         wanted["p_adjust"] = ("--p-adjust", args.p_adjust)
+    for option, name in (("--metrics", "metrics"), ("--nsd-tolerance", "nsd_tolerance"),
+                         ("--percentile", "percentile"), ("--spacing", "spacing")):
+        if getattr(args, name) is not None:
+            wanted[name] = (option, getattr(args, name))
     accepted = inspect.signature(function).parameters
     for name, (option, _) in wanted.items():
         if name not in accepted:
@@ -749,6 +760,7 @@ def _segmentation(args, layout, path, sensitive, bins, dice, pred_mask, true_mas
 # Python API names in error messages, as the command line spells them.
 _API_WORDS = (("pos_label", "--pos-label"), ("score_column", "--score-column"),
               ("mask_threshold", "--mask-threshold"), ("empty_score", "--empty-score"),
+              ("nsd_tolerance", "--nsd-tolerance"),
               ("y_true", "the label column"), ("y_score", "the score column"),
               ("sensitive_features", "--sensitive"), ("remove it from bins", "remove it from --bins"))
 

@@ -24,7 +24,7 @@ from .report import FairnessReport, group_frame, summary_frame
 
 __all__ = [
     "evaluate_segmentation", "dice_gap", "worst_group_dice", "dice_std", "dice_skewness", "equity_scaled_dice",
-    "dice_per_label", "dice_scores", "segmentation_fairness", "evaluate_seg",
+    "dice_per_label", "dice_scores", "surface_scores", "segmentation_fairness", "evaluate_seg",
 ]
 
 _SUMMARY = ("mean_dice", "min_dice", "max_dice", "delta_dice", "skewness_dice", "std_dice", "es_dice")
@@ -88,6 +88,30 @@ def dice_scores(pred_masks: Any, true_masks: Any, *, label: Any = None, mask_thr
 
     return _masks.dice_scores(pred_masks, true_masks, label=label, mask_threshold=mask_threshold,
                               empty_score=empty_score, n_jobs=n_jobs, progress=progress)
+
+
+def surface_scores(pred_masks: Any, true_masks: Any, *, metrics: Any = ("hd95", "assd", "nsd"), label: Any = None,
+                   mask_threshold: float = 0.5, spacing: Any = None, percentile: float = 95.0,
+                   nsd_tolerance: float | None = None, hd_definition: str = "medpy", empty_score: Any = 1.0,
+                   empty_distance: Any = "nan", n_jobs: int | None = None) -> dict[str, np.ndarray]:
+    """Per-sample surface metrics of every (predicted, ground-truth) pair of masks (an extension):
+    the values that :func:`evaluate_segmentation` averages with ``metrics=``.
+
+    Parameters are those of :func:`evaluate_segmentation` and :func:`dice_scores`; ``metrics`` from
+    ``"dice"``, ``"hd95"``, ``"hd"``, ``"assd"``, ``"nsd"``. Each pair is read once.
+
+    Returns
+    -------
+    dict
+        Metric name (``hd95`` renamed ``hd<percentile>``) -> float64 array of shape (n_samples,),
+        NaN where undefined (empty masks, see docs/segmentation-distances.md).
+    """
+    from . import _surface
+
+    wanted = _surface.check_options(metrics, percentile, nsd_tolerance, hd_definition, empty_distance)
+    values, _, _ = _surface_scores(pred_masks, true_masks, label, mask_threshold, empty_score, wanted, spacing,
+                                   percentile, nsd_tolerance, hd_definition, empty_distance, n_jobs)
+    return values.metrics
 
 
 def dice_per_label(pred: Any, true: Any, labels: Any = None) -> dict[Any, float]:
@@ -235,7 +259,9 @@ def evaluate_segmentation(sensitive_features: Any, *, dice: Any = None, pred_mas
                           intersectional: bool = False, n_boot: int = 0, ci: float = 0.95,
                           n_permutations: int = 0, random_state: Any = None, min_group_size: int | None = None,
                           stratify: str | None = "attribute", p_adjust: str | None = None,
-                          progress: bool | None = None) -> FairnessReport:
+                          progress: bool | None = None, metrics: Any = None, spacing: Any = None,
+                          percentile: float = 95.0, nsd_tolerance: float | None = None, hd_definition: str = "medpy",
+                          empty_distance: Any = "nan") -> FairnessReport:
     """Fairness of a segmentation model across the groups of one or more sensitive attributes.
 
     Give per-sample Dice scores (``dice``), or predicted and ground-truth masks from which Dice is
@@ -266,14 +292,35 @@ def evaluate_segmentation(sensitive_features: Any, *, dice: Any = None, pred_mas
     n_boot, ci, n_permutations, random_state, stratify, p_adjust
         Extensions, as in :func:`fairmedfm_fast.evaluate`: bootstrap intervals (by default each
         attribute's resamples stratified by its own groups) of every summary column and group
-        mean in ``report.ci``, and permutation p-values of ``delta_dice`` and ``std_dice`` in
-        ``report.p_values``.
+        mean in ``report.ci``, and permutation p-values of ``delta_dice`` and ``std_dice`` (and of
+        ``delta_<m>``, ``std_<m>`` for each metric of ``metrics``) in ``report.p_values``.
     min_group_size : int, optional
         Extension: groups with fewer samples are skipped (``"fewer than N samples"``), keep their
         ``n`` in ``by_group`` and stay out of the summary. None keeps every group.
     progress : bool, optional
         Extension: progress bars (reading many mask files, resamples) on stderr; None shows them
         on a terminal or in a notebook when the work takes more than about two seconds.
+    metrics : list of str, optional
+        Extension: any of ``"dice"``, ``"hd95"``, ``"hd"``, ``"assd"``, ``"nsd"`` (needs masks).
+        Per group the mean of each; per attribute ``mean_<m>``, ``worst_<m>`` (largest group mean
+        of a distance, smallest NSD), ``delta_<m>`` and ``std_<m>``; the Dice columns as above
+        when ``"dice"`` is listed. Default: Dice only, exactly fairmedfm's report. See
+        docs/segmentation-distances.md for the definitions.
+    spacing : sequence of float or array of shape (n_samples, n_axes), optional
+        Voxel size per axis (after dropping axes of length 1); default: the ground-truth NIfTI
+        header's zooms, else 1.
+    percentile : float, default 95
+        Percentile of the surface distances reported as ``hd95`` (renamed ``hd<p>`` otherwise).
+    nsd_tolerance : float, optional
+        NSD tolerance in the unit of the spacing (mm); required for ``"nsd"``.
+    hd_definition : {"medpy", "monai"}, default "medpy"
+        Percentile of both directions' distances pooled (medpy ``hd95``), or the larger of the two
+        directed percentiles (MONAI ``compute_hausdorff_distance``).
+    empty_distance : {"nan", "inf", "diagonal"} or float, default "nan"
+        HD95, HD and ASSD of a sample with exactly one empty mask (NSD is 0 there): left out with
+        a warning, infinite, the image diagonal, or this value. Both masks empty: distances and
+        NSD are NaN (left out, with a warning) unless ``empty_score`` is a dict such as
+        ``{"dice": 1.0, "hd95": 0.0, "nsd": 1.0}``.
 
     Returns
     -------
@@ -291,11 +338,27 @@ def evaluate_segmentation(sensitive_features: Any, *, dice: Any = None, pred_mas
     min_group_size = check_min_group_size(min_group_size)
     _resample.check_options(stratify, p_adjust)
     progress = _progress.check(progress)
+    wanted = None
+    if metrics is not None:
+        from . import _surface
+
+        wanted = _surface.check_options(metrics, percentile, nsd_tolerance, hd_definition, empty_distance)
+        if wanted == ["dice"] and not isinstance(empty_score, dict):
+            wanted = None
+        elif dice is not None:
+            raise ValueError(f"metrics={metrics!r} needs masks: pass pred_masks and true_masks instead of dice")
     warnings: list[str] = []
     dice, pred_masks, true_masks, sensitive_features = _inputs.align_by_index(
         {"dice": dice, "pred_masks": pred_masks, "true_masks": true_masks,
          "sensitive_features": sensitive_features}, warnings)
-    scores, metadata = _scores(dice, pred_masks, true_masks, label, mask_threshold, empty_score, progress)
+    values = None
+    if wanted is None:
+        scores, metadata = _scores(dice, pred_masks, true_masks, label, mask_threshold, empty_score, progress)
+    else:
+        values, scores, metadata = _surface_scores(pred_masks, true_masks, label, mask_threshold, empty_score, wanted,
+                                                   spacing, percentile, nsd_tolerance, hd_definition, empty_distance,
+                                                   progress=progress)
+        warnings.extend(values.warnings)
     finite = _finite(scores, warnings)
     attributes = _inputs.encode_attributes(sensitive_features, len(scores), bins, intersectional)
     kept = scores[finite]
@@ -303,19 +366,150 @@ def evaluate_segmentation(sensitive_features: Any, *, dice: Any = None, pred_mas
     result = _assess(scores, finite, attributes, warnings, min_group_size)
     if min_group_size is not None:
         metadata["min_group_size"] = min_group_size
+    if values is not None:
+        _add_metrics(result, overall, values.metrics, finite, attributes, wanted, min_group_size)
     report = FairnessReport("seg", summary_frame(result.summaries), _by_group_frame(result.rows), overall, {},
                             warnings, metadata)
     report._dice_data = (scores, attributes)  # per-sample Dice for report.plot("dice")
+    if values is not None:
+        report._metric_data = values.metrics  # per-sample values of every requested metric
     if n_boot or n_permutations:
-        _resampled(report, scores[finite], [a.codes[finite] for a in attributes], attributes, result,
-                   n_boot, ci, n_permutations, random_state, min_group_size, stratify, p_adjust, progress)
+        options = (min_group_size, stratify, progress)
+        if values is None or "dice" in wanted:
+            _resampled(report, scores[finite], [a.codes[finite] for a in attributes], attributes, result,
+                       n_boot, ci, n_permutations, random_state, *options)
+        if values is not None:
+            _resampled_metrics(report, values.metrics, finite, attributes, result, n_boot, ci, n_permutations,
+                               random_state, *options)
+        if report.p_values is not None:  # adjusted over every gap of every metric and attribute together
+            report.p_values = _resample.with_adjusted(report.p_values, p_adjust)
     return report
+
+
+def _surface_scores(pred_masks, true_masks, label, mask_threshold, empty_score, wanted, spacing, percentile,
+                    nsd_tolerance, hd_definition, empty_distance, n_jobs=None, progress=None):
+    """Per-sample values of every wanted metric from one pass over the mask pairs, the Dice scores
+    that decide ``n`` (computed even when Dice is not reported) and the report's metadata."""
+    from . import _masks, _surface
+
+    if pred_masks is None or true_masks is None:
+        missing = "true_masks" if pred_masks is not None else "pred_masks"
+        raise ValueError(f"metrics beyond Dice need both pred_masks and true_masks ({missing} is missing)")
+    options = _surface.Options(float(percentile), math.nan if nsd_tolerance is None else float(nsd_tolerance),
+                               hd_definition, spacing)
+    table = _surface.measure(pred_masks, true_masks, label=label, mask_threshold=mask_threshold, options=options,
+                             n_jobs=n_jobs, progress=progress)
+    values = _surface.finish(table, wanted, empty_score, empty_distance)
+    if "dice" in values.metrics:
+        scores = values.metrics["dice"]
+    else:
+        scores = _masks.dice_from_counts(values.counts, empty_score.get("dice", 1.0) if isinstance(empty_score, dict)
+                                         else empty_score)
+    renamed = {}
+    for metric, column in values.metrics.items():
+        renamed[_column_name(metric, percentile)] = column
+    values.metrics = renamed
+    metadata = {"dice_from_masks": True, "empty_score": empty_score, "label": label,
+                "metrics": list(renamed), "percentile": float(percentile), "nsd_tolerance": nsd_tolerance,
+                "hd_definition": hd_definition, "empty_distance": empty_distance,
+                "spacing": "given" if spacing is not None else "NIfTI header or 1",
+                "both_masks_empty": values.both_empty, "one_mask_empty": values.one_empty}
+    return values, scores, metadata
+
+
+def _column_name(metric: str, percentile: float) -> str:
+    return f"hd{float(percentile):g}" if metric == "hd95" else metric
+
+
+def _metric_summary(metric: str, mean: float, means: np.ndarray) -> dict[str, float]:
+    """``mean_<m>``, ``worst_<m>`` (largest group mean of a distance, smallest NSD), ``delta_<m>``
+    and ``std_<m>`` (population standard deviation of the group means)."""
+    low, high = float(np.min(means)), float(np.max(means))
+    with np.errstate(invalid="ignore"):
+        std = float(np.std(means))
+    return {f"mean_{metric}": mean, f"worst_{metric}": low if metric == "nsd" else high,
+            f"delta_{metric}": high - low if math.isfinite(high) else math.nan, f"std_{metric}": std}
+
+
+def _add_metrics(result: _Assessment, overall: dict[str, Any], metrics: dict[str, np.ndarray], finite: np.ndarray,
+                 attributes: list[_inputs.Attribute], wanted: list[str], min_group_size: int | None = None) -> None:
+    """Add each non-Dice metric's group means and summary columns to the Dice assessment (and drop
+    the Dice columns when Dice was not asked for). Groups under ``min_group_size`` samples stay out
+    of the summaries and have no means, as for Dice."""
+    rows = {(row["attribute"], row["group"]): row for row in result.rows}
+    for metric, column in metrics.items():
+        if metric == "dice":
+            continue
+        ok = finite & ~np.isnan(column)
+        overall[f"mean_{metric}"] = float(column[ok].mean()) if ok.any() else math.nan
+        for attribute in attributes:
+            keep = ok & (attribute.codes >= 0)
+            counts, means = _group_summary(column[keep], attribute.codes[keep], attribute.n_groups)
+            group_n = np.bincount(attribute.codes[finite & (attribute.codes >= 0)], minlength=attribute.n_groups)
+            small = (group_n > 0) & (group_n < (min_group_size or 0))  # skipped, as in the Dice rows
+            for i in np.flatnonzero(group_n):
+                rows[(attribute.name, attribute.groups[i])][f"mean_{metric}"] = math.nan if small[i] else float(means[i])
+            summary = result.summaries[attribute.name]
+            if len(summary) > 2:  # the attribute has two groups or more
+                present = np.flatnonzero((counts > 0) & ~small)
+                names = _metric_summary(metric, math.nan, np.array([0.0]))
+                summary.update(dict.fromkeys(names, math.nan) if len(present) < 2 else
+                               _metric_summary(metric, float(column[keep].mean()), means[present]))
+    if "dice" not in wanted:
+        overall.pop("mean_dice")
+        for summary in result.summaries.values():
+            for key in _SUMMARY:
+                summary.pop(key, None)
+        for row in result.rows:
+            row.pop("mean_dice")
+        result.warnings[:] = [w for i, w in enumerate(result.warnings) if i not in result.skewness_notes]
+        result.skewness_notes.clear()
+
+
+def _resampled_metrics(report: FairnessReport, metrics: dict[str, np.ndarray], finite: np.ndarray,
+                       attributes: list[_inputs.Attribute], result: _Assessment, n_boot: Any, ci: Any,
+                       n_permutations: Any, random_state: Any, min_group_size: int | None, stratify: str | None,
+                       progress: bool | None) -> None:
+    """Bootstrap intervals and permutation p-values of every non-Dice metric, beside Dice's: the
+    same resampling of the same samples, run on each metric's per-sample values."""
+    import pandas as pd
+
+    for metric, column in metrics.items():
+        if metric == "dice":
+            continue
+        ok = finite & ~np.isnan(column)
+        shadow = FairnessReport("seg", report.summary, report.by_group, {}, {}, [], {})
+
+        def summarize(mean, means, metric=metric):
+            values = _metric_summary(metric, mean, means)
+            return {"mean_dice": values[f"mean_{metric}"], f"worst_{metric}": values[f"worst_{metric}"],
+                    "delta_dice": values[f"delta_{metric}"], "std_dice": values[f"std_{metric}"]}
+
+        observed = _Assessment(
+            summaries={name: ({"n": 0, "n_groups": 0, "delta_dice": summary.get(f"delta_{metric}", math.nan),
+                               "std_dice": summary.get(f"std_{metric}", math.nan)} if len(summary) > 2 else {})
+                       for name, summary in result.summaries.items()})
+        _resampled(shadow, column[ok], [a.codes[ok] for a in attributes], attributes, observed, n_boot, ci,
+                   n_permutations, random_state, min_group_size, stratify, progress, summarize)
+        def renamed(frame, metric=metric):
+            return frame.rename(columns=lambda c: c.replace("_dice", f"_{metric}", 1) if c.startswith(
+                ("mean_dice", "delta_dice", "std_dice")) else c)
+        if n_boot:
+            if report.ci is None:
+                report.ci = {**shadow.ci, "summary": renamed(shadow.ci["summary"]),
+                             "by_group": renamed(shadow.ci["by_group"])}
+            else:
+                for key in ("summary", "by_group"):
+                    report.ci[key] = pd.concat([report.ci[key], renamed(shadow.ci[key])], axis=1)
+        if n_permutations:
+            frame = renamed(shadow.p_values)
+            report.p_values = frame if report.p_values is None else pd.concat([report.p_values, frame], axis=1)
 
 
 def _resampled(report: FairnessReport, dice: np.ndarray, code_rows: list[np.ndarray],
                attributes: list[_inputs.Attribute], result: _Assessment, n_boot: Any, ci: Any,
                n_permutations: Any, random_state: Any, min_group_size: int | None, stratify: str | None,
-               p_adjust: str | None, progress: bool | None) -> None:
+               progress: bool | None, summarize: Any = _summary) -> None:
     """Bootstrap intervals and permutation p-values on the report (see :func:`evaluate_segmentation`)."""
     import pandas as pd
 
@@ -333,7 +527,7 @@ def _resampled(report: FairnessReport, dice: np.ndarray, code_rows: list[np.ndar
     valid = {a.name: len(result.summaries[a.name]) > 2 for a in attributes}
     if n_boot:
         groups, summaries, columns, empty = _resample.dice_intervals(
-            dice, code_rows, names, sizes, _summary, n_boot, float(ci), seed, groups_valid, stratify, progress)
+            dice, code_rows, names, sizes, summarize, n_boot, float(ci), seed, groups_valid, stratify, progress)
         group_rows, summary_rows = [], {}
         for a, (attribute, bounds, summary_bounds) in enumerate(zip(attributes, groups, summaries)):
             for i in np.flatnonzero(counts[a]):
@@ -363,12 +557,12 @@ def _resampled(report: FairnessReport, dice: np.ndarray, code_rows: list[np.ndar
         with _progress.Progress(n_permutations * len(tested), "permutations", progress, unit="permutation") as bar:
             for k, (attribute, codes) in enumerate(zip(attributes, code_rows)):
                 rows[attribute.name] = (_resample.dice_permutation_pvalues(
-                    dice, codes, attribute.n_groups, result.summaries[attribute.name], _summary, n_permutations,
+                    dice, codes, attribute.n_groups, result.summaries[attribute.name], summarize, n_permutations,
                     _resample.stream(seed, "permutation", attribute.name), groups_valid[k], bar)
                     if k in tested else {})
         frame = pd.DataFrame.from_dict(rows, orient="index", columns=["delta_dice", "std_dice"])
         frame.index.name = "attribute"
-        report.p_values = _resample.with_adjusted(frame, p_adjust)
+        report.p_values = frame  # evaluate_segmentation adjusts them over every metric (p_adjust)
 
 
 # ---------------------------------------------------------------------------------------------

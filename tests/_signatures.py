@@ -5,7 +5,8 @@ import inspect
 _TRUST = ("min_group_size", "stratify", "p_adjust", "progress")
 EXTENSIONS = {
     "evaluate": ("threshold", "sample_weight", "n_boot", "ci", "n_permutations", "random_state", *_TRUST),
-    "evaluate_segmentation": ("n_boot", "ci", "n_permutations", "random_state", *_TRUST),
+    "evaluate_segmentation": ("n_boot", "ci", "n_permutations", "random_state", *_TRUST, "metrics", "spacing",
+                              "percentile", "nsd_tolerance", "hd_definition", "empty_distance"),
     "auc_gap": ("sample_weight", "min_group_size"),
     "worst_group_auc": ("sample_weight", "min_group_size"),
     "bce_gap": ("sample_weight", "min_group_size"),

@@ -181,3 +181,55 @@ def group_report(scores, labels, threshold: float = 0.5) -> dict:
         "tnr": tn / (tn + fp) if tn + fp else math.nan,
         "tn": tn, "fp": fp, "fn": fn, "tp": tp,
     }
+
+
+# ---------------------------------------------------------------------------------------------
+# Surface distances (docs/segmentation-distances.md), by brute force over all pairs of surface voxels
+# ---------------------------------------------------------------------------------------------
+
+def surface_voxels(mask) -> np.ndarray:
+    """Foreground voxels with a face neighbour that is background or outside the array."""
+    mask = np.asarray(mask, bool)
+    padded = np.pad(mask, 1, constant_values=False)
+    inner = np.ones_like(mask)
+    for axis in range(mask.ndim):
+        for step in (-1, 1):
+            inner &= np.roll(padded, step, axis=axis)[tuple(slice(1, -1) for _ in range(mask.ndim))]
+    return mask & ~inner
+
+
+def directed_surface_distances(a, b, spacing) -> np.ndarray:
+    """For every surface voxel of ``a`` (C order), the distance to the nearest surface voxel of ``b``."""
+    pa = np.argwhere(surface_voxels(a)) * np.asarray(spacing, float)
+    pb = np.argwhere(surface_voxels(b)) * np.asarray(spacing, float)
+    return np.sqrt(((pa[:, None, :] - pb[None, :, :]) ** 2).sum(axis=2)).min(axis=1)
+
+
+def monai_hausdorff(a, b, spacing, percentile=95.0) -> float:
+    """MONAI ``compute_hausdorff_distance(percentile=p)``: the larger of the two directed percentiles."""
+    return max(float(np.percentile(directed_surface_distances(a, b, spacing), percentile)),
+               float(np.percentile(directed_surface_distances(b, a, spacing), percentile)))
+
+
+def pooled_hausdorff(a, b, spacing, percentile=95.0) -> float:
+    """medpy ``hd95`` (any percentile): the percentile of both directions' distances together."""
+    both = np.concatenate([directed_surface_distances(a, b, spacing), directed_surface_distances(b, a, spacing)])
+    return float(np.percentile(both, percentile))
+
+
+def average_symmetric_surface_distance(a, b, spacing) -> float:
+    """medpy ``assd`` and MONAI ``compute_average_surface_distance(symmetric=True)``."""
+    return float(np.concatenate([directed_surface_distances(a, b, spacing),
+                                 directed_surface_distances(b, a, spacing)]).mean())
+
+
+def surface_dice(a, b, spacing, tolerance) -> float:
+    """MONAI ``compute_surface_dice`` (Nikolov et al.'s NSD on surface voxels): the fraction of both
+    surfaces' voxels within ``tolerance`` of the other surface; 0 when one mask is empty, NaN when both are."""
+    sa, sb = surface_voxels(a), surface_voxels(b)
+    if not sa.any() and not sb.any():
+        return math.nan
+    if not sa.any() or not sb.any():
+        return 0.0
+    d_ab, d_ba = directed_surface_distances(a, b, spacing), directed_surface_distances(b, a, spacing)
+    return float(((d_ab <= tolerance).sum() + (d_ba <= tolerance).sum()) / (len(d_ab) + len(d_ba)))

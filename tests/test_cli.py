@@ -416,7 +416,8 @@ def test_help_and_version(capsys):
 
 
 EXTENSIONS = {"--threshold", "--bootstrap", "--permutations", "--seed", "--plot", "--plot-kind", "--html",
-              "--engine", "--scheduler", "--min-group-size", "--p-adjust"}
+              "--engine", "--scheduler", "--min-group-size", "--p-adjust", "--metrics", "--nsd-tolerance", "--percentile",
+              "--spacing"}
 
 
 def test_same_options_and_defaults_as_fairmedfm():
