@@ -238,8 +238,10 @@ def measure(arranged: Arranged, wanted: set[str] | None = None, threshold: float
     at_best = any(key.endswith(BEST) and key.removesuffix(BEST) in THRESHOLD_METRICS for key in keys)
     if needs_sort(wanted, fixed_best) and not arranged.is_sorted:
         raise RuntimeError("internal error: these metrics need the samples sorted by score")
-    scores, labels, codes, sizes = arranged.scores, arranged.labels, arranged.codes, arranged.sizes
     weights = arranged.weights if weights is None else weights
+    if arranged.is_sorted:
+        return _sweep(arranged, keys, base, at_half, at_best, threshold, fixed_best, weights, sample_counts)
+    scores, labels, codes, sizes = arranged.scores, arranged.labels, arranged.codes, arranged.sizes
     slot_starts = arranged.slot_starts
 
     # Calibration (score ranges, ECE bins) and ranking (AUC, BCE sums, the best-F1 sweep) are
@@ -284,6 +286,51 @@ def measure(arranged: Arranged, wanted: set[str] | None = None, threshold: float
     ece = calibrated.result()[1]
     return from_counts(sizes, count, positives, negatives, thresholds, keys, u2=u2, loss_sums=loss_sums,
                        ece=ece, confusion=confusion, totals=totals[0])
+
+
+def _sweep(arranged: Arranged, keys: set[str], base: set[str], at_half: bool, at_best: bool, threshold: float,
+           fixed_best: float | None, weights: np.ndarray | None, sample_counts: bool) -> list[Grouping]:
+    """:func:`measure` on samples sorted by score: two fused passes (``kernels.sweeps``)."""
+    from .kernels import calibration, sweeps
+
+    scores, labels, codes, sizes = arranged.scores, arranged.labels, arranged.codes, arranged.sizes
+    # Confusion counts at a fixed threshold t (prediction score > t) are the slot's totals less its
+    # counts before position searchsorted(scores, t, "right"), which the first pass records.
+    fixed = [(suffix, t) for suffix, t, needed in (("", threshold, at_half),
+                                                   (BEST, fixed_best, at_best and fixed_best is not None)) if needed]
+    positions = sorted({int(np.searchsorted(scores, t, "right")) for _, t in fixed})
+    cuts = np.empty((len(sizes), len(positions)), np.int64)
+    cuts[:] = positions
+    loss_terms = arranged.log_loss_terms() if "bce" in base else _NO_LOSS
+    count, positives, u2, low, high, loss, pos_cut, neg_cut = sweeps.ranked_sums(
+        scores, labels, codes, sizes, loss_terms, cuts, weights)
+    negatives = count - positives
+    totals = count
+    if weights is not None and sample_counts:
+        count = calibration.score_ranges(scores, labels, codes, sizes)[0]
+    confusion = {}
+    for suffix, t in fixed:
+        j = positions.index(int(np.searchsorted(scores, t, "right")))
+        confusion[suffix] = (positives - pos_cut[:, j], negatives - neg_cut[:, j])
+    thresholds = np.full(len(sizes), np.nan if fixed_best is None else float(fixed_best))
+    sweep_f1 = at_best and fixed_best is None
+    ece = None
+    if sweep_f1 or "ece" in base:
+        edges = calibration.equal_width_edges(low, high, ECE_BINS) if "ece" in base else _NO_EDGES
+        overall = arranged.slot_starts[1:] - 1
+        found, pos_at, neg_at, bin_count, bin_labels, bin_scores = sweeps.ranked_bins(
+            scores, labels, codes, sizes, positives[overall], negatives[overall], edges, sweep_f1, weights)
+        if sweep_f1:
+            thresholds = found
+            confusion[BEST] = (positives - pos_at, negatives - neg_at)
+        if "ece" in base:
+            ece = calibration.calibration_error(bin_count, bin_labels, bin_scores, 0)
+    return from_counts(sizes, count, positives, negatives, thresholds, keys, u2=u2 if "auc" in base else None,
+                       loss_sums=loss if "bce" in base else None, ece=ece, confusion=confusion, totals=totals)
+
+
+_NO_LOSS = np.empty(0)
+_NO_EDGES = np.empty((0, 1))
 
 
 def from_counts(sizes: np.ndarray, count: np.ndarray, positives: np.ndarray, negatives: np.ndarray,
