@@ -259,7 +259,7 @@ class Runner:
             self.metric(row, FAST, "auc_gap", "fast", case, _Categorical(warm1))
             if n == large:
                 codes = case.intersection_codes()
-                self.time(row, SKLEARN, lambda: lambda: _baselines.sklearn_auc_gap(case.y_true, case.y_score, codes))
+                self.time(row, SKLEARN, lambda c=case, g=codes: lambda: _baselines.sklearn_auc_gap(c.y_true, c.y_score, g))
                 row.met = _at_least(row.speedup(SKLEARN), 15)
                 row.target = ">= 15x scikit-learn loop"
                 row.note = f"scikit-learn loop / fast: {_ratio(row.speedup(SKLEARN), 'x')}"

@@ -66,22 +66,48 @@ def _code_dtype(largest: int) -> np.dtype:
     return np.dtype(np.intp)
 
 
-def sort_scores(scores: np.ndarray, ranking) -> tuple[np.ndarray, np.ndarray]:
-    """Ascending order of the scores, and the sorted scores.
+#: Inputs below this many samples sort with NumPy's stable argsort (and gather): cheaper to start.
+RADIX_FROM = 1 << 14
 
-    Large inputs sort 64-bit words (score bits above, sample index below) with a radix sort on the
-    32-bit score key (``ranking.radix_sort_packed``, linear time, ~4x faster than ``argsort``);
-    ``ranking.order_tied_keys`` orders the rare float64 scores that share their high 32 bits.
+
+def _bits(scores: np.ndarray) -> np.ndarray:
+    return scores.view(np.uint64 if scores.dtype.itemsize == 8 else np.uint32)
+
+
+def sort_scores(scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Ascending order of the scores (that of ``np.argsort(kind="stable")``), and the sorted scores.
+
+    Large inputs take a radix sort on the scores' full bits (``kernels.sorting.sort_order``, linear
+    time, negative scores included); -0.0 comes out as 0.0.
     """
-    n = len(scores)
-    if n < 1 << 16 or n >= 1 << 32 or scores.min() < 0:  # the packed words key non-negative scores
-        order = np.argsort(scores)
+    if len(scores) < RADIX_FROM or len(scores) >= 1 << 32:
+        order = np.argsort(scores, kind="stable")
         return order, scores[order]
+    from .kernels import sorting
+
     scores = np.ascontiguousarray(scores)
-    exact = scores.dtype == np.float32
-    packed, order, sorted_scores = ranking.radix_sort_packed(scores.view(np.uint32 if exact else np.uint64), scores)
-    ranking.order_tied_keys(packed, order, sorted_scores, exact)
-    return order, sorted_scores
+    order, sorted_bits = sorting.sort_order(_bits(scores))
+    return order, sorted_bits.view(scores.dtype)
+
+
+def _sort_carrying(scores: np.ndarray, labels: np.ndarray, code_rows: list[np.ndarray]
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Scores, labels and int8 codes in ascending score order, by one radix sort that moves each
+    sample's label and codes with its score (``kernels.sorting.sort_carrying``)."""
+    from .kernels import sorting
+
+    codes = np.empty((len(code_rows), len(scores)), np.int8)
+    for k, row in enumerate(code_rows):
+        codes[k] = row
+    scores = np.ascontiguousarray(scores)
+    sorted_bits, sorted_labels, sorted_codes = sorting.sort_carrying(_bits(scores), labels, codes)
+    return sorted_bits.view(scores.dtype), sorted_labels, sorted_codes
+
+
+def _carries(n: int, labels: np.ndarray, code_type: np.dtype, n_rows: int, weights) -> bool:
+    """Whether the labels and codes fit the carrying sort's 64-bit payload."""
+    return (RADIX_FROM <= n < 1 << 32 and weights is None and labels.dtype == np.uint8
+            and code_type == np.int8 and n_rows <= 7)
 
 
 def _kernels():
@@ -151,13 +177,14 @@ class Presort:
 
     def __init__(self, scores: np.ndarray):
         self.scores = scores
-        threaded = _threaded(len(scores))
-        ranking = _kernels()[0] if threaded else None  # import before the thread starts
+        self.threaded = _threaded(len(scores))
+        if self.threaded:
+            from .kernels import sorting  # noqa: F401 - imported before the thread starts
         # The kernels themselves load (from numba's disk cache) on the sort thread's first call.
         # Loading them here instead spared a first call in a new process ~0.2 s of GIL contention,
         # but left the C allocator in a state where every later sort page-faulted its large arrays
         # afresh (auc_gap on 1M samples: 33 -> 46 ms per call), so they are not.
-        self._job = _Background(lambda: sort_scores(scores, ranking or _kernels()[0]), threaded)
+        self._job = _Background(lambda: sort_scores(scores), self.threaded)
 
     def result(self) -> tuple[np.ndarray, np.ndarray]:
         return self._job.result()
@@ -174,7 +201,10 @@ def arrange(scores: np.ndarray, labels: np.ndarray, code_rows: list[np.ndarray],
     sizes = np.asarray(n_groups, dtype=np.int64)
     code_type = _code_dtype(int(sizes.max(initial=1)))
     codes = np.empty((len(code_rows), len(scores)), code_type)
-    if sort:  # the one sort, shared by every grouping
+    if sort and (presort is None or not presort.threaded) and _carries(len(scores), labels, code_type,
+                                                                       len(code_rows), weights):
+        scores, labels, codes = _sort_carrying(scores, labels, code_rows)
+    elif sort:  # the one sort, shared by every grouping
         order, scores = (presort or Presort(scores)).result()
         sorted_labels = np.empty(len(labels), labels.dtype)
         sorted_weights = None if weights is None else np.empty(len(weights), weights.dtype)

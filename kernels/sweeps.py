@@ -61,63 +61,99 @@ def ranked_sums(sorted_scores, sorted_labels, sorted_codes, n_groups, loss_terms
     compensation = np.zeros(n_slots)
     pos_cut = counters(weights, (n_slots, n_cuts))
     neg_cut = counters(weights, (n_slots, n_cuts))
-    next_cut = np.zeros(n_groupings, np.int64)  # per grouping, its first cut not yet recorded
-    start = 0
-    while True:
-        for k in range(n_groupings):  # cuts at this block boundary: record the counts below it
-            while next_cut[k] < n_cuts and cuts[k, next_cut[k]] <= start:
-                t = next_cut[k]
-                for slot in range(offsets[k], offsets[k] + n_groups[k] + 1):
-                    pos_cut[slot, t] = positives[slot]
-                    neg_cut[slot, t] = count[slot] - positives[slot]
-                next_cut[k] += 1
-        if start >= n:
-            break
-        stop = start + 1
-        while stop < n and sorted_scores[stop] == sorted_scores[start]:
-            stop += 1
-        tied = stop > start + 1
-        for i in range(start, stop):
-            w = weight_of(weights, i)
-            if w == 0:
-                continue
-            positive = sorted_labels[i] != 0
-            score = np.float64(sorted_scores[i])
-            term = w * loss_terms[i] if with_loss else 0.0
-            for k in range(n_groupings):
+    # One grouping at a time; its "all present samples" slot lives in local variables (it changes
+    # with every sample, which through memory would chain each update to the previous one).
+    for k in range(n_groupings):
+        first = offsets[k]
+        overall = first + n_groups[k]
+        o_count = count[overall]
+        o_pos = positives[overall]
+        o_u2 = u2[overall]
+        o_neg_below = neg_below[overall]
+        o_loss = 0.0
+        o_comp = 0.0
+        o_low = np.nan
+        o_high = np.nan
+        next_cut = 0
+        start = 0
+        while True:
+            while next_cut < n_cuts and cuts[k, next_cut] <= start:  # counts below this boundary
+                for slot in range(first, overall):
+                    pos_cut[slot, next_cut] = positives[slot]
+                    neg_cut[slot, next_cut] = count[slot] - positives[slot]
+                pos_cut[overall, next_cut] = o_pos
+                neg_cut[overall, next_cut] = o_count - o_pos
+                next_cut += 1
+            if start >= n:
+                break
+            stop = start + 1
+            while stop < n and sorted_scores[stop] == sorted_scores[start]:
+                stop += 1
+            tied = stop > start + 1
+            o_block_pos = o_pos - o_pos
+            o_block_neg = o_block_pos
+            for i in range(start, stop):
                 code = sorted_codes[k, i]
                 if code < 0:
                     continue
-                for slot in (offsets[k] + code, offsets[k] + n_groups[k]):
-                    if count[slot] == 0:
-                        low[slot] = score
-                    high[slot] = score
-                    count[slot] += w
-                    if with_loss:
-                        neumaier_add(loss, compensation, slot, term)
-                    if positive:
-                        positives[slot] += w
-                        if tied:
-                            block_pos[slot] += w
-                        else:
-                            u2[slot] += 2 * w * neg_below[slot]
-                    elif tied:
-                        block_neg[slot] += w
+                w = weight_of(weights, i)
+                if w == 0:
+                    continue
+                # Branch-free on the label (labels in sorted order are random: a branch mispredicts).
+                pw = w * (1 if sorted_labels[i] != 0 else 0)
+                nw = w - pw
+                score = np.float64(sorted_scores[i])
+                slot = first + code
+                if count[slot] == 0:
+                    low[slot] = score
+                high[slot] = score
+                if o_count == 0:
+                    o_low = score
+                o_high = score
+                count[slot] += w
+                positives[slot] += pw
+                o_count += w
+                o_pos += pw
+                if with_loss:
+                    term = w * loss_terms[i]
+                    neumaier_add(loss, compensation, slot, term)
+                    total = o_loss + term
+                    if abs(o_loss) >= abs(term):
+                        o_comp += (o_loss - total) + term
                     else:
-                        neg_below[slot] += w
-        if tied:  # credit each positive of the block half of the block's negatives
-            for i in range(start, stop):
-                for k in range(n_groupings):
+                        o_comp += (term - total) + o_loss
+                    o_loss = total
+                if tied:
+                    block_pos[slot] += pw
+                    block_neg[slot] += nw
+                    o_block_pos += pw
+                    o_block_neg += nw
+                else:
+                    u2[slot] += 2 * pw * neg_below[slot]
+                    neg_below[slot] += nw
+                    o_u2 += 2 * pw * o_neg_below
+                    o_neg_below += nw
+            if tied:  # credit each positive of the block half of the block's negatives
+                for i in range(start, stop):
                     code = sorted_codes[k, i]
                     if code < 0:
                         continue
-                    for slot in (offsets[k] + code, offsets[k] + n_groups[k]):
-                        if block_pos[slot] + block_neg[slot] > 0:
-                            u2[slot] += block_pos[slot] * (2 * neg_below[slot] + block_neg[slot])
-                            neg_below[slot] += block_neg[slot]
-                            block_pos[slot] = 0
-                            block_neg[slot] = 0
-        start = stop
+                    slot = first + code
+                    if block_pos[slot] + block_neg[slot] > 0:
+                        u2[slot] += block_pos[slot] * (2 * neg_below[slot] + block_neg[slot])
+                        neg_below[slot] += block_neg[slot]
+                        block_pos[slot] = 0
+                        block_neg[slot] = 0
+                o_u2 += o_block_pos * (2 * o_neg_below + o_block_neg)
+                o_neg_below += o_block_neg
+            start = stop
+        count[overall] = o_count
+        positives[overall] = o_pos
+        u2[overall] = o_u2
+        low[overall] = o_low
+        high[overall] = o_high
+        loss[overall] = o_loss
+        compensation[overall] = o_comp
     return count, positives, u2, low, high, loss + compensation, pos_cut, neg_cut
 
 
@@ -153,12 +189,6 @@ def ranked_bins(sorted_scores, sorted_labels, sorted_codes, n_groups, n_pos, n_n
     n_bins = max(edges.shape[1] - 1, 1)
     with_bins = edges.shape[0] == n_slots and edges.shape[1] > 1
     thresholds = np.full(n_groupings, np.nan)
-    best = np.full(n_groupings, -np.inf)
-    pos_below = counters(weights, n_groupings)
-    neg_below = counters(weights, n_groupings)
-    block_pos = counters(weights, n_groupings)
-    block_neg = counters(weights, n_groupings)
-    improved = np.zeros(n_groupings, np.bool_)
     slot_pos = counters(weights, n_slots)
     slot_neg = counters(weights, n_slots)
     pos_at = counters(weights, n_slots)
@@ -168,73 +198,63 @@ def ranked_bins(sorted_scores, sorted_labels, sorted_codes, n_groups, n_pos, n_n
     sums = np.zeros(n_slots * n_bins)
     compensation = np.zeros(n_slots * n_bins)
     current = np.zeros(n_slots, np.int64)  # each slot's ECE bin, which only moves up
-    start = 0
-    while start < n:
-        value = sorted_scores[start]
-        stop = start + 1
-        while stop < n and sorted_scores[stop] == value:
-            stop += 1
-        if with_f1:
-            for k in range(n_groupings):
-                improved[k] = False
+    for k in range(n_groupings):  # one grouping at a time: its sweep state in local variables
+        first = offsets[k]
+        overall = first + n_groups[k]
+        best = -np.inf
+        pos_below = slot_pos[overall]  # zero, of the counters' type
+        neg_below = pos_below
+        start = 0
+        while start < n:
+            value = sorted_scores[start]
+            stop = start + 1
+            while stop < n and sorted_scores[stop] == value:
+                stop += 1
+            block_pos = pos_below - pos_below
+            block_neg = block_pos
+            present = False
             for i in range(start, stop):
-                if weight_of(weights, i) == 0:
-                    continue
-                for k in range(n_groupings):
-                    if sorted_codes[k, i] >= 0:
-                        improved[k] = True  # grouping k has samples in this block
-            for k in range(n_groupings):
-                if not improved[k]:
-                    continue
-                f1 = f1_at(n_pos[k] - pos_below[k], n_neg[k] - neg_below[k], n_pos[k])
-                if f1 > best[k]:
-                    best[k] = f1
-                    thresholds[k] = value
-                else:
-                    improved[k] = False
-        for i in range(start, stop):
-            w = weight_of(weights, i)
-            if w == 0:
-                continue
-            positive = sorted_labels[i] != 0
-            score = np.float64(sorted_scores[i])
-            label = float(sorted_labels[i])
-            for k in range(n_groupings):
                 code = sorted_codes[k, i]
                 if code < 0:
                     continue
+                w = weight_of(weights, i)
+                if w == 0:
+                    continue
+                present = True
+                pw = w * (1 if sorted_labels[i] != 0 else 0)
+                nw = w - pw
+                block_pos += pw
+                block_neg += nw
+                slot = first + code
                 if with_f1:
-                    if positive:
-                        block_pos[k] += w
-                    else:
-                        block_neg[k] += w
-                for slot in (offsets[k] + code, offsets[k] + n_groups[k]):
-                    if with_f1:
-                        if positive:
-                            slot_pos[slot] += w
-                        else:
-                            slot_neg[slot] += w
-                    if with_bins:
-                        b = current[slot]
-                        while b < n_bins - 1 and score > edges[slot, b + 1]:
+                    slot_pos[slot] += pw
+                    slot_neg[slot] += nw
+                if with_bins:
+                    score = np.float64(sorted_scores[i])
+                    for cell_slot in (slot, overall):
+                        b = current[cell_slot]
+                        while b < n_bins - 1 and score > edges[cell_slot, b + 1]:
                             b += 1
-                        current[slot] = b
-                        if score > edges[slot, b] and score <= edges[slot, b + 1]:
-                            cell = slot * n_bins + b
+                        current[cell_slot] = b
+                        if score > edges[cell_slot, b] and score <= edges[cell_slot, b + 1]:
+                            cell = cell_slot * n_bins + b
                             bin_count[cell] += w
-                            bin_labels[cell] += w * label
+                            bin_labels[cell] += w * float(sorted_labels[i])
                             neumaier_add(sums, compensation, cell, w * score)
-        if with_f1:
-            for k in range(n_groupings):
-                pos_below[k] += block_pos[k]
-                neg_below[k] += block_neg[k]
-                block_pos[k] = 0
-                block_neg[k] = 0
-                if improved[k]:  # counts at or below this grouping's best threshold so far
-                    for slot in range(offsets[k], offsets[k] + n_groups[k] + 1):
+            if with_f1 and present:
+                # F1 at threshold `value` (predicted positive: score >= value) counts this block.
+                f1 = f1_at(n_pos[k] - pos_below, n_neg[k] - neg_below, n_pos[k])
+                pos_below += block_pos
+                neg_below += block_neg
+                if f1 > best:
+                    best = f1
+                    thresholds[k] = value
+                    for slot in range(first, overall):  # counts at or below the best threshold so far
                         pos_at[slot] = slot_pos[slot]
                         neg_at[slot] = slot_neg[slot]
-        start = stop
+                    pos_at[overall] = pos_below
+                    neg_at[overall] = neg_below
+            start = stop
     shape = (n_slots, n_bins)
     return (thresholds, pos_at, neg_at, bin_count.reshape(shape), bin_labels.reshape(shape),
             (sums + compensation).reshape(shape))
