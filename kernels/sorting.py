@@ -48,36 +48,151 @@ def _float_bits(key, wide):
 
 
 @kernel
-def _radix_passes(records, counts, n_digits):
-    # Stable scatter of the (n, 2) records by each digit that differs between keys; returns the
-    # array holding the result (``records`` or the other buffer).
-    n = records.shape[0]
-    mask = np.uint64(_RADIX - 1)
-    target = np.empty_like(records)
-    source = records
+def _lsd(source, scratch, start, stop, low, n_bits, counts, starts):
+    # Stable LSD radix sort of source[start:stop] (a cache-sized piece) by the low ``n_bits`` bits
+    # of (key - low): 8-bit digits, so that the per-piece tables stay small; digits every key
+    # shares are skipped. ``counts`` (8, 256) and ``starts`` (256,) are scratch tables.
+    m = stop - start
+    if m < 2:
+        return
+    if m <= 24:  # insertion sort (stable) of a short run
+        for i in range(start + 1, stop):
+            key = source[i, 0]
+            payload = source[i, 1]
+            j = i - 1
+            while j >= start and source[j, 0] > key:
+                source[j + 1, 0] = source[j, 0]
+                source[j + 1, 1] = source[j, 1]
+                j -= 1
+            source[j + 1, 0] = key
+            source[j + 1, 1] = payload
+        return
+    mask = np.uint64(255)
+    n_digits = (n_bits + 7) // 8
+    counts[:n_digits] = 0
+    for i in range(start, stop):
+        relative = source[i, 0] - low
+        for d in range(n_digits):
+            counts[d, np.intp((relative >> np.uint64(8 * d)) & mask)] += 1
+    a = source
+    b = scratch
     for d in range(n_digits):
+        shift = np.uint64(8 * d)
         skip = False
-        for b in range(_RADIX):
-            if counts[d, b] == n:
+        for bucket in range(256):
+            if counts[d, bucket] == m:
                 skip = True
                 break
         if skip:
             continue
-        starts = np.empty(_RADIX, np.int64)
-        total = 0
-        for b in range(_RADIX):
-            starts[b] = total
-            total += counts[d, b]
-        shift = np.uint64(d * _BITS)
-        for i in range(n):
-            key = source[i, 0]
-            b = np.intp((key >> shift) & mask)
-            position = starts[b]
-            target[position, 0] = key
-            target[position, 1] = source[i, 1]
-            starts[b] = position + 1
-        source, target = target, source
-    return source
+        total = start
+        for bucket in range(256):
+            starts[bucket] = total
+            total += counts[d, bucket]
+        for i in range(start, stop):
+            key = a[i, 0]
+            bucket = np.intp(((key - low) >> shift) & mask)
+            position = starts[bucket]
+            b[position, 0] = key
+            b[position, 1] = a[i, 1]
+            starts[bucket] = position + 1
+        a, b = b, a
+    if a is not source:
+        for i in range(start, stop):
+            source[i, 0] = a[i, 0]
+            source[i, 1] = a[i, 1]
+
+
+@kernel
+def _insertion(source, start, stop):
+    # Stable insertion sort of a short run by key.
+    for i in range(start + 1, stop):
+        key = source[i, 0]
+        payload = source[i, 1]
+        j = i - 1
+        while j >= start and source[j, 0] > key:
+            source[j + 1, 0] = source[j, 0]
+            source[j + 1, 1] = source[j, 1]
+            j -= 1
+        source[j + 1, 0] = key
+        source[j + 1, 1] = payload
+
+
+@kernel
+def _scatter(source, target, start, stop, low, shift, counts):
+    # Stable scatter of source[start:stop] into target[start:stop] by the 11-bit digit of
+    # (key - low) at ``shift``; ``counts`` (_RADIX + 1,) receives the buckets' bounds.
+    mask = np.uint64(_RADIX - 1)
+    counts[:] = 0
+    for i in range(start, stop):
+        counts[np.intp(((source[i, 0] - low) >> shift) & mask) + 1] += 1
+    counts[0] = start
+    for bucket in range(_RADIX):
+        counts[bucket + 1] += counts[bucket]
+    starts = counts[:_RADIX].copy()
+    for i in range(start, stop):
+        key = source[i, 0]
+        bucket = np.intp(((key - low) >> shift) & mask)
+        position = starts[bucket]
+        target[position, 0] = key
+        target[position, 1] = source[i, 1]
+        starts[bucket] = position + 1
+
+
+@kernel
+def _sort_records(records):
+    # Stable sort of the (n, 2) records by their key (column 0), in place: most-significant-digit
+    # radix sort on (key - smallest key), 11 bits a level for two levels (the second one inside
+    # each bucket, in cache), then runs of at most 32 by insertion sort and longer ones by an LSD
+    # radix sort on the bits below.
+    n = records.shape[0]
+    if n < 2:
+        return records
+    low = records[0, 0]
+    high = low
+    for i in range(n):
+        key = records[i, 0]
+        if key < low:
+            low = key
+        if key > high:
+            high = key
+    span = high - low
+    n_bits = 0
+    while n_bits < 64 and (span >> np.uint64(n_bits)) != 0:
+        n_bits += 1
+    if n_bits == 0:  # every key equal
+        return records
+    scratch = np.empty_like(records)
+    first = np.empty(_RADIX + 1, np.int64)
+    second = np.empty(_RADIX + 1, np.int64)
+    table = np.empty((8, 256), np.int64)
+    positions = np.empty(256, np.int64)
+    shift1 = n_bits - _BITS if n_bits > _BITS else 0
+    _scatter(records, scratch, 0, n, low, np.uint64(shift1), first)
+    # scratch holds the first-level buckets; every bucket ends sorted in records
+    for bucket in range(_RADIX):
+        start = first[bucket]
+        stop = first[bucket + 1]
+        m = stop - start
+        if m == 0:
+            continue
+        if shift1 == 0 or m <= 32:
+            records[start:stop] = scratch[start:stop]
+            if shift1 > 0:
+                _insertion(records, start, stop)
+            continue
+        shift2 = shift1 - _BITS if shift1 > _BITS else 0
+        _scatter(scratch, records, start, stop, low, np.uint64(shift2), second)
+        if shift2 == 0:
+            continue
+        for sub in range(_RADIX):
+            begin = second[sub]
+            end = second[sub + 1]
+            if end - begin <= 32:
+                _insertion(records, begin, end)
+            else:
+                _lsd(records, scratch, begin, end, low, shift2, table, positions)
+    return records
 
 
 @kernel
@@ -102,10 +217,7 @@ def sort_carrying(score_bits, labels, codes):
     n_groupings = codes.shape[0]
     wide = score_bits.itemsize == 8
     bits = score_bits
-    n_digits = (score_bits.itemsize * 8 + _BITS - 1) // _BITS
-    mask = np.uint64(_RADIX - 1)
     records = np.empty((n, 2), np.uint64)
-    counts = np.zeros((n_digits, _RADIX), np.int64)
     for i in range(n):
         key = _float_key(np.uint64(bits[i]), wide)
         payload = np.uint64(labels[i])
@@ -113,9 +225,7 @@ def sort_carrying(score_bits, labels, codes):
             payload |= np.uint64(np.uint8(codes[k, i])) << np.uint64(8 * (k + 1))
         records[i, 0] = key
         records[i, 1] = payload
-        for d in range(n_digits):
-            counts[d, np.intp((key >> np.uint64(d * _BITS)) & mask)] += 1
-    records = _radix_passes(records, counts, n_digits)
+    records = _sort_records(records)
     out_bits = np.empty(n, score_bits.dtype)
     sorted_labels = np.empty(n, np.uint8)
     sorted_codes = np.empty((n_groupings, n), np.int8)
@@ -143,17 +253,12 @@ def sort_order(score_bits):
     n = score_bits.shape[0]
     wide = score_bits.itemsize == 8
     bits = score_bits
-    n_digits = (score_bits.itemsize * 8 + _BITS - 1) // _BITS
-    mask = np.uint64(_RADIX - 1)
     records = np.empty((n, 2), np.uint64)
-    counts = np.zeros((n_digits, _RADIX), np.int64)
     for i in range(n):
         key = _float_key(np.uint64(bits[i]), wide)
         records[i, 0] = key
         records[i, 1] = np.uint64(i)
-        for d in range(n_digits):
-            counts[d, np.intp((key >> np.uint64(d * _BITS)) & mask)] += 1
-    records = _radix_passes(records, counts, n_digits)
+    records = _sort_records(records)
     out_bits = np.empty(n, score_bits.dtype)
     order = np.empty(n, np.intp)
     for i in range(n):
