@@ -10,15 +10,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-#: Per-group metrics, in report order. Each also exists with the suffix "@best_f1".
-METRICS = ("auc", "acc", "bce", "ece", "tpr", "tnr", "tn", "fp", "fn", "tp")
-THRESHOLD_METRICS = frozenset(("acc", "tpr", "tnr", "tn", "fp", "fn", "tp"))
-BEST = "@best_f1"
+from . import _metric_registry
+
+#: Per-group metrics, in report order (from the metric registry). Each also exists with "@best_f1".
+METRICS = _metric_registry.NAMES
+THRESHOLD_METRICS = _metric_registry.THRESHOLD_NAMES
+BEST = _metric_registry.BEST
 ECE_BINS = 10
-
-
-def all_keys() -> list[str]:
-    return [*METRICS, *(name + BEST for name in METRICS)]
+all_keys = _metric_registry.all_keys
 
 
 @dataclass
@@ -119,10 +118,7 @@ def _kernels():
 
 def needs_sort(wanted: set[str] | None, fixed_best: float | None = None) -> bool:
     """Whether these metrics need the scores sorted (AUC, or the best-F1 threshold sweep)."""
-    keys = set(all_keys()) if wanted is None else set(wanted)
-    base = {key.removesuffix(BEST) for key in keys}
-    at_best = any(key.endswith(BEST) and key.removesuffix(BEST) in THRESHOLD_METRICS for key in keys)
-    return "auc" in base or (at_best and fixed_best is None)
+    return _metric_registry.needs_sort(set(all_keys()) if wanted is None else set(wanted), fixed_best)
 
 
 class _Background:
@@ -376,29 +372,20 @@ def from_counts(sizes: np.ndarray, count: np.ndarray, positives: np.ndarray, neg
     :func:`measure` and the distributed evaluation, which adds up per-partition sums.
     """
     totals = count if totals is None else totals
-    per_slot: dict[str, np.ndarray] = {}
-    with np.errstate(divide="ignore", invalid="ignore"):
-        if u2 is not None:
-            auc = u2 / (2.0 * positives * negatives)
-            auc[(positives == 0) | (negatives == 0)] = np.nan
-            per_slot["auc"] = auc
-        if loss_sums is not None:
-            per_slot["bce"] = loss_sums / totals
-        if ece is not None:
-            per_slot["ece"] = ece
-        for suffix, (tp, fp) in (confusion or {}).items():
-            fn, tn = positives - tp, negatives - fp
-            per_slot.update({"acc" + suffix: (tp + tn) / (positives + negatives), "tpr" + suffix: tp / positives,
-                             "tnr" + suffix: tn / negatives, "tn" + suffix: tn, "fp" + suffix: fp,
-                             "fn" + suffix: fn, "tp" + suffix: tp})
-    for name in ("auc", "bce", "ece"):
-        if name in per_slot:
-            per_slot[name + BEST] = per_slot[name]
+    sums = {"count": count, "positives": positives, "negatives": negatives, "totals": totals}
+    for name, value in (("u2", u2), ("loss", loss_sums), ("ece", ece)):
+        if value is not None:
+            sums[name] = value
+    available = {metric.name for metric in _metric_registry.PER_GROUP
+                 if metric.at_threshold or all(need in sums for need in metric.sums)}
+    wanted = {key for key in keys if key.removesuffix(BEST) in available}
+    suffixes = {suffix: {"tp": tp, "fp": fp} for suffix, (tp, fp) in (confusion or {}).items()}
+    per_slot = _metric_registry.finish(sums, wanted, suffixes)
     slot_starts = np.concatenate(([0], np.cumsum(sizes + 1)))
     groupings = []
     for k in range(len(sizes)):
         window = slice(slot_starts[k], slot_starts[k + 1])
-        values = {key: per_slot[key][window] for key in all_keys() if key in keys}
+        values = {key: per_slot[key][window] for key in all_keys() if key in keys and key in per_slot}
         groupings.append(Grouping(count[window], positives[window], negatives[window], float(thresholds[k]),
                                   values))
     return groupings
