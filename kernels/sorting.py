@@ -11,7 +11,7 @@ sort.
 """
 import numpy as np
 
-from ._config import kernel
+from ._config import inline_kernel, kernel
 
 _BITS = 11  # digit width: 2048 buckets, whose write positions stay in cache
 _RADIX = 1 << _BITS
@@ -103,7 +103,7 @@ def _lsd(source, scratch, start, stop, low, n_bits, counts, starts):
             source[i, 1] = a[i, 1]
 
 
-@kernel
+@inline_kernel
 def _insertion(source, start, stop):
     # Stable insertion sort of a short run by key.
     for i in range(start + 1, stop):
@@ -188,6 +188,8 @@ def _sort_records(records):
         for sub in range(_RADIX):
             begin = second[sub]
             end = second[sub + 1]
+            if end - begin <= 1:
+                continue
             if end - begin <= 32:
                 _insertion(records, begin, end)
             else:
