@@ -140,9 +140,9 @@ def _scatter(source, target, start, stop, low, shift, counts):
 
 
 @kernel
-def _sort_records(records):
+def _sort_records(records, scratch):
     # Stable sort of the (n, 2) records by their key (column 0), in place: most-significant-digit
-    # radix sort on (key - smallest key), 11 bits a level for two levels (the second one inside
+    # radix sort on (key - smallest key), with ``scratch`` of the same shape, 11 bits a level for two levels (the second one inside
     # each bucket, in cache), then runs of at most 32 by insertion sort and longer ones by an LSD
     # radix sort on the bits below.
     n = records.shape[0]
@@ -162,7 +162,6 @@ def _sort_records(records):
         n_bits += 1
     if n_bits == 0:  # every key equal
         return records
-    scratch = np.empty_like(records)
     first = np.empty(_RADIX + 1, np.int64)
     second = np.empty(_RADIX + 1, np.int64)
     table = np.empty((8, 256), np.int64)
@@ -197,7 +196,6 @@ def _sort_records(records):
     return records
 
 
-@kernel
 def sort_carrying(score_bits, labels, codes):
     """Sort the scores ascending, carrying each sample's label and int8 codes with it.
 
@@ -213,32 +211,43 @@ def sort_carrying(score_bits, labels, codes):
     sorted_bits : array of shape (n,), the bits of the sorted scores (-0.0 becomes 0.0)
     sorted_labels : uint8 array of shape (n,)
     sorted_codes : int8 array of shape (K, n)
-        In the order of ``np.argsort(scores, kind="stable")``.
+        In the order of ``np.argsort(scores, kind="stable")``. The three share one buffer, which
+        served the sort as its scratch space (16 bytes a sample, at least what they need).
     """
     n = score_bits.shape[0]
     n_groupings = codes.shape[0]
+    width = score_bits.itemsize
+    buffer = np.empty(16 * n, np.uint8)
+    scratch = buffer.view(np.uint64).reshape(n, 2)
+    out_bits = buffer[:width * n].view(score_bits.dtype)
+    out_labels = buffer[width * n:(width + 1) * n]
+    out_codes = buffer[(width + 1) * n:(width + 1 + n_groupings) * n].view(np.int8).reshape(n_groupings, n)
+    _sort_carrying(score_bits, labels, codes, scratch, out_bits, out_labels, out_codes)
+    return out_bits, out_labels, out_codes
+
+
+@kernel
+def _sort_carrying(score_bits, labels, codes, scratch, out_bits, out_labels, out_codes):
+    # The kernel of sort_carrying: writes the outputs, which alias ``scratch`` (read only before).
+    n = score_bits.shape[0]
+    n_groupings = codes.shape[0]
     wide = score_bits.itemsize == 8
-    bits = score_bits
     records = np.empty((n, 2), np.uint64)
     for i in range(n):
-        key = _float_key(np.uint64(bits[i]), wide)
+        key = _float_key(np.uint64(score_bits[i]), wide)
         payload = np.uint64(labels[i])
         for k in range(n_groupings):
             payload |= np.uint64(np.uint8(codes[k, i])) << np.uint64(8 * (k + 1))
         records[i, 0] = key
         records[i, 1] = payload
-    records = _sort_records(records)
-    out_bits = np.empty(n, score_bits.dtype)
-    sorted_labels = np.empty(n, np.uint8)
-    sorted_codes = np.empty((n_groupings, n), np.int8)
+    records = _sort_records(records, scratch)
     byte = np.uint64(0xFF)
     for i in range(n):
         out_bits[i] = _float_bits(records[i, 0], wide)
         payload = records[i, 1]
-        sorted_labels[i] = np.uint8(payload & byte)
+        out_labels[i] = np.uint8(payload & byte)
         for k in range(n_groupings):
-            sorted_codes[k, i] = np.int8(np.uint8((payload >> np.uint64(8 * (k + 1))) & byte))
-    return out_bits, sorted_labels, sorted_codes
+            out_codes[k, i] = np.int8(np.uint8((payload >> np.uint64(8 * (k + 1))) & byte))
 
 
 @kernel
@@ -260,7 +269,7 @@ def sort_order(score_bits):
         key = _float_key(np.uint64(bits[i]), wide)
         records[i, 0] = key
         records[i, 1] = np.uint64(i)
-    records = _sort_records(records)
+    records = _sort_records(records, np.empty_like(records))
     out_bits = np.empty(n, score_bits.dtype)
     order = np.empty(n, np.intp)
     for i in range(n):
