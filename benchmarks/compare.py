@@ -709,7 +709,8 @@ def chart(rows: list[Row], path: Path, preset: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    colors = {FAST: "#1b9e77", REFERENCE: "#d95f02", SKLEARN: "#7570b3", FAIRLEARN: "#e7298a", BOUND: "#999999"}
+    colors = {FAST: "#1b9e77", REFERENCE: "#d95f02", SKLEARN: "#7570b3", FAIRLEARN: "#e7298a", BOUND: "#999999",
+              STREAM: "#666666"}
     shown = [row for row in rows if any(row.times.get(c) for c in COLUMNS)]
     bar, gap = 0.85, 0.7
     positions, ticks, used = 0.0, [], set()
