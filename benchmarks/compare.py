@@ -41,9 +41,10 @@ from benchmarks import _baselines, _data, _registry  # noqa: E402
 
 REGISTRY = _registry.REGISTRY
 
-FAST, REFERENCE, SKLEARN, FAIRLEARN, BOUND = (
-    "fairmedfm_fast", "fairmedfm 0.4.2", "scikit-learn loop", "fairlearn MetricFrame", "lower bound")
-COLUMNS = (FAST, REFERENCE, SKLEARN, FAIRLEARN, BOUND)
+FAST, REFERENCE, SKLEARN, FAIRLEARN, BOUND, STREAM = (
+    "fairmedfm_fast", "fairmedfm 0.4.2", "scikit-learn loop", "fairlearn MetricFrame", "lower bound",
+    "streaming pass")
+COLUMNS = (FAST, REFERENCE, SKLEARN, FAIRLEARN, BOUND, STREAM)
 
 SIZES = {
     # small: per-call latency; large / huge: the 1M and 10M figures; volumes: (shape, pairs).
@@ -111,8 +112,8 @@ class Row:
         fast, slow = self.times.get(FAST), self.times.get(other)
         return slow / fast if fast and slow else None
 
-    def over_bound(self) -> float | None:
-        fast, bound = self.times.get(FAST), self.times.get(BOUND)
+    def over_bound(self, bound: str = BOUND) -> float | None:
+        fast, bound = self.times.get(FAST), self.times.get(bound)
         return fast / bound if fast and bound else None
 
 
@@ -220,6 +221,59 @@ class Runner:
             self.metric(row, REFERENCE, name, "reference", case, warm1)
             if name == "find_threshold":
                 self.time(row, BOUND, lambda: lambda: _baselines.sort_scores(case.y_score))
+
+    def bounds(self, row: Row, case, n_groupings: int) -> None:
+        """Both lower bounds: ``np.sort`` of the scores and the streaming pass over ``n_groupings`` code rows."""
+        codes = np.ascontiguousarray(case.codes[:n_groupings].astype(np.int8))
+        sizes = np.ascontiguousarray(case.n_groups[:n_groupings])
+        self.time(row, BOUND, lambda: lambda: _baselines.sort_scores(case.y_score))
+
+        def stream():
+            _baselines.streaming_pass(case.y_score, case.y_true, codes, sizes)
+            return lambda: _baselines.streaming_pass(case.y_score, case.y_true, codes, sizes)
+
+        self.time(row, STREAM, stream)
+
+    def engine(self) -> None:
+        """The engine's targets (issue 12): `evaluate` and `auc_gap` beside both lower bounds, on 1 or all
+        threads, and per-call latency on small inputs."""
+        small, large, huge = self.size["small"], self.size["large"], self.size["huge"]
+        warm1, warm3 = _data.classification(500, 1, 5, seed=1), _data.classification(500, 3, 5, seed=1)
+        for n in (huge, large):
+            case = _Categorical(_data.classification(n, 3, 5))
+            for jobs in ("", "1"):
+                row = self.add(Row(f"`evaluate`, {label(n)} samples, 3 categorical attributes"
+                                   + (", FAIRMEDFM_FAST_N_JOBS=1" if jobs else "")))
+                with _n_jobs(jobs):
+                    self.metric(row, FAST, "evaluate", "fast", case, _Categorical(warm3))
+                self.bounds(row, case, 3)
+            del case
+        case = _data.classification(large, 3, 5)
+        row = self.add(Row(f"`evaluate`, {label(large)} samples, 3 string attributes", target="<= 4x np.sort"))
+        self.metric(row, FAST, "evaluate", "fast", case, warm3)
+        self.bounds(row, case, 3)
+        row.met = _at_most(row.over_bound(), 4)
+        for n in (huge, large):
+            case = _Categorical(_data.classification(n, 1, 5))
+            row = self.add(Row(f"`auc_gap`, {label(n)} samples, 1 categorical attribute (5 groups)"))
+            self.metric(row, FAST, "auc_gap", "fast", case, _Categorical(warm1))
+            if n == large:
+                codes = case.intersection_codes()
+                self.time(row, SKLEARN, lambda c=case, g=codes: lambda: _baselines.sklearn_auc_gap(c.y_true, c.y_score, g))
+                row.met = _at_least(row.speedup(SKLEARN), 15)
+                row.target = ">= 15x scikit-learn loop"
+                row.note = f"scikit-learn loop / fast: {_ratio(row.speedup(SKLEARN), 'x')}"
+            self.bounds(row, case, 1)
+            del case
+        case = _data.classification(small, 3, 5)
+        row = self.add(Row(f"`auc_gap`, {label(small)} samples, 5 groups, NumPy inputs, per call",
+                           target="fast <= 150 µs"))
+        one = _data.classification(small, 1, 5)
+        self.time(row, FAST, lambda: _numpy_auc_gap(one), latency=True)
+        row.met = _at_most(row.times.get(FAST), 150e-6)
+        row = self.add(Row(f"`evaluate`, {label(small)} samples, 3 string attributes, per call", target="fast <= 1 ms"))
+        self.metric(row, FAST, "evaluate", "fast", case, warm3, latency=True)
+        row.met = _at_most(row.times.get(FAST), 1e-3)
 
     def one_number_auc(self, row: Row, case, warm, latency: bool = False) -> None:
         codes, sensitive = case.intersection_codes(), case.sensitive()
@@ -438,6 +492,33 @@ def _has(module: str) -> bool:
     return importlib.util.find_spec(module) is not None
 
 
+class _n_jobs:
+    """``FAIRMEDFM_FAST_N_JOBS`` set to ``value`` inside the block ("" leaves it as it is)."""
+
+    def __init__(self, value: str):
+        self.value, self.before = value, os.environ.get("FAIRMEDFM_FAST_N_JOBS")
+
+    def __enter__(self):
+        if self.value:
+            os.environ["FAIRMEDFM_FAST_N_JOBS"] = self.value
+
+    def __exit__(self, *exc):
+        if self.value:
+            if self.before is None:
+                os.environ.pop("FAIRMEDFM_FAST_N_JOBS", None)
+            else:
+                os.environ["FAIRMEDFM_FAST_N_JOBS"] = self.before
+
+
+def _numpy_auc_gap(case):
+    """``auc_gap`` on plain NumPy arrays (labels, scores, integer group codes), warmed up."""
+    import fairmedfm_fast
+
+    codes = case.codes[0]
+    fairmedfm_fast.auc_gap(case.y_true, case.y_score, sensitive_features=codes)
+    return lambda: fairmedfm_fast.auc_gap(case.y_true, case.y_score, sensitive_features=codes)
+
+
 def _shape(shape) -> str:
     return f"{shape[0]}^3" if len(set(shape)) == 1 else "x".join(map(str, shape))
 
@@ -600,19 +681,23 @@ def machine() -> str:
 
 
 def markdown(rows: list[Row], preset: str) -> str:
-    header = ["case", *COLUMNS, "fairmedfm / fast", "fast / lower bound", "target", "met", "note"]
-    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] + ["---:"] * 7 + ["---", ":-:", "---"]) + "|"]
+    header = ["case", *COLUMNS, "fairmedfm / fast", "fast / lower bound", "fast / streaming pass", "target", "met",
+              "note"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join(["---"] + ["---:"] * 9 + ["---", ":-:", "---"]) + "|"]
     for row in rows:
         cells = [row.case, *(format_seconds(row.times.get(c)) if c in row.times else "" for c in COLUMNS),
-                 _ratio(row.speedup(), "x"), _ratio(row.over_bound(), "x"), row.target,
+                 _ratio(row.speedup(), "x"), _ratio(row.over_bound(), "x"), _ratio(row.over_bound(STREAM), "x"),
+                 row.target,
                  {True: "yes", False: "**no**", None: ""}[row.met], row.note]
         lines.append("| " + " | ".join(cells) + " |")
     lines.append("")
-    lines.append(f"Machine: {machine()}. Preset: `{preset}`. Best of up to {SIZES[preset]['repeat']} runs "
+    lines.append(f"Machine: {machine()}. NumPy SIMD: {_baselines.simd_level()}. Preset: `{preset}`. Best of up to {SIZES[preset]['repeat']} runs "
                  f"(one for calls over {SIZES[preset]['budget']:.0f} s). Attributes are pandas string columns (as read "
                  "from a CSV file) unless a row says otherwise. Lower bound: `np.sort` of the scores for "
-                 "classification, a NumPy sum over every mask byte for Dice, and for the command line the start-up "
-                 "of a process that imports pyarrow and numba and calls one cached kernel.")
+                 "classification (fast on CPUs with AVX2, X86_V3), a NumPy sum over every mask byte for Dice, and for the command line the start-up "
+                 "of a process that imports pyarrow and numba and calls one cached kernel. Streaming pass: one Numba loop "
+                 "that reads the scores, the labels and the code rows once and adds each score and label into its "
+                 "groups' slots (1 grouping for `auc_gap`, 3 for `evaluate`).")
     return "\n".join(lines)
 
 
@@ -624,7 +709,8 @@ def chart(rows: list[Row], path: Path, preset: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    colors = {FAST: "#1b9e77", REFERENCE: "#d95f02", SKLEARN: "#7570b3", FAIRLEARN: "#e7298a", BOUND: "#999999"}
+    colors = {FAST: "#1b9e77", REFERENCE: "#d95f02", SKLEARN: "#7570b3", FAIRLEARN: "#e7298a", BOUND: "#999999",
+              STREAM: "#666666"}
     shown = [row for row in rows if any(row.times.get(c) for c in COLUMNS)]
     bar, gap = 0.85, 0.7
     positions, ticks, used = 0.0, [], set()
@@ -686,7 +772,7 @@ def update_readme(path: Path, table: str) -> None:
     path.write_text(f"{head}{BEGIN}\n{table}\n{END}{tail}")
 
 
-SECTIONS = ("classification", "cold-start", "segmentation", "command-line")
+SECTIONS = ("classification", "engine", "cold-start", "segmentation", "command-line")
 
 
 def main(argv=None) -> int:
@@ -709,7 +795,7 @@ def main(argv=None) -> int:
     for section in SECTIONS:
         if section in args.only:
             print(f"{section} ...", file=sys.stderr, flush=True)
-            {"classification": runner.classification, "cold-start": runner.cold_start,
+            {"classification": runner.classification, "engine": runner.engine, "cold-start": runner.cold_start,
              "segmentation": runner.segmentation, "command-line": runner.command_line}[section]()
 
     table = markdown(runner.rows, preset)

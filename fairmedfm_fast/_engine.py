@@ -10,15 +10,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-#: Per-group metrics, in report order. Each also exists with the suffix "@best_f1".
-METRICS = ("auc", "acc", "bce", "ece", "tpr", "tnr", "tn", "fp", "fn", "tp")
-THRESHOLD_METRICS = frozenset(("acc", "tpr", "tnr", "tn", "fp", "fn", "tp"))
-BEST = "@best_f1"
+from . import _metric_registry
+
+#: Per-group metrics, in report order (from the metric registry). Each also exists with "@best_f1".
+METRICS = _metric_registry.NAMES
+THRESHOLD_METRICS = _metric_registry.THRESHOLD_NAMES
+BEST = _metric_registry.BEST
 ECE_BINS = 10
-
-
-def all_keys() -> list[str]:
-    return [*METRICS, *(name + BEST for name in METRICS)]
+all_keys = _metric_registry.all_keys
 
 
 @dataclass
@@ -66,22 +65,48 @@ def _code_dtype(largest: int) -> np.dtype:
     return np.dtype(np.intp)
 
 
-def sort_scores(scores: np.ndarray, ranking) -> tuple[np.ndarray, np.ndarray]:
-    """Ascending order of the scores, and the sorted scores.
+#: Inputs below this many samples sort with NumPy's stable argsort (and gather): cheaper to start.
+RADIX_FROM = 1 << 14
 
-    Large inputs sort 64-bit words (score bits above, sample index below) with a radix sort on the
-    32-bit score key (``ranking.radix_sort_packed``, linear time, ~4x faster than ``argsort``);
-    ``ranking.order_tied_keys`` orders the rare float64 scores that share their high 32 bits.
+
+def _bits(scores: np.ndarray) -> np.ndarray:
+    return scores.view(np.uint64 if scores.dtype.itemsize == 8 else np.uint32)
+
+
+def sort_scores(scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Ascending order of the scores (that of ``np.argsort(kind="stable")``), and the sorted scores.
+
+    Large inputs take a radix sort on the scores' full bits (``kernels.sorting.sort_order``, linear
+    time, negative scores included); -0.0 comes out as 0.0.
     """
-    n = len(scores)
-    if n < 1 << 16 or n >= 1 << 32 or scores.min() < 0:  # the packed words key non-negative scores
-        order = np.argsort(scores)
+    if len(scores) < RADIX_FROM or len(scores) >= 1 << 32:
+        order = np.argsort(scores, kind="stable")
         return order, scores[order]
+    from .kernels import sorting
+
     scores = np.ascontiguousarray(scores)
-    exact = scores.dtype == np.float32
-    packed, order, sorted_scores = ranking.radix_sort_packed(scores.view(np.uint32 if exact else np.uint64), scores)
-    ranking.order_tied_keys(packed, order, sorted_scores, exact)
-    return order, sorted_scores
+    order, sorted_bits = sorting.sort_order(_bits(scores))
+    return order, sorted_bits.view(scores.dtype)
+
+
+def _sort_carrying(scores: np.ndarray, labels: np.ndarray, code_rows: list[np.ndarray]
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Scores, labels and int8 codes in ascending score order, by one radix sort that moves each
+    sample's label and codes with its score (``kernels.sorting.sort_carrying``)."""
+    from .kernels import sorting
+
+    codes = np.empty((len(code_rows), len(scores)), np.int8)
+    for k, row in enumerate(code_rows):
+        codes[k] = row
+    scores = np.ascontiguousarray(scores)
+    sorted_bits, sorted_labels, sorted_codes = sorting.sort_carrying(_bits(scores), labels, codes)
+    return sorted_bits.view(scores.dtype), sorted_labels, sorted_codes
+
+
+def _carries(n: int, labels: np.ndarray, code_type: np.dtype, n_rows: int, weights) -> bool:
+    """Whether the labels and codes fit the carrying sort's 64-bit payload."""
+    return (RADIX_FROM <= n < 1 << 32 and weights is None and labels.dtype == np.uint8
+            and code_type == np.int8 and n_rows <= 7)
 
 
 def _kernels():
@@ -93,10 +118,7 @@ def _kernels():
 
 def needs_sort(wanted: set[str] | None, fixed_best: float | None = None) -> bool:
     """Whether these metrics need the scores sorted (AUC, or the best-F1 threshold sweep)."""
-    keys = set(all_keys()) if wanted is None else set(wanted)
-    base = {key.removesuffix(BEST) for key in keys}
-    at_best = any(key.endswith(BEST) and key.removesuffix(BEST) in THRESHOLD_METRICS for key in keys)
-    return "auc" in base or (at_best and fixed_best is None)
+    return _metric_registry.needs_sort(set(all_keys()) if wanted is None else set(wanted), fixed_best)
 
 
 class _Background:
@@ -151,13 +173,14 @@ class Presort:
 
     def __init__(self, scores: np.ndarray):
         self.scores = scores
-        threaded = _threaded(len(scores))
-        ranking = _kernels()[0] if threaded else None  # import before the thread starts
+        self.threaded = _threaded(len(scores))
+        if self.threaded:
+            from .kernels import sorting  # noqa: F401 - imported before the thread starts
         # The kernels themselves load (from numba's disk cache) on the sort thread's first call.
         # Loading them here instead spared a first call in a new process ~0.2 s of GIL contention,
         # but left the C allocator in a state where every later sort page-faulted its large arrays
         # afresh (auc_gap on 1M samples: 33 -> 46 ms per call), so they are not.
-        self._job = _Background(lambda: sort_scores(scores, ranking or _kernels()[0]), threaded)
+        self._job = _Background(lambda: sort_scores(scores), self.threaded)
 
     def result(self) -> tuple[np.ndarray, np.ndarray]:
         return self._job.result()
@@ -174,7 +197,10 @@ def arrange(scores: np.ndarray, labels: np.ndarray, code_rows: list[np.ndarray],
     sizes = np.asarray(n_groups, dtype=np.int64)
     code_type = _code_dtype(int(sizes.max(initial=1)))
     codes = np.empty((len(code_rows), len(scores)), code_type)
-    if sort:  # the one sort, shared by every grouping
+    if sort and (presort is None or not presort.threaded) and _carries(len(scores), labels, code_type,
+                                                                       len(code_rows), weights):
+        scores, labels, codes = _sort_carrying(scores, labels, code_rows)
+    elif sort:  # the one sort, shared by every grouping
         order, scores = (presort or Presort(scores)).result()
         sorted_labels = np.empty(len(labels), labels.dtype)
         sorted_weights = None if weights is None else np.empty(len(weights), weights.dtype)
@@ -238,8 +264,10 @@ def measure(arranged: Arranged, wanted: set[str] | None = None, threshold: float
     at_best = any(key.endswith(BEST) and key.removesuffix(BEST) in THRESHOLD_METRICS for key in keys)
     if needs_sort(wanted, fixed_best) and not arranged.is_sorted:
         raise RuntimeError("internal error: these metrics need the samples sorted by score")
-    scores, labels, codes, sizes = arranged.scores, arranged.labels, arranged.codes, arranged.sizes
     weights = arranged.weights if weights is None else weights
+    if arranged.is_sorted:
+        return _sweep(arranged, keys, base, at_half, at_best, threshold, fixed_best, weights, sample_counts)
+    scores, labels, codes, sizes = arranged.scores, arranged.labels, arranged.codes, arranged.sizes
     slot_starts = arranged.slot_starts
 
     # Calibration (score ranges, ECE bins) and ranking (AUC, BCE sums, the best-F1 sweep) are
@@ -286,6 +314,51 @@ def measure(arranged: Arranged, wanted: set[str] | None = None, threshold: float
                        ece=ece, confusion=confusion, totals=totals[0])
 
 
+def _sweep(arranged: Arranged, keys: set[str], base: set[str], at_half: bool, at_best: bool, threshold: float,
+           fixed_best: float | None, weights: np.ndarray | None, sample_counts: bool) -> list[Grouping]:
+    """:func:`measure` on samples sorted by score: two fused passes (``kernels.sweeps``)."""
+    from .kernels import calibration, sweeps
+
+    scores, labels, codes, sizes = arranged.scores, arranged.labels, arranged.codes, arranged.sizes
+    # Confusion counts at a fixed threshold t (prediction score > t) are the slot's totals less its
+    # counts before position searchsorted(scores, t, "right"), which the first pass records.
+    fixed = [(suffix, t) for suffix, t, needed in (("", threshold, at_half),
+                                                   (BEST, fixed_best, at_best and fixed_best is not None)) if needed]
+    positions = sorted({int(np.searchsorted(scores, t, "right")) for _, t in fixed})
+    cuts = np.empty((len(sizes), len(positions)), np.int64)
+    cuts[:] = positions
+    loss_terms = arranged.log_loss_terms() if "bce" in base else _NO_LOSS
+    count, positives, u2, low, high, loss, pos_cut, neg_cut = sweeps.ranked_sums(
+        scores, labels, codes, sizes, loss_terms, cuts, weights)
+    negatives = count - positives
+    totals = count
+    if weights is not None and sample_counts:
+        count = calibration.score_ranges(scores, labels, codes, sizes)[0]
+    confusion = {}
+    for suffix, t in fixed:
+        j = positions.index(int(np.searchsorted(scores, t, "right")))
+        confusion[suffix] = (positives - pos_cut[:, j], negatives - neg_cut[:, j])
+    thresholds = np.full(len(sizes), np.nan if fixed_best is None else float(fixed_best))
+    sweep_f1 = at_best and fixed_best is None
+    ece = None
+    if sweep_f1 or "ece" in base:
+        edges = calibration.equal_width_edges(low, high, ECE_BINS) if "ece" in base else _NO_EDGES
+        overall = arranged.slot_starts[1:] - 1
+        found, pos_at, neg_at, bin_count, bin_labels, bin_scores = sweeps.ranked_bins(
+            scores, labels, codes, sizes, positives[overall], negatives[overall], edges, sweep_f1, weights)
+        if sweep_f1:
+            thresholds = found
+            confusion[BEST] = (positives - pos_at, negatives - neg_at)
+        if "ece" in base:
+            ece = calibration.calibration_error(bin_count, bin_labels, bin_scores, 0)
+    return from_counts(sizes, count, positives, negatives, thresholds, keys, u2=u2 if "auc" in base else None,
+                       loss_sums=loss if "bce" in base else None, ece=ece, confusion=confusion, totals=totals)
+
+
+_NO_LOSS = np.empty(0)
+_NO_EDGES = np.empty((0, 1))
+
+
 def from_counts(sizes: np.ndarray, count: np.ndarray, positives: np.ndarray, negatives: np.ndarray,
                 thresholds: np.ndarray, keys: set[str], u2: np.ndarray | None = None,
                 loss_sums: np.ndarray | None = None, ece: np.ndarray | None = None,
@@ -299,29 +372,20 @@ def from_counts(sizes: np.ndarray, count: np.ndarray, positives: np.ndarray, neg
     :func:`measure` and the distributed evaluation, which adds up per-partition sums.
     """
     totals = count if totals is None else totals
-    per_slot: dict[str, np.ndarray] = {}
-    with np.errstate(divide="ignore", invalid="ignore"):
-        if u2 is not None:
-            auc = u2 / (2.0 * positives * negatives)
-            auc[(positives == 0) | (negatives == 0)] = np.nan
-            per_slot["auc"] = auc
-        if loss_sums is not None:
-            per_slot["bce"] = loss_sums / totals
-        if ece is not None:
-            per_slot["ece"] = ece
-        for suffix, (tp, fp) in (confusion or {}).items():
-            fn, tn = positives - tp, negatives - fp
-            per_slot.update({"acc" + suffix: (tp + tn) / (positives + negatives), "tpr" + suffix: tp / positives,
-                             "tnr" + suffix: tn / negatives, "tn" + suffix: tn, "fp" + suffix: fp,
-                             "fn" + suffix: fn, "tp" + suffix: tp})
-    for name in ("auc", "bce", "ece"):
-        if name in per_slot:
-            per_slot[name + BEST] = per_slot[name]
+    sums = {"count": count, "positives": positives, "negatives": negatives, "totals": totals}
+    for name, value in (("u2", u2), ("loss", loss_sums), ("ece", ece)):
+        if value is not None:
+            sums[name] = value
+    available = {metric.name for metric in _metric_registry.PER_GROUP
+                 if metric.at_threshold or all(need in sums for need in metric.sums)}
+    wanted = {key for key in keys if key.removesuffix(BEST) in available}
+    suffixes = {suffix: {"tp": tp, "fp": fp} for suffix, (tp, fp) in (confusion or {}).items()}
+    per_slot = _metric_registry.finish(sums, wanted, suffixes)
     slot_starts = np.concatenate(([0], np.cumsum(sizes + 1)))
     groupings = []
     for k in range(len(sizes)):
         window = slice(slot_starts[k], slot_starts[k + 1])
-        values = {key: per_slot[key][window] for key in all_keys() if key in keys}
+        values = {key: per_slot[key][window] for key in all_keys() if key in keys and key in per_slot}
         groupings.append(Grouping(count[window], positives[window], negatives[window], float(thresholds[k]),
                                   values))
     return groupings

@@ -12,7 +12,7 @@ import math
 import warnings
 from typing import Any
 
-from . import _engine, _inputs
+from . import _engine, _inputs, _metric_registry
 from .evaluation import assess, prepare, require_both_labels, transform_note
 
 __all__ = [
@@ -20,9 +20,6 @@ __all__ = [
     "equalized_odds_score",
 ]
 
-# The per-group metrics that each summary column needs.
-_NEEDS = {"auc-gap": {"auc"}, "worst-auc": {"auc"}, "acc-gap": {"acc@best_f1"}, "bce-gap": {"bce"},
-          "ece-gap": {"ece"}, "eo": {"tpr@best_f1"}, "eod": {"tpr@best_f1", "tnr@best_f1"}}
 
 
 def _classification(column: str, y_true: Any, y_score: Any, sensitive_features: Any, pos_label: Any,
@@ -36,12 +33,12 @@ def _classification(column: str, y_true: Any, y_score: Any, sensitive_features: 
     prepared, sensitive_features = prepare(y_true, y_score, sensitive_features, pos_label, score_type,
                                            score_column, notes, sample_weight, threshold)
     presort = None
-    if _engine.needs_sort(_NEEDS[column], prepared.threshold):
+    if _engine.needs_sort(_metric_registry.needs(column), prepared.threshold):
         presort = _engine.Presort(prepared.scores)  # sorts while the attribute is coded
     attribute = _inputs.one_attribute(sensitive_features, len(prepared.labels), bins)
     notes.extend(transform_note(prepared.metadata))
     require_both_labels(prepared.labels)
-    result = assess(prepared, [attribute], notes, wanted=_NEEDS[column], with_overall=False,
+    result = assess(prepared, [attribute], notes, wanted=_metric_registry.needs(column), with_overall=False,
                     threshold=prepared.threshold, weights=prepared.weights, presort=presort,
                     min_group_size=min_group_size)[0][0]
     for message in notes:

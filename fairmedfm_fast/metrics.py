@@ -75,7 +75,7 @@ def find_threshold(prob: Any, label: Any) -> float:
         raise ValueError("prob contains NaN; drop or fix those samples")
     from .kernels import ranking
 
-    order, sorted_scores = _engine.sort_scores(scores, ranking)
+    order, sorted_scores = _engine.sort_scores(scores)
     codes = np.zeros((1, len(scores)), np.int8)
     positives = np.array([int(np.count_nonzero(labels))], np.int64)
     negatives = np.array([len(labels)], np.int64) - positives

@@ -11,8 +11,12 @@ grouping's present samples (its "overall"). :func:`slot_offsets` gives where eac
 
 Modules, one per kernel family:
 
+- :mod:`.sorting`: the one sort, a radix sort on the scores' full bits that carries each
+  sample's label and codes with its score (or its index).
+- :mod:`.sweeps`: the fused passes over the sorted samples (counts, AUC, score ranges, BCE sums,
+  prefix counts at thresholds; then the best-F1 sweep and the ECE bins).
 - :mod:`.ranking`: AUC (needs scores sorted ascending), the best-F1 threshold sweep, and
-  confusion counts above thresholds.
+  confusion counts above thresholds (the Dask backend's per-partition kernels).
 - :mod:`.calibration`: score ranges, pandas.cut-equivalent bin edges, binned calibration sums
   (ECE), per-sample log-loss terms and their per-slot sums (BCE).
 - :mod:`.curves`: ROC points per slot from the ascending sort (for the plots).

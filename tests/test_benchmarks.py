@@ -150,7 +150,7 @@ def test_compare_script_tiny(tmp_path, capsys, monkeypatch):
     chart = importlib.util.find_spec("matplotlib") is not None
     readme = tmp_path / "README.md"
     readme.write_text(f"# x\n\n## Performance\n\n{compare.BEGIN}\nold\n{compare.END}\n\n## Next\n")
-    argv = ["--preset", "tiny", "--only", "classification", "segmentation", "--markdown", str(tmp_path / "t.md"),
+    argv = ["--preset", "tiny", "--only", "classification", "engine", "segmentation", "--markdown", str(tmp_path / "t.md"),
             "--chart", str(tmp_path / "t.png"), "--json", str(tmp_path / "t.json"), "--readme", str(readme)]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)

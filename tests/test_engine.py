@@ -6,7 +6,6 @@ from sklearn.metrics import roc_auc_score
 
 import fairmedfm_fast as fm
 from fairmedfm_fast import _engine
-from fairmedfm_fast.kernels import ranking
 
 N = 70_000
 
@@ -21,7 +20,7 @@ N = 70_000
 ], ids=["distinct", "ties", "low-bits", "float32", "signed-zero", "many-zeros"])
 def test_sort_scores_matches_numpy(make):
     scores = make(np.random.default_rng(0))
-    order, sorted_scores = _engine.sort_scores(scores, ranking)
+    order, sorted_scores = _engine.sort_scores(scores)
     assert sorted_scores.dtype == scores.dtype
     np.testing.assert_array_equal(sorted_scores, np.sort(scores))
     np.testing.assert_array_equal(scores[order], sorted_scores)

@@ -1,0 +1,126 @@
+"""The classification metrics, each described once (in the spirit of flox's ``Aggregation``).
+
+A :class:`PerGroup` entry says which per-slot sums a metric needs from the kernels, whether they
+need the samples sorted, whether they add up over partitions of the samples, and how the value is
+finished from them. A :class:`Summary` entry is a column of the summary table: which per-group
+metrics it reads and whether it reads the overall value or the groups' values. The engine, the
+one-number functions and the resampling read these tables; adding a metric means an entry here
+(and a kernel sum when it needs a new one).
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+#: Suffix of the metrics at each grouping's best-F1 threshold (or the caller's fixed threshold).
+BEST = "@best_f1"
+
+
+@dataclass(frozen=True)
+class PerGroup:
+    """A per-group metric.
+
+    ``sums`` name the per-slot sums it is finished from: "count", "positives", "negatives",
+    "totals" (weighted count), "u2" (twice the Mann-Whitney U; needs the sort), "loss" (summed
+    BCE terms), "ece" (from the ECE bin sums), "tp"/"fp" (confusion counts above a threshold).
+    ``additive``: whether partition sums combine by addition (false for the sums of ranks and
+    for ECE bins, whose edges depend on every partition's scores).
+    """
+
+    name: str
+    display: str
+    sums: tuple[str, ...]
+    finish: Callable[[Mapping[str, np.ndarray]], np.ndarray]
+    at_threshold: bool = False  # computed at a decision threshold: exists with and without BEST
+    additive: bool = True
+
+
+def _auc(s):
+    auc = s["u2"] / (2.0 * s["positives"] * s["negatives"])
+    auc[(s["positives"] == 0) | (s["negatives"] == 0)] = np.nan
+    return auc
+
+
+PER_GROUP: tuple[PerGroup, ...] = (
+    PerGroup("auc", "AUC", ("u2", "positives", "negatives"), _auc, additive=False),
+    PerGroup("acc", "accuracy", ("tp", "fp", "positives", "negatives"),
+             lambda s: (s["tp"] + (s["negatives"] - s["fp"])) / (s["positives"] + s["negatives"]), True),
+    PerGroup("bce", "BCE", ("loss", "totals"), lambda s: s["loss"] / s["totals"]),
+    PerGroup("ece", "ECE", ("ece",), lambda s: s["ece"], additive=False),
+    PerGroup("tpr", "TPR", ("tp", "positives"), lambda s: s["tp"] / s["positives"], True),
+    PerGroup("tnr", "TNR", ("fp", "negatives"), lambda s: (s["negatives"] - s["fp"]) / s["negatives"], True),
+    PerGroup("tn", "TN", ("fp", "negatives"), lambda s: s["negatives"] - s["fp"], True),
+    PerGroup("fp", "FP", ("fp",), lambda s: s["fp"], True),
+    PerGroup("fn", "FN", ("tp", "positives"), lambda s: s["positives"] - s["tp"], True),
+    PerGroup("tp", "TP", ("tp",), lambda s: s["tp"], True),
+)
+BY_NAME = {metric.name: metric for metric in PER_GROUP}
+#: Per-group metrics, in report order; each also exists with the suffix BEST.
+NAMES = tuple(metric.name for metric in PER_GROUP)
+THRESHOLD_NAMES = frozenset(metric.name for metric in PER_GROUP if metric.at_threshold)
+
+
+def all_keys() -> list[str]:
+    """Every per-group key: the names, then the names with BEST."""
+    return [*NAMES, *(name + BEST for name in NAMES)]
+
+
+def needs_sort(keys: set[str], fixed_best: float | None = None) -> bool:
+    """Whether these keys need the samples sorted by score: the sums of ranks (AUC), or the
+    best-F1 sweep for a threshold metric at BEST without a fixed threshold."""
+    base = {key.removesuffix(BEST) for key in keys}
+    at_best = any(key.endswith(BEST) and key.removesuffix(BEST) in THRESHOLD_NAMES for key in keys)
+    return any("u2" in BY_NAME[name].sums for name in base if name in BY_NAME) or (at_best and fixed_best is None)
+
+
+def finish(sums: Mapping[str, np.ndarray], keys: set[str], suffixes: Mapping[str, Mapping[str, np.ndarray]]
+           ) -> dict[str, np.ndarray]:
+    """Per-slot values of ``keys`` from the per-slot ``sums``; ``suffixes`` maps "" and BEST to
+    the confusion sums ("tp", "fp") at that threshold. A metric that needs no threshold has the
+    same value under both keys."""
+    values: dict[str, np.ndarray] = {}
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for metric in PER_GROUP:
+            if metric.at_threshold:
+                for suffix, confusion in suffixes.items():
+                    if metric.name + suffix in keys:
+                        values[metric.name + suffix] = metric.finish({**sums, **confusion})
+            elif metric.name in keys or metric.name + BEST in keys:
+                value = metric.finish(sums)
+                for key in (metric.name, metric.name + BEST):
+                    if key in keys:
+                        values[key] = value
+    return values
+
+
+@dataclass(frozen=True)
+class Summary:
+    """A summary column: ``reads`` per-group keys, of the overall slot (``kind`` "overall"), of the
+    groups ("gap": largest minus smallest; "worst": smallest; "eod": 1 - mean of two gaps)."""
+
+    column: str
+    kind: str
+    reads: tuple[str, ...]
+
+
+SUMMARIES: tuple[Summary, ...] = (
+    Summary("overall-auc", "overall", ("auc",)),
+    Summary("overall-acc", "overall", ("acc" + BEST,)),
+    Summary("overall-bce", "overall", ("bce",)),
+    Summary("overall-ece", "overall", ("ece",)),
+    Summary("worst-auc", "worst", ("auc",)),
+    Summary("auc-gap", "gap", ("auc",)),
+    Summary("acc-gap", "gap", ("acc" + BEST,)),
+    Summary("bce-gap", "gap", ("bce",)),
+    Summary("ece-gap", "gap", ("ece",)),
+    Summary("eod", "eod", ("tpr" + BEST, "tnr" + BEST)),
+    Summary("eo", "gap", ("tpr" + BEST,)),
+)
+SUMMARY = {summary.column: summary for summary in SUMMARIES}
+
+
+def needs(column: str) -> set[str]:
+    """The per-group keys summary ``column`` reads."""
+    return set(SUMMARY[column].reads)

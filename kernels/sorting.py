@@ -1,0 +1,278 @@
+"""Radix sort of scores that carries each sample's payload (label, group codes) with its key.
+
+Least-significant-digit radix sort on the full bits of the score: 64-bit keys for float64, 32-bit
+keys for float32, so no tie fix-up is needed. The usual sign-flip transform makes the keys' unsigned
+order the order of the floats, negative scores and subnormals included; -0.0 is keyed as 0.0, so
+that equal scores keep their input order (the sort is stable, as ``np.argsort(kind="stable")``).
+
+Each sample travels as a 16-byte record, its key beside a 64-bit payload (the label and up to seven
+int8 codes packed byte by byte, or the sample index), so that nothing is read at random after the
+sort.
+"""
+import numpy as np
+
+from ._config import inline_kernel, kernel
+
+_BITS = 11  # digit width: 2048 buckets, whose write positions stay in cache
+_RADIX = 1 << _BITS
+
+
+@kernel
+def _float_key(bits, wide):
+    # Unsigned key with the order of the float whose bits these are (-0.0 keyed as +0.0).
+    if wide:
+        sign = np.uint64(1) << np.uint64(63)
+        full = np.uint64(0xFFFFFFFFFFFFFFFF)
+    else:
+        sign = np.uint64(1) << np.uint64(31)
+        full = np.uint64(0xFFFFFFFF)
+    if bits == sign:
+        bits = np.uint64(0)
+    if bits & sign:
+        return full ^ bits
+    return bits | sign
+
+
+@kernel
+def _float_bits(key, wide):
+    # Inverse of _float_key.
+    if wide:
+        sign = np.uint64(1) << np.uint64(63)
+        full = np.uint64(0xFFFFFFFFFFFFFFFF)
+    else:
+        sign = np.uint64(1) << np.uint64(31)
+        full = np.uint64(0xFFFFFFFF)
+    if key & sign:
+        return key ^ sign
+    return full ^ key
+
+
+@kernel
+def _lsd(source, scratch, start, stop, low, n_bits, counts, starts):
+    # Stable LSD radix sort of source[start:stop] (a cache-sized piece) by the low ``n_bits`` bits
+    # of (key - low): 8-bit digits, so that the per-piece tables stay small; digits every key
+    # shares are skipped. ``counts`` (8, 256) and ``starts`` (256,) are scratch tables.
+    m = stop - start
+    if m < 2:
+        return
+    if m <= 24:  # insertion sort (stable) of a short run
+        for i in range(start + 1, stop):
+            key = source[i, 0]
+            payload = source[i, 1]
+            j = i - 1
+            while j >= start and source[j, 0] > key:
+                source[j + 1, 0] = source[j, 0]
+                source[j + 1, 1] = source[j, 1]
+                j -= 1
+            source[j + 1, 0] = key
+            source[j + 1, 1] = payload
+        return
+    mask = np.uint64(255)
+    n_digits = (n_bits + 7) // 8
+    counts[:n_digits] = 0
+    for i in range(start, stop):
+        relative = source[i, 0] - low
+        for d in range(n_digits):
+            counts[d, np.intp((relative >> np.uint64(8 * d)) & mask)] += 1
+    a = source
+    b = scratch
+    for d in range(n_digits):
+        shift = np.uint64(8 * d)
+        skip = False
+        for bucket in range(256):
+            if counts[d, bucket] == m:
+                skip = True
+                break
+        if skip:
+            continue
+        total = start
+        for bucket in range(256):
+            starts[bucket] = total
+            total += counts[d, bucket]
+        for i in range(start, stop):
+            key = a[i, 0]
+            bucket = np.intp(((key - low) >> shift) & mask)
+            position = starts[bucket]
+            b[position, 0] = key
+            b[position, 1] = a[i, 1]
+            starts[bucket] = position + 1
+        a, b = b, a
+    if a is not source:
+        for i in range(start, stop):
+            source[i, 0] = a[i, 0]
+            source[i, 1] = a[i, 1]
+
+
+@inline_kernel
+def _insertion(source, start, stop):
+    # Stable insertion sort of a short run by key.
+    for i in range(start + 1, stop):
+        key = source[i, 0]
+        payload = source[i, 1]
+        j = i - 1
+        while j >= start and source[j, 0] > key:
+            source[j + 1, 0] = source[j, 0]
+            source[j + 1, 1] = source[j, 1]
+            j -= 1
+        source[j + 1, 0] = key
+        source[j + 1, 1] = payload
+
+
+@kernel
+def _scatter(source, target, start, stop, low, shift, counts):
+    # Stable scatter of source[start:stop] into target[start:stop] by the 11-bit digit of
+    # (key - low) at ``shift``; ``counts`` (_RADIX + 1,) receives the buckets' bounds.
+    mask = np.uint64(_RADIX - 1)
+    counts[:] = 0
+    for i in range(start, stop):
+        counts[np.intp(((source[i, 0] - low) >> shift) & mask) + 1] += 1
+    counts[0] = start
+    for bucket in range(_RADIX):
+        counts[bucket + 1] += counts[bucket]
+    starts = counts[:_RADIX].copy()
+    for i in range(start, stop):
+        key = source[i, 0]
+        bucket = np.intp(((key - low) >> shift) & mask)
+        position = starts[bucket]
+        target[position, 0] = key
+        target[position, 1] = source[i, 1]
+        starts[bucket] = position + 1
+
+
+@kernel
+def _sort_records(records, scratch):
+    # Stable sort of the (n, 2) records by their key (column 0), in place: most-significant-digit
+    # radix sort on (key - smallest key), with ``scratch`` of the same shape, 11 bits a level for two levels (the second one inside
+    # each bucket, in cache), then runs of at most 32 by insertion sort and longer ones by an LSD
+    # radix sort on the bits below.
+    n = records.shape[0]
+    if n < 2:
+        return records
+    low = records[0, 0]
+    high = low
+    for i in range(n):
+        key = records[i, 0]
+        if key < low:
+            low = key
+        if key > high:
+            high = key
+    span = high - low
+    n_bits = 0
+    while n_bits < 64 and (span >> np.uint64(n_bits)) != 0:
+        n_bits += 1
+    if n_bits == 0:  # every key equal
+        return records
+    first = np.empty(_RADIX + 1, np.int64)
+    second = np.empty(_RADIX + 1, np.int64)
+    table = np.empty((8, 256), np.int64)
+    positions = np.empty(256, np.int64)
+    shift1 = n_bits - _BITS if n_bits > _BITS else 0
+    _scatter(records, scratch, 0, n, low, np.uint64(shift1), first)
+    # scratch holds the first-level buckets; every bucket ends sorted in records
+    for bucket in range(_RADIX):
+        start = first[bucket]
+        stop = first[bucket + 1]
+        m = stop - start
+        if m == 0:
+            continue
+        if shift1 == 0 or m <= 32:
+            records[start:stop] = scratch[start:stop]
+            if shift1 > 0:
+                _insertion(records, start, stop)
+            continue
+        shift2 = shift1 - _BITS if shift1 > _BITS else 0
+        _scatter(scratch, records, start, stop, low, np.uint64(shift2), second)
+        if shift2 == 0:
+            continue
+        for sub in range(_RADIX):
+            begin = second[sub]
+            end = second[sub + 1]
+            if end - begin <= 1:
+                continue
+            if end - begin <= 32:
+                _insertion(records, begin, end)
+            else:
+                _lsd(records, scratch, begin, end, low, shift2, table, positions)
+    return records
+
+
+def sort_carrying(score_bits, labels, codes):
+    """Sort the scores ascending, carrying each sample's label and int8 codes with it.
+
+    Parameters
+    ----------
+    score_bits : uint32 or uint64 array of shape (n,)
+        The bits of float32 or float64 scores (``scores.view(np.uint32)`` / ``np.uint64``).
+    labels : uint8 array of shape (n,)
+    codes : int8 array of shape (K, n), K <= 7
+
+    Returns
+    -------
+    sorted_bits : array of shape (n,), the bits of the sorted scores (-0.0 becomes 0.0)
+    sorted_labels : uint8 array of shape (n,)
+    sorted_codes : int8 array of shape (K, n)
+        In the order of ``np.argsort(scores, kind="stable")``. The three share one buffer, which
+        served the sort as its scratch space (16 bytes a sample, at least what they need).
+    """
+    n = score_bits.shape[0]
+    n_groupings = codes.shape[0]
+    width = score_bits.itemsize
+    buffer = np.empty(16 * n, np.uint8)
+    scratch = buffer.view(np.uint64).reshape(n, 2)
+    out_bits = buffer[:width * n].view(score_bits.dtype)
+    out_labels = buffer[width * n:(width + 1) * n]
+    out_codes = buffer[(width + 1) * n:(width + 1 + n_groupings) * n].view(np.int8).reshape(n_groupings, n)
+    _sort_carrying(score_bits, labels, codes, scratch, out_bits, out_labels, out_codes)
+    return out_bits, out_labels, out_codes
+
+
+@kernel
+def _sort_carrying(score_bits, labels, codes, scratch, out_bits, out_labels, out_codes):
+    # The kernel of sort_carrying: writes the outputs, which alias ``scratch`` (read only before).
+    n = score_bits.shape[0]
+    n_groupings = codes.shape[0]
+    wide = score_bits.itemsize == 8
+    records = np.empty((n, 2), np.uint64)
+    for i in range(n):
+        key = _float_key(np.uint64(score_bits[i]), wide)
+        payload = np.uint64(labels[i])
+        for k in range(n_groupings):
+            payload |= np.uint64(np.uint8(codes[k, i])) << np.uint64(8 * (k + 1))
+        records[i, 0] = key
+        records[i, 1] = payload
+    records = _sort_records(records, scratch)
+    byte = np.uint64(0xFF)
+    for i in range(n):
+        out_bits[i] = _float_bits(records[i, 0], wide)
+        payload = records[i, 1]
+        out_labels[i] = np.uint8(payload & byte)
+        for k in range(n_groupings):
+            out_codes[k, i] = np.int8(np.uint8((payload >> np.uint64(8 * (k + 1))) & byte))
+
+
+@kernel
+def sort_order(score_bits):
+    """Ascending order of the scores (given by their bits, as in :func:`sort_carrying`) and the sorted
+    scores' bits, by the same radix sort carrying each
+    sample's index (for payloads that do not fit in 64 bits: weights, wide codes).
+
+    Returns
+    -------
+    order : intp array of shape (n,), equal to ``np.argsort(scores, kind="stable")``
+    sorted_bits : array of shape (n,), the bits of the sorted scores (-0.0 becomes 0.0)
+    """
+    n = score_bits.shape[0]
+    wide = score_bits.itemsize == 8
+    bits = score_bits
+    records = np.empty((n, 2), np.uint64)
+    for i in range(n):
+        key = _float_key(np.uint64(bits[i]), wide)
+        records[i, 0] = key
+        records[i, 1] = np.uint64(i)
+    records = _sort_records(records, np.empty_like(records))
+    out_bits = np.empty(n, score_bits.dtype)
+    order = np.empty(n, np.intp)
+    for i in range(n):
+        out_bits[i] = _float_bits(records[i, 0], wide)
+        order[i] = np.intp(records[i, 1])
+    return order, out_bits

@@ -1,0 +1,83 @@
+"""The radix sort of kernels/sorting.py against NumPy's stable argsort, and the engine's arrange on it."""
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from fairmedfm_fast import _engine
+from fairmedfm_fast.kernels import sorting
+
+
+def _bits(scores):
+    return scores.view(np.uint64 if scores.dtype.itemsize == 8 else np.uint32)
+
+
+def _check(scores, labels, codes):
+    expected = np.argsort(scores, kind="stable")
+    sorted_bits, sorted_labels, sorted_codes = sorting.sort_carrying(_bits(scores), labels, codes)
+    sorted_scores = sorted_bits.view(scores.dtype)
+    np.testing.assert_array_equal(sorted_scores, scores[expected])  # -0.0 == 0.0
+    assert not np.signbit(sorted_scores[sorted_scores == 0]).any()  # -0.0 comes out as 0.0
+    np.testing.assert_array_equal(sorted_labels, labels[expected])
+    np.testing.assert_array_equal(sorted_codes, codes[:, expected])
+    order, order_bits = sorting.sort_order(_bits(scores))
+    np.testing.assert_array_equal(order, expected)
+    np.testing.assert_array_equal(order_bits, sorted_bits)
+
+
+def _payload(n, n_rows, seed):
+    rng = np.random.default_rng(seed)
+    return rng.integers(0, 2, n).astype(np.uint8), rng.integers(-1, 127, (n_rows, n)).astype(np.int8)
+
+
+special64 = st.sampled_from([0.0, -0.0, 5e-324, -5e-324, 2.2250738585072014e-308, -1e-310, 1.0, -1.0, 0.5,
+                             np.nextafter(0.5, 1), np.nextafter(0.5, 0), 1e308, -1e308, np.inf, -np.inf])
+
+
+@settings(max_examples=150, deadline=None)
+@given(values=st.lists(st.one_of(special64, st.floats(allow_nan=False, width=64)), max_size=200),
+       n_rows=st.integers(0, 7), seed=st.integers(0, 2**16))
+def test_float64_any_values(values, n_rows, seed):
+    scores = np.array(values, np.float64)
+    _check(scores, *_payload(len(scores), n_rows, seed))
+
+
+@settings(max_examples=100, deadline=None)
+@given(values=st.lists(st.floats(allow_nan=False, width=32), max_size=200), seed=st.integers(0, 2**16))
+def test_float32(values, seed):
+    scores = np.array(values, np.float32)
+    _check(scores, *_payload(len(scores), 3, seed))
+
+
+@settings(max_examples=100, deadline=None)
+@given(low=hnp.arrays(np.uint32, st.integers(1, 300), elements=st.integers(0, 64)), negative=st.booleans(),
+       seed=st.integers(0, 2**16))
+def test_float64_differing_only_in_low_32_bits(low, negative, seed):
+    high = np.uint64(np.array(-0.75 if negative else 0.75).view(np.uint64)) & np.uint64(0xFFFFFFFF00000000)
+    scores = (high | low.astype(np.uint64)).view(np.float64)
+    _check(scores, *_payload(len(scores), 2, seed))
+
+
+@pytest.mark.parametrize("scores", [
+    np.full(1000, 0.25), np.zeros(1000), np.full(1000, -0.0), np.where(np.arange(1000) % 2, 0.0, -0.0),
+    np.linspace(-3, 3, 5000), np.random.default_rng(0).standard_normal(70_000),
+    np.random.default_rng(1).random(70_000).astype(np.float32), np.array([], np.float64),
+], ids=["all-tied", "zeros", "negative-zeros", "signed-zeros", "negative-linspace", "normal", "float32", "empty"])
+def test_fixed_cases(scores):
+    _check(scores, *_payload(len(scores), 3, 0))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_engine_arrange_carries_like_argsort(dtype):
+    rng = np.random.default_rng(4)
+    n = _engine.RADIX_FROM * 2
+    scores = np.round(rng.standard_normal(n), 2).astype(dtype)  # negatives and heavy ties
+    labels = rng.integers(0, 2, n).astype(np.uint8)
+    rows = [rng.integers(-1, 5, n), rng.integers(0, 3, n)]
+    arranged = _engine.arrange(scores, labels, rows, [5, 3])
+    expected = np.argsort(scores, kind="stable")
+    np.testing.assert_array_equal(arranged.scores, scores[expected])
+    np.testing.assert_array_equal(arranged.labels, labels[expected])
+    for k, row in enumerate(rows):
+        np.testing.assert_array_equal(arranged.codes[k], row[expected])
