@@ -63,7 +63,7 @@ def to_numpy(values: Any, name: str) -> np.ndarray:
                              "array or a pandas Series with one value per sample") from None
     array = np.asarray(array)
     if array.ndim == 0:
-        raise ValueError(f"{name} must hold one value per sample, got the scalar {array.item()!r}")
+        raise ValueError(f"{name} must hold one value per sample, got the scalar {shown(array.item())}")
     return array
 
 
@@ -75,6 +75,19 @@ def _arrow_to_numpy(values: Any) -> np.ndarray:
     if pa.types.is_dictionary(values.type):
         values = values.dictionary_decode()
     return values.to_numpy(zero_copy_only=False)
+
+
+def shown(value: Any) -> str:
+    """``value`` as users write it: NumPy scalars and arrays as Python values (``1``, not ``np.int64(1)``)."""
+    if isinstance(value, np.ndarray):
+        value = value.tolist()
+    elif isinstance(value, np.generic):
+        value = value.item()
+    elif isinstance(value, (list, tuple)):
+        value = type(value)(_plain(item) for item in value)
+    elif isinstance(value, Mapping):
+        value = {_plain(key): _plain(item) for key, item in value.items()}
+    return repr(value)
 
 
 def _preview(values: Any, limit: int = 6) -> str:
@@ -184,7 +197,7 @@ def binary_labels(y_true: Any, pos_label: Any = None) -> tuple[np.ndarray, dict[
     if pos_label is not None:
         is_positive = np.asarray(labels == pos_label)
         if is_positive.shape != labels.shape or not is_positive.any():
-            raise ValueError(f"pos_label={pos_label!r} does not occur in y_true, whose values include "
+            raise ValueError(f"pos_label={shown(pos_label)} does not occur in y_true, whose values include "
                              f"{_preview(pd.unique(labels))}; pass one of those")
         info["pos_label"] = _plain(pos_label)
         if len(pd.unique(labels)) > 2:
@@ -268,8 +281,15 @@ def positive_scores(y_score: Any, score_type: str = "auto", score_column: int | 
         return scores, info
     scores = scores.astype(np.float64, copy=False)
     n_classes = scores.shape[1]
+    valid = f"the valid columns of y_score (shape {scores.shape}) are {list(range(n_classes))}"
     if score_column is not None:
-        column = int(score_column)
+        try:  # fairmedfm takes int(score_column): 1, 1.0 and "1" work there
+            column = int(score_column)
+        except (TypeError, ValueError):
+            column = None
+        if column is None or isinstance(score_column, (bool, np.bool_)) or column != float(score_column):
+            raise ValueError(f"score_column={shown(score_column)} is not a column position; {valid}: pass the "
+                             "position (from 0) of the positive class")
     elif n_classes == 2:
         column = 1
     elif isinstance(pos_label, (int, np.integer)) and not isinstance(pos_label, bool):
@@ -278,8 +298,7 @@ def positive_scores(y_score: Any, score_type: str = "auto", score_column: int | 
         raise ValueError(f"y_score has {n_classes} columns; pass score_column= (the column of the "
                          "positive class) or an integer pos_label")
     if not 0 <= column < n_classes:
-        raise ValueError(f"score_column={column} is out of range for y_score with {n_classes} columns "
-                         f"(0 to {n_classes - 1})")
+        raise ValueError(f"score_column={column} is out of range; {valid}")
     rows_sum_to_one = _in_unit_interval(scores) and np.allclose(scores.sum(axis=1), 1, atol=1e-3)
     if score_type == "logit" or (score_type == "auto" and not rows_sum_to_one):
         shifted = np.exp(scores - scores.max(axis=1, keepdims=True))
@@ -428,6 +447,10 @@ def _encode_values(values: Column, max_distinct: int | None = None) -> tuple[np.
     made, so a continuous column fails fast). Names come from the distinct values as Python objects,
     exactly as ``pandas.Series.map`` would hand them over.
     """
+    if isinstance(values, np.ndarray) and values.dtype.kind in "mM":
+        # Dates and durations are named as pandas names them ('2020-01-01 00:00:00', '517 days
+        # 00:00:00'), whatever NumPy unit they come in; factorizing the raw array would give integers.
+        values = pd.Series(values, copy=False)
     # Category order is the report order, except when the column has a missing value: fairmedfm
     # 0.4.2 then names the groups through Series.map, which drops the categorical dtype, so they
     # are sorted like any other values. We follow it (see the README).
@@ -507,29 +530,29 @@ def _binned(values: pd.Series, spec: Any, column: str) -> tuple[np.ndarray, list
     numeric = numeric.to_numpy(dtype=np.float64, na_value=np.nan)
     if isinstance(spec, (int, np.integer)):
         if spec < 2:
-            raise ValueError(f"bins[{column!r}]={spec!r}: a number of quantile groups must be at least 2")
+            raise ValueError(f"bins[{column!r}]={shown(spec)}: a number of quantile groups must be at least 2")
         present = numeric[~np.isnan(numeric)]
         if present.size == 0:
             raise ValueError(f"bins[{column!r}]: attribute {column!r} has no values to take quantiles of")
         cut_points = np.unique(np.quantile(present, np.linspace(0, 1, int(spec) + 1)[1:-1]))
     else:
         if isinstance(spec, (str, bytes)) or not isinstance(spec, (Sequence, np.ndarray)):
-            raise ValueError(f"bins[{column!r}]={spec!r}: give cut points such as [40, 60] or a number of "
+            raise ValueError(f"bins[{column!r}]={shown(spec)}: give cut points such as [40, 60] or a number of "
                              "quantile groups such as 4")
         cut_points = spec
     try:
         edges = sorted(float(edge) for edge in cut_points)
     except (TypeError, ValueError):
-        raise ValueError(f"bins[{column!r}]={spec!r}: cut points must be numbers, e.g. [40, 60]") from None
+        raise ValueError(f"bins[{column!r}]={shown(spec)}: cut points must be numbers, e.g. [40, 60]") from None
     if not edges:
         raise ValueError(f"bins[{column!r}] is empty: give at least one cut point, e.g. [40, 60]")
     if any(math.isnan(edge) for edge in edges) or len(set(edges)) < len(edges):
-        raise ValueError(f"bins[{column!r}]={spec!r}: cut points must be distinct numbers")
+        raise ValueError(f"bins[{column!r}]={shown(spec)}: cut points must be distinct numbers")
     labels = ([f"<{_bin_edges_label(edges[0])}"]
               + [f"{_bin_edges_label(a)}-{_bin_edges_label(b)}" for a, b in itertools.pairwise(edges)]
               + [f">={_bin_edges_label(edges[-1])}"])
     if len(set(labels)) < len(labels):
-        raise ValueError(f"bins[{column!r}]={spec!r}: cut points too close to name the groups apart "
+        raise ValueError(f"bins[{column!r}]={shown(spec)}: cut points too close to name the groups apart "
                          f"({labels}); use fewer or rounder cut points")
     # Intervals [a, b): the group is the number of cut points <= value; +inf and NaN are missing.
     codes = np.searchsorted(np.asarray(edges), numeric, side="right").astype(np.intp)

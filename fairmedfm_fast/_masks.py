@@ -28,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-from ._inputs import to_numpy
+from ._inputs import shown, to_numpy
 from ._threads import executor, resolve_n_jobs
 
 #: File name endings read with Pillow.
@@ -342,7 +342,7 @@ def foreground_rule(array_dtype: np.dtype, kernel_dtype: np.dtype, label: Any, t
     if not prediction:
         return Rule("interval", smallest_positive, kernel_dtype.type(np.inf))
     if not isinstance(threshold, _REAL_TYPES):
-        raise ValueError(f"mask_threshold={threshold!r} must be a number: probability masks are foreground "
+        raise ValueError(f"mask_threshold={shown(threshold)} must be a number: probability masks are foreground "
                          "where they are >= mask_threshold")
     number = _compared_as_float(array_dtype, threshold)
     if number is None:
@@ -733,7 +733,7 @@ def dice_from_counts(counts: np.ndarray, empty_score: Any) -> np.ndarray:
 
 def check_empty_score(empty_score: Any) -> None:
     if not isinstance(empty_score, _REAL_TYPES):
-        raise ValueError(f"empty_score={empty_score!r} must be a number: the Dice given to a sample whose "
+        raise ValueError(f"empty_score={shown(empty_score)} must be a number: the Dice given to a sample whose "
                          "predicted and ground-truth masks are both empty (1.0 or 0.0)")
 
 

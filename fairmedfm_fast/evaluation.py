@@ -232,7 +232,7 @@ def evaluate(y_true: Any, y_score: Any, sensitive_features: Any, *, pos_label: A
     n_boot = _count(n_boot, "n_boot")
     n_permutations = _count(n_permutations, "n_permutations")
     if not (isinstance(ci, (float, int)) and 0 < ci < 1):
-        raise ValueError(f"ci must be a coverage strictly between 0 and 1, such as 0.95; got {ci!r}")
+        raise ValueError(f"ci must be a coverage strictly between 0 and 1, such as 0.95; got {_inputs.shown(ci)}")
     presort = _engine.Presort(prepared.scores)  # sorts while the attributes are coded
     attributes = _inputs.encode_attributes(sensitive_features, n, bins, intersectional)
     warnings.extend(transform_note(prepared.metadata))
@@ -278,9 +278,11 @@ def check_threshold(threshold: Any) -> float | None:
     try:
         value = float(threshold)
     except (TypeError, ValueError):
-        raise ValueError(f"threshold must be a number such as 0.5, got {threshold!r}") from None
-    if not np.isfinite(value):
-        raise ValueError(f"threshold must be finite, got {threshold!r}")
+        raise ValueError(f"threshold must be a number such as 0.5, got {_inputs.shown(threshold)}") from None
+    if not 0 <= value <= 1:  # also NaN
+        raise ValueError(f"threshold={_inputs.shown(threshold)} is outside [0, 1]; the scores are probabilities "
+                         "and a sample is predicted positive when its score > threshold, so give a threshold "
+                         "such as 0.5")
     return value
 
 
@@ -305,7 +307,7 @@ def sample_weights(sample_weight: Any, n: int) -> np.ndarray | None:
 
 def _count(value: Any, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
-        raise ValueError(f"{name} must be a non-negative integer (0 turns it off), got {value!r}")
+        raise ValueError(f"{name} must be a non-negative integer (0 turns it off), got {_inputs.shown(value)}")
     return int(value)
 
 

@@ -295,7 +295,7 @@ def _resampled(report: FairnessReport, dice: np.ndarray, code_rows: list[np.ndar
 
     n_boot, n_permutations = _count(n_boot, "n_boot"), _count(n_permutations, "n_permutations")
     if not (isinstance(ci, (float, int)) and 0 < ci < 1):
-        raise ValueError(f"ci must be a coverage strictly between 0 and 1, such as 0.95; got {ci!r}")
+        raise ValueError(f"ci must be a coverage strictly between 0 and 1, such as 0.95; got {_inputs.shown(ci)}")
     seed = _resample.seed_from(random_state)
     sizes = [a.n_groups for a in attributes]
     valid = {a.name: len(result.summaries[a.name]) > 2 for a in attributes}

@@ -47,7 +47,11 @@ needs_segmentation = pytest.mark.skipif(not _has_segmentation(),
 
 def run_fast(argv, capsys):
     capsys.readouterr()
-    code = cli.main([str(a) for a in argv])
+    try:
+        assert cli.main([str(a) for a in argv]) is None  # as fairmedfm's main: None on success
+        code = 0
+    except SystemExit as exc:  # ... and SystemExit(status) otherwise
+        code = exc.code
     out, err = capsys.readouterr()
     return code, out, err
 
