@@ -105,6 +105,34 @@ def _length(values: Any) -> int:
     return len(values)
 
 
+def memory_bytes() -> int:
+    """This machine's physical memory in bytes (1 TiB when the system does not say)."""
+    import os
+
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (AttributeError, ValueError, OSError):
+        return 1 << 40
+
+
+def _size(n_bytes: float) -> str:
+    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB"):
+        if n_bytes < 1024 or unit == "TiB":
+            return f"{n_bytes:.3g} {unit}"
+        n_bytes /= 1024
+    return ""
+
+
+def check_memory(name: str, count: int, bytes_each: int, what: str, example: str) -> None:
+    """A ValueError naming the argument ``name`` when ``count`` times ``bytes_each`` bytes (the work
+    it asks for, ``what``) would not fit in this machine's memory; checked before anything is allocated."""
+    need = int(count) * int(bytes_each)  # Python integers: no overflow for 10**30
+    total = memory_bytes()
+    if need > total:
+        raise ValueError(f"{name}={shown(count)} would need {_size(need)} of memory for {what} ({_size(bytes_each)} "
+                         f"each), more than this machine's {_size(total)}; use fewer, e.g. {example}")
+
+
 # ---------------------------------------------------------------------------------------------
 # Pairing of pandas inputs
 # ---------------------------------------------------------------------------------------------
@@ -214,6 +242,10 @@ def binary_labels(y_true: Any, pos_label: Any = None) -> tuple[np.ndarray, dict[
         raise ValueError(f"y_true contains {int(np.isnan(labels).sum())} NaN values; drop those samples "
                          "or fill in their labels")
     values = pd.unique(labels)
+    try:
+        values = np.sort(values)
+    except TypeError:  # mixed types: as they come
+        pass
     raise ValueError(f"y_true has values {_preview(values)}, not only 0/1 or booleans; pass pos_label= "
                      "to name the positive class (every other value counts as negative)")
 
@@ -531,6 +563,7 @@ def _binned(values: pd.Series, spec: Any, column: str) -> tuple[np.ndarray, list
     if isinstance(spec, (int, np.integer)):
         if spec < 2:
             raise ValueError(f"bins[{column!r}]={shown(spec)}: a number of quantile groups must be at least 2")
+        check_memory(f"bins[{column!r}]", spec, 24, "the quantile cut points", f"bins={{{column!r}: 4}}")
         present = numeric[~np.isnan(numeric)]
         if present.size == 0:
             raise ValueError(f"bins[{column!r}]: attribute {column!r} has no values to take quantiles of")

@@ -91,16 +91,42 @@ def _optional(module: str, purpose: str):
                           'pip install "fairmedfm_fast[io]"') from None
 
 
+class MaskFileError(ValueError):
+    """A mask file that exists but cannot be read as a mask (corrupt, truncated, empty, not numbers)."""
+
+
+class ShapeMismatch(ValueError):
+    """The two masks of a sample have different shapes."""
+
+
 def read_mask_file(path: str | os.PathLike, where: str = "mask") -> np.ndarray:
     """The array in a mask file, squeezed; ``.npy`` files are memory-mapped (read-only).
 
     ``.npz``: the first array. Images (Pillow): the first channel of colour images. NIfTI
-    (nibabel): the data with the header's scaling applied. ``where`` names the sample in errors.
+    (nibabel): the data with the header's scaling applied. ``where`` names the sample in errors:
+    FileNotFoundError for a missing file (as fairmedfm), :class:`MaskFileError` with the reader's
+    reason for a file that cannot be read as a mask.
     """
     path = Path(path)
-    name = path.name.lower()
     if not path.exists():
         raise FileNotFoundError(f"{where}: mask file not found: {path}")
+    if path.is_dir():
+        raise MaskFileError(f"{where}: {path} is a folder, not a mask file")
+    try:
+        array = _read_array(path, where)
+    except (ImportError, MemoryError, MaskFileError):
+        raise
+    except Exception as error:  # noqa: BLE001 - whatever the reader says about this file
+        reason = " ".join(str(error).split()) or "no details"
+        raise MaskFileError(f"{where}: cannot read the mask file {path} ({type(error).__name__}: {reason}); "
+                            "check that the file is complete and was written as a mask") from None
+    if array.dtype.kind not in "biuf":
+        raise MaskFileError(f"{where}: the mask file {path} holds {array.dtype} values, not numbers")
+    return array
+
+
+def _read_array(path: Path, where: str) -> np.ndarray:
+    name = path.name.lower()
     if name.endswith(".npy"):
         try:
             array = np.load(path, mmap_mode="r")
@@ -110,7 +136,7 @@ def read_mask_file(path: str | os.PathLike, where: str = "mask") -> np.ndarray:
     if name.endswith(".npz"):
         with np.load(path) as data:
             if not data.files:
-                raise ValueError(f"{where}: {path} holds no arrays; save the mask with numpy.savez")
+                raise MaskFileError(f"{where}: {path} holds no arrays; save the mask with numpy.savez")
             return np.squeeze(data[data.files[0]])
     if name.endswith((".nii", ".nii.gz")):
         nibabel = _optional("nibabel", "NIfTI masks")
@@ -123,7 +149,7 @@ def read_mask_file(path: str | os.PathLike, where: str = "mask") -> np.ndarray:
         with image.open(path) as opened:
             array = np.asarray(opened)
         return array if array.ndim == 2 else array[..., 0]
-    raise ValueError(f"{where}: unsupported mask file {path}; use .npy, .npz, .png, .jpg, .jpeg, .bmp, .gif, "
+    raise MaskFileError(f"{where}: unsupported mask file {path}; use .npy, .npz, .png, .jpg, .jpeg, .bmp, .gif, "
                      ".tif, .tiff, .nii or .nii.gz")
 
 
@@ -544,7 +570,7 @@ class _Pair:
 
 def _check_shapes(i: int, pred: np.ndarray, true: np.ndarray) -> None:
     if pred.shape != true.shape:
-        raise ValueError(f"sample {i}: the predicted mask has shape {pred.shape} but the ground-truth mask has "
+        raise ShapeMismatch(f"sample {i}: the predicted mask has shape {pred.shape} but the ground-truth mask has "
                          f"shape {true.shape}; each pair of masks must have the same shape (after dropping "
                          "axes of length 1)")
 
@@ -650,7 +676,11 @@ def overlap_counts(pred_masks: Any, true_masks: Any, *, label: Any = None, mask_
     cache: dict = {}
 
     def prepare(i: int) -> _Pair:
-        return prepare_pair(i, preds.load(i), trues.load(i), label, mask_threshold, cache)
+        try:
+            return prepare_pair(i, preds.load(i), trues.load(i), label, mask_threshold, cache)
+        except ShapeMismatch as error:
+            files = [f"{m.name}[{i}] = {m.items[i]}" for m in (preds, trues) if m.items is not None and _is_path(m.items[i])]
+            raise ShapeMismatch(f"{error} ({'; '.join(files)})" if files else str(error)) from None
 
     from_files = preds.has_paths() or trues.has_paths()
     if not from_files or n < n_jobs:

@@ -235,6 +235,7 @@ def evaluate(y_true: Any, y_score: Any, sensitive_features: Any, *, pos_label: A
         raise ValueError(f"ci must be a coverage strictly between 0 and 1, such as 0.95; got {_inputs.shown(ci)}")
     presort = _engine.Presort(prepared.scores)  # sorts while the attributes are coded
     attributes = _inputs.encode_attributes(sensitive_features, n, bins, intersectional)
+    check_resampling(attributes, n_boot, n_permutations, 2 * len(_resample.INTERVAL_METRICS) + 13)
     warnings.extend(transform_note(prepared.metadata))
     require_both_labels(prepared.labels)
     results, overall, arranged = assess(prepared, attributes, warnings, threshold=threshold, weights=weights,
@@ -303,6 +304,16 @@ def sample_weights(sample_weight: Any, n: int) -> np.ndarray | None:
     if not weights.any():
         raise ValueError("sample_weight is zero for every sample; at least one sample needs weight")
     return weights
+
+
+def check_resampling(attributes: list[_inputs.Attribute], n_boot: int, n_permutations: int, per_group: int) -> None:
+    """A ValueError naming ``n_boot`` or ``n_permutations`` when their results would not fit in memory:
+    ``per_group`` float64 values per group and resample (and as many summary values per attribute),
+    ``len(_resample.GAP_COLUMNS)`` per permutation."""
+    values = sum(attribute.n_groups + 1 for attribute in attributes) * per_group
+    _inputs.check_memory("n_boot", n_boot, 8 * values, "the bootstrap results", "n_boot=1000")
+    _inputs.check_memory("n_permutations", n_permutations, 8 * len(_resample.GAP_COLUMNS), "the permuted gaps",
+                         "n_permutations=1000")
 
 
 def _count(value: Any, name: str) -> int:

@@ -186,3 +186,112 @@ def test_to_json_returns_the_text_only_without_a_path(tmp_path):
 
 def _unused():  # keep imports used by later sections
     return gzip
+
+
+# ------------------------------------------------------------------------------------------------
+# 6. work that cannot fit in memory is refused before anything is allocated
+
+
+@pytest.mark.parametrize("argument,value", [("n_boot", 10**30), ("n_boot", 2**40), ("n_permutations", 10**30),
+                                            ("n_permutations", 2**40)])
+def test_huge_resampling_counts_name_the_argument(argument, value, monkeypatch):
+    from fairmedfm_fast import _resample
+
+    for function in ("bootstrap", "permutation_pvalues", "dice_intervals", "dice_permutation_pvalues"):
+        monkeypatch.setattr(_resample, function, None)  # the check comes before any resampling
+    with pytest.raises(ValueError, match=rf"{argument}={value} would need .* of memory"):
+        fm.evaluate(Y, P, G, **{argument: value})
+    with pytest.raises(ValueError, match=rf"{argument}={value} would need"):
+        fm.evaluate_segmentation(G, dice=P, **{argument: value})
+
+
+def test_huge_number_of_quantile_groups_names_the_bins(monkeypatch):
+    with pytest.raises(ValueError, match=r"bins\['age'\]=1000000000000 would need .* memory"):
+        fm.evaluate(Y, P, {"age": P * 100}, bins={"age": 10**12})
+    monkeypatch.setattr("fairmedfm_fast._inputs.memory_bytes", lambda: 1 << 20)
+    with pytest.raises(ValueError, match=r"n_boot=5000 would need .* more than this machine's 1 MiB"):
+        fm.evaluate(Y, P, G, n_boot=5000)
+    assert fm.evaluate(Y, P, G, n_boot=20, n_permutations=20, random_state=0).ci is not None
+
+
+def test_cli_huge_bootstrap_exits_2(tmp_path, capsys):
+    pd.DataFrame({"prob": P, "label": Y, "sex": G}).to_csv(tmp_path / "p.csv", index=False)
+    code, out, err, _ = run_cli(["score", tmp_path / "p.csv", "--bootstrap", str(2**40)], capsys)
+    assert code == 2 and out == "" and len(err.splitlines()) == 1 and "--bootstrap" in err
+
+
+# ------------------------------------------------------------------------------------------------
+# 7. corrupt, truncated or empty mask files: one error type naming the sample, the path and the reason
+
+
+def _bad_mask_files(folder):
+    import nibabel
+    from PIL import Image
+
+    good = np.zeros((6, 6), np.uint8)
+    good[1:4, 1:4] = 1
+    np.save(folder / "good.npy", good)
+    raw = (folder / "good.npy").read_bytes()
+    files = {}
+
+    def write(name, data):
+        (folder / name).write_bytes(data)
+        files[name] = folder / name
+
+    write("empty.npy", b"")
+    write("truncated.npy", raw[: len(raw) - 10])
+    write("text.npy", b"0 1 1 0\n1 1 0 0\n")
+    np.save(folder / "objects.npy", np.array([good, None], dtype=object), allow_pickle=True)
+    files["objects.npy"] = folder / "objects.npy"
+    np.save(folder / "strings.npy", np.array([["a", "b"], ["c", "d"]]))
+    files["strings.npy"] = folder / "strings.npy"
+    write("garbage.npz", b"PK\x03\x04 not really a zip")
+    np.savez(folder / "full.npz", mask=good)
+    write("truncated.npz", (folder / "full.npz").read_bytes()[:-30])
+    np.savez(folder / "nothing.npz")
+    files["nothing.npz"] = folder / "nothing.npz"
+    nibabel.save(nibabel.Nifti1Image(np.zeros((8, 8, 8), np.uint8), np.eye(4)), str(folder / "full.nii.gz"))
+    compressed = (folder / "full.nii.gz").read_bytes()
+    write("truncated.nii.gz", compressed[: len(compressed) // 2])
+    nibabel.save(nibabel.Nifti1Image(np.zeros((8, 8, 8), np.uint8), np.eye(4)), str(folder / "full.nii"))
+    write("short.nii.gz", gzip.compress((folder / "full.nii").read_bytes()[:-100]))
+    write("empty.nii.gz", b"")
+    Image.fromarray(good * 255).save(folder / "full.png")
+    png = (folder / "full.png").read_bytes()
+    write("truncated.png", png[: len(png) // 2])
+    write("garbage.png", b"\x89PNG\r\n\x1a\n garbage")
+    write("empty.png", b"")
+    (folder / "folder.npy").mkdir()
+    files["folder.npy"] = folder / "folder.npy"
+    return good, files
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_unreadable_mask_files_name_sample_path_and_reason(tmp_path, monkeypatch, n_jobs):
+    pytest.importorskip("nibabel")
+    pytest.importorskip("PIL")
+    from fairmedfm_fast._masks import MaskFileError
+
+    monkeypatch.setenv("FAIRMEDFM_FAST_N_JOBS", str(n_jobs))
+    good, files = _bad_mask_files(tmp_path)
+    groups = np.arange(13) % 2
+    for path in files.values():
+        preds = [tmp_path / "good.npy"] * 12 + [path]
+        with pytest.raises(MaskFileError) as info:
+            fm.evaluate_segmentation(groups, pred_masks=preds, true_masks=[good] * 13)
+        message = str(info.value)
+        assert isinstance(info.value, ValueError)
+        assert message.startswith("pred_masks[12]: ") and str(path) in message, message
+        assert "\n" not in message and len(message) > len(f"pred_masks[12]: {path}") + 10, message
+
+
+def test_cli_unreadable_mask_file_is_one_line_exit_2(tmp_path, capsys):
+    pytest.importorskip("nibabel")
+    pytest.importorskip("PIL")
+    good, files = _bad_mask_files(tmp_path)
+    for name in ("truncated.nii.gz", "objects.npy", "folder.npy", "truncated.png"):
+        pd.DataFrame({"pred_mask": ["good.npy", name], "gt_mask": ["good.npy", "good.npy"],
+                      "sex": ["F", "M"]}).to_csv(tmp_path / "masks.csv", index=False)
+        code, out, err, _ = run_cli(["score", tmp_path / "masks.csv"], capsys)
+        assert code == 2 and out == "", err
+        assert len(err.splitlines()) == 1 and name in err and "[1]" in err and "bug" not in err, err
