@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -596,6 +597,20 @@ def _binned(values: pd.Series, spec: Any, column: str) -> tuple[np.ndarray, list
     return lookup[codes], [label for label, here in zip(labels, present) if here]
 
 
+def intersection_names(combinations: list[tuple[str, ...]], attributes: list[str]) -> list[str]:
+    """Names of intersectional groups ("F & >=60"), distinct: when values that contain " & "
+    themselves make two combinations read the same ("x & y" with "z", and "x" with "y & z"),
+    such values are put in parentheses."""
+    joined = [" & ".join(parts) for parts in combinations]
+    if len(set(joined)) < len(joined):
+        joined = [" & ".join(f"({part})" if " & " in part else part for part in parts) for parts in combinations]
+        repeated = sorted(name for name, count in Counter(joined).items() if count > 1)
+        if repeated:  # a guard: parentheses have told every case tried apart
+            raise ValueError(f"intersectional groups of {attributes} would share the names {repeated}; rename "
+                             "the attribute values so that they do not contain ' & '")
+    return joined
+
+
 def _combine(attributes: list[Attribute]) -> Attribute:
     """The intersectional attribute ("a & b"): combinations that occur, in product order."""
     codes = attributes[0].codes
@@ -615,8 +630,8 @@ def _combine(attributes: list[Attribute]) -> Attribute:
             codes = np.full(len(combined), -1, np.intp)
             codes[valid] = inverse
         names = [names[cell // width] + (attribute.groups[cell % width],) for cell in present]
-    return Attribute(" & ".join(a.name for a in attributes), codes.astype(np.intp, copy=False),
-                     [" & ".join(parts) for parts in names])
+    joined = intersection_names(names, [a.name for a in attributes])
+    return Attribute(" & ".join(a.name for a in attributes), codes.astype(np.intp, copy=False), joined)
 
 
 def encode_attributes(sensitive_features: Any, n_samples: int, bins: Bins | None = None,
@@ -635,6 +650,7 @@ def encode_attributes(sensitive_features: Any, n_samples: int, bins: Bins | None
     columns = _columns(sensitive_features)
     if not columns:
         raise ValueError("sensitive_features has no attributes: pass at least one column of group values")
+    _require_distinct([name for name, _ in columns], "sensitive_features has several attributes named")
     for name, values in columns:
         if len(values) != n_samples:
             raise ValueError(f"sensitive_features: attribute {name!r} has {len(values)} values but there are "
@@ -662,8 +678,15 @@ def encode_attributes(sensitive_features: Any, n_samples: int, bins: Bins | None
             codes, groups = encoded
         attributes.append(Attribute(name, codes, groups))
     if intersectional and len(attributes) > 1:
-        attributes.append(_combine(attributes))
+        attributes.append(_combine(attributes))  # its name is longer than any other: no clash
     return attributes
+
+
+def _require_distinct(names: list[str], problem: str) -> None:
+    repeated = sorted(name for name, count in Counter(names).items() if count > 1)
+    if repeated:
+        raise ValueError(f"{problem} {', '.join(map(repr, repeated))}; every attribute needs its own name in the "
+                         "report: rename the columns (e.g. DataFrame.rename or a dict with distinct keys)")
 
 
 def one_attribute(sensitive_features: Any, n_samples: int, bins: Bins | None = None) -> Attribute:

@@ -635,7 +635,8 @@ def _report(plan: _Plan, groupings: list[_engine.Grouping], metadata: dict[str, 
     attributes = [_inputs.Attribute(name, np.empty(0, np.intp), groups)
                   for name, groups in zip(plan.columns.sensitive, plan.groups)]
     if plan.combined:
-        names = [" & ".join(plan.groups[j][i] for j, i in enumerate(cell)) for cell in plan.combined]
+        names = _inputs.intersection_names([tuple(plan.groups[j][i] for j, i in enumerate(cell))
+                                            for cell in plan.combined], list(plan.columns.sensitive))
         attributes.append(_inputs.Attribute(" & ".join(plan.columns.sensitive), np.empty(0, np.intp), names))
     complete = len(groupings) - 1 if plan.all_samples else next(
         k for k, grouping in enumerate(groupings) if int(grouping.count[-1]) == n)

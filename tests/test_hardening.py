@@ -295,3 +295,38 @@ def test_cli_unreadable_mask_file_is_one_line_exit_2(tmp_path, capsys):
         code, out, err, _ = run_cli(["score", tmp_path / "masks.csv"], capsys)
         assert code == 2 and out == "", err
         assert len(err.splitlines()) == 1 and name in err and "[1]" in err and "bug" not in err, err
+
+
+# ------------------------------------------------------------------------------------------------
+# 8. colliding names
+
+
+def test_intersections_whose_names_collide_are_made_distinct():
+    a = np.array(["x & y", "x", "x & y", "x"] * 3)
+    b = np.array(["z", "y & z", "z", "y & z"] * 3)
+    y = np.array([0, 0, 1, 1] * 3)
+    report = fm.evaluate(y, P, {"a": a, "b": b}, intersectional=True)
+    groups = _groups(report, "a & b")
+    assert groups == ["x & (y & z)", "(x & y) & z"]  # product order: "x" before "x & y"
+    assert list(report.by_group.loc["a & b", "n"]) == [6, 6]
+    # names without the separator inside are unchanged (as fairmedfm names them)
+    plain = fm.evaluate(y, P, {"a": np.where(a == "x", "x", "w"), "b": b}, intersectional=True)
+    assert _groups(plain, "a & b") == ["w & z", "x & y & z"]
+
+
+def test_intersection_names_with_parentheses_stay_distinct():
+    a = np.array(["x & y", "x", "(x & y)"] * 4)
+    b = np.array(["z", "y & z", "z"] * 4)
+    report = fm.evaluate(np.array([0, 1] * 6), P, {"a": a, "b": b}, intersectional=True)
+    assert sorted(_groups(report, "a & b")) == sorted(["(x & y) & z", "x & (y & z)", "((x & y)) & z"])
+
+
+def test_duplicate_attribute_names_are_an_error():
+    frame = pd.DataFrame({"s": G, "t": G})
+    frame.columns = ["s", "s"]
+    with pytest.raises(ValueError, match="several attributes named 's'"):
+        fm.evaluate(Y, P, frame)
+    with pytest.raises(ValueError, match="several attributes named '1'"):
+        fm.evaluate(Y, P, {1: G, "1": G})
+    with pytest.raises(ValueError, match="several attributes named 's'"):
+        fm.auc_gap(Y, P, sensitive_features=frame)
