@@ -16,6 +16,9 @@ import numpy as np
 import pandas as pd
 
 Bins = Mapping[str, int | Sequence[float]]
+#: What the API says about missing labels and scores (the command line leaves such rows out).
+MISSING_RULE = ("drop those samples or fill them in (the command line leaves such rows out with a note, as "
+                "fairmedfm score does)")
 #: A numeric attribute with more distinct values than this looks continuous and must be binned.
 MAX_NUMERIC_GROUPS = 20
 
@@ -240,8 +243,9 @@ def binary_labels(y_true: Any, pos_label: Any = None) -> tuple[np.ndarray, dict[
     if kind == "f" and bool(np.all((labels == 0) | (labels == 1))):
         return labels.astype(np.uint8), info
     if kind == "f" and np.isnan(labels).any():
-        raise ValueError(f"y_true contains {int(np.isnan(labels).sum())} NaN values; drop those samples "
-                         "or fill in their labels")
+        where = np.flatnonzero(np.isnan(labels))
+        raise ValueError(f"y_true has {len(where)} missing values (NaN or null) at samples {_preview(where)}; "
+                         f"{MISSING_RULE}")
     values = pd.unique(labels)
     try:
         values = np.sort(values)
@@ -301,7 +305,8 @@ def positive_scores(y_score: Any, score_type: str = "auto", score_column: int | 
     nan = np.isnan(scores)
     if nan.any():
         where = np.flatnonzero(nan.reshape(len(scores), -1).any(axis=1))
-        raise ValueError(f"y_score contains NaN (samples {_preview(where)}); drop or fix those samples")
+        raise ValueError(f"y_score has {len(where)} missing values (NaN or null) at samples {_preview(where)}; "
+                         f"{MISSING_RULE}")
     info: dict[str, Any] = {}
     if scores.ndim == 1:
         probability = _in_unit_interval(scores)

@@ -206,8 +206,8 @@ def _check_labels(surveys: list[dict], columns: _Columns) -> tuple[dict[str, Any
     if columns.pos_label is None and distinct.dtype.kind == "f":
         nan = sum(s["label_nan"] for s in surveys)
         if nan:
-            raise ValueError(f"label column {name!r} contains {nan} NaN values; drop those rows (e.g. "
-                             f"ddf.dropna(subset=[{name!r}])) or fill in their labels")
+            raise ValueError(f"label column {name!r} has {nan} missing values (NaN or null); "
+                             f"{_inputs.MISSING_RULE}, e.g. ddf.dropna(subset=[{name!r}])")
     try:
         _, info = _inputs.binary_labels(distinct, columns.pos_label)
     except ValueError as error:
@@ -221,8 +221,8 @@ def _score_decision(surveys: list[dict], columns: _Columns, score_type: str) -> 
         raise ValueError(f"score_type={score_type!r} is not one of 'auto', 'probability', 'logit'")
     nan = sum(s["score_nan"] for s in surveys)
     if nan:
-        raise ValueError(f"score column {columns.score!r} contains {nan} NaN values; drop those rows (e.g. "
-                         f"ddf.dropna(subset=[{columns.score!r}])) or fix them")
+        raise ValueError(f"score column {columns.score!r} has {nan} missing values (NaN or null); "
+                         f"{_inputs.MISSING_RULE}, e.g. ddf.dropna(subset=[{columns.score!r}])")
     low = min(s["score_low"] for s in surveys)
     high = max(s["score_high"] for s in surveys)
     probability = low >= 0 and high <= 1

@@ -72,7 +72,7 @@ def find_threshold(prob: Any, label: Any) -> float:
     labels = _binary(label, "label")
     _same_length(scores, labels)
     if np.isnan(scores).any():
-        raise ValueError("prob contains NaN; drop or fix those samples")
+        raise ValueError("prob has missing values (NaN or null); drop or fix those samples")
     from .kernels import ranking
 
     order, sorted_scores = _engine.sort_scores(scores, ranking)
@@ -131,7 +131,7 @@ def expected_calibration_error(prob: Any, label: Any, num_bins: int = 10, metric
     labels = np.ascontiguousarray(np.asarray(label, dtype=np.float64).ravel())
     _same_length(scores, labels)
     if np.isnan(scores).any():
-        raise ValueError("prob contains NaN; drop or fix those samples")
+        raise ValueError("prob has missing values (NaN or null); drop or fix those samples")
     if np.isinf(scores).any():
         raise ValueError("prob contains infinite values; equal-width bins need a finite range")
     from .kernels import calibration
@@ -165,7 +165,7 @@ def binary_classification_report(prob: Any, label: Any, threshold: float = 0.5, 
     labels = _binary(label, "label")
     _same_length(scores, labels)
     if np.isnan(scores).any():
-        raise ValueError("prob contains NaN; drop or fix those samples")
+        raise ValueError("prob has missing values (NaN or null); drop or fix those samples")
     positives = int(np.count_nonzero(labels))
     if positives in (0, len(labels)):
         raise ValueError("label holds only one class; AUC needs positive and negative samples")

@@ -330,3 +330,47 @@ def test_duplicate_attribute_names_are_an_error():
         fm.evaluate(Y, P, {1: G, "1": G})
     with pytest.raises(ValueError, match="several attributes named 's'"):
         fm.auc_gap(Y, P, sensitive_features=frame)
+
+
+# ------------------------------------------------------------------------------------------------
+# 10. missing scores: one rule (the API raises; both command-line engines leave the rows out)
+
+
+def test_missing_scores_are_called_missing_in_the_api():
+    import pyarrow as pa
+
+    scores = [0.1, None, 0.2, 0.8, 0.3, 0.7, 0.4, 0.6, 0.45, np.nan, 0.35, 0.65]
+    for form in (pa.array(scores, pa.float64()), pd.Series(scores, dtype="float64[pyarrow]"),
+                 pd.Series(scores, dtype="Float64"), np.array(scores, dtype=float)):
+        with pytest.raises(ValueError, match=r"y_score has 2 missing values \(NaN or null\) at samples \[1, 9\]"):
+            fm.evaluate(Y, form, G)
+    with pytest.raises(ValueError, match=r"y_true has 1 missing values .* at samples \[3\]"):
+        fm.evaluate(np.where(np.arange(12) == 3, np.nan, Y), P, G)
+    with pytest.raises(ValueError):  # as the oracle
+        fairmedfm.evaluate(Y, np.array(scores, dtype=float), G)
+
+
+def test_missing_scores_on_the_command_line_in_memory_and_on_dask(tmp_path, capsys):
+    distributed = pytest.importorskip("distributed")
+    from fairmedfm_fast import dask as fdask
+
+    rng = np.random.default_rng(5)
+    n = 400
+    frame = pd.DataFrame({"y": rng.integers(0, 2, n).astype(float), "p": rng.random(n),
+                          "sex": rng.choice(["F", "M"], n)})
+    frame.loc[[3, 30], "p"] = np.nan
+    frame.loc[[7], "y"] = np.nan
+    frame["p"] = frame["p"].astype("float64[pyarrow]")
+    frame.loc[[11], "p"] = None  # an Arrow null
+    frame.to_parquet(tmp_path / "t.parquet", index=False)
+    argv = ["score", str(tmp_path / "t.parquet"), "--label", "y", "--score", "p", "--sensitive", "sex"]
+    code, out, err, _ = run_cli(argv, capsys)
+    assert code == 0 and "left out 4 rows with a missing label or score" in err
+    with distributed.LocalCluster(n_workers=1, processes=False, dashboard_address=None) as cluster:
+        args = cli.build_parser().parse_args(argv + ["--engine", "dask"])
+        args.scheduler = cluster.scheduler_address
+        report, notes = fdask.score_command(args)
+    assert "left out 4 rows with a missing label or score" in notes
+    printed = json.loads(out)["sex"]
+    for key, value in report.to_dict()["attributes"]["sex"]["summary"].items():
+        assert printed[key] == pytest.approx(value, rel=1e-9, abs=1e-12), key
