@@ -778,6 +778,51 @@ def dice_scores(pred_masks: Any, true_masks: Any, *, label: Any = None, mask_thr
     return dice_from_counts(counts, empty_score)
 
 
+def mask_notes(counts: np.ndarray, pred_masks: Any, true_masks: Any, label: Any, empty_score: Any,
+               sample: int = 16) -> list[str]:
+    """Warnings about Dice from masks that would otherwise pass unnoticed: a ``label`` found in no
+    mask, pairs whose masks are both empty, and (without ``label``) masks with several labels,
+    looked for in the first ``sample`` pairs."""
+    notes = []
+    n = len(counts)
+    empty = int(np.count_nonzero(counts[:, 0] + counts[:, 1] == 0))
+    if n and label is not None and empty == n:
+        notes.append(f"label={shown(label)} occurs in no mask (predicted or ground truth), so every sample got "
+                     f"empty_score={shown(empty_score)}; check the label (masks saved as images often use 255)")
+    elif empty:
+        notes.append(f"{empty} of {n} samples have an empty predicted and an empty ground-truth mask and got "
+                     f"empty_score={shown(empty_score)}")
+    if label is None:
+        for masks, name in ((true_masks, "true_masks"), (pred_masks, "pred_masks")):
+            found = _several_labels(_Masks(masks, name), min(n, sample))
+            if found:
+                notes.append(f"{found}; without label= every non-zero value is foreground, so these labels were "
+                             "merged into one: pass label= to evaluate one class")
+                break
+    return notes
+
+
+def _several_labels(masks: _Masks, limit: int) -> str | None:
+    """``"true_masks[3] holds the labels [1, 2]"`` for the first of ``limit`` masks with more than one
+    non-zero value (integers, or whole-number floats above 1), else None."""
+    for i in range(limit):
+        mask = masks.load(i)
+        if mask.dtype.kind not in "iuf" or mask.size == 0:
+            continue
+        high = mask.max()
+        if not high > 1 or (mask.dtype.kind == "f" and not float(high).is_integer()):
+            continue
+        if np.any((mask > 0) & (mask < high)):
+            labels = np.unique(mask[mask > 0])
+            return f"{masks.name}[{i}] holds the labels {_preview_values(labels)}"
+    return None
+
+
+def _preview_values(values: np.ndarray, limit: int = 6) -> str:
+    shown_values = ", ".join(shown(v) for v in values[:limit])
+    return f"[{shown_values}{', ...' if len(values) > limit else ''}]"
+
+
 # ---------------------------------------------------------------------------------------------
 # Dice of every label of a pair of label maps
 # ---------------------------------------------------------------------------------------------

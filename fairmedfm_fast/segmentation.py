@@ -147,7 +147,7 @@ class _Assessment:
 
 
 def _scores(dice: Any, pred_masks: Any, true_masks: Any, label: Any, mask_threshold: Any,
-            empty_score: Any) -> tuple[np.ndarray, dict[str, Any]]:
+            empty_score: Any, notes: list[str] | None = None) -> tuple[np.ndarray, dict[str, Any]]:
     if dice is not None:
         values = _inputs.to_numpy(dice, "dice")
         try:
@@ -158,8 +158,11 @@ def _scores(dice: Any, pred_masks: Any, true_masks: Any, label: Any, mask_thresh
     if pred_masks is not None and true_masks is not None:
         from . import _masks
 
-        scores = _masks.dice_scores(pred_masks, true_masks, label=label, mask_threshold=mask_threshold,
-                                    empty_score=empty_score)
+        _masks.check_empty_score(empty_score)
+        counts = _masks.overlap_counts(pred_masks, true_masks, label=label, mask_threshold=mask_threshold)
+        if notes is not None:
+            notes.extend(_masks.mask_notes(counts, pred_masks, true_masks, label, empty_score))
+        scores = _masks.dice_from_counts(counts, empty_score)
         return scores, {"dice_from_masks": True, "empty_score": empty_score, "label": label}
     missing = "true_masks" if pred_masks is not None else "pred_masks" if true_masks is not None else None
     hint = f" ({missing} is missing)" if missing else ""
@@ -269,7 +272,7 @@ def evaluate_segmentation(sensitive_features: Any, *, dice: Any = None, pred_mas
     dice, pred_masks, true_masks, sensitive_features = _inputs.align_by_index(
         {"dice": dice, "pred_masks": pred_masks, "true_masks": true_masks,
          "sensitive_features": sensitive_features}, warnings)
-    scores, metadata = _scores(dice, pred_masks, true_masks, label, mask_threshold, empty_score)
+    scores, metadata = _scores(dice, pred_masks, true_masks, label, mask_threshold, empty_score, warnings)
     finite = _finite(scores, warnings)
     attributes = _inputs.encode_attributes(sensitive_features, len(scores), bins, intersectional)
     kept = scores[finite]
@@ -354,7 +357,7 @@ def _one_number(column: str, dice: Any, sensitive_features: Any, bins: Any, mask
         n = len(pred_masks) if isinstance(pred_masks, (list, tuple)) else len(_Masks(pred_masks, "pred_masks"))
     attribute = _inputs.one_attribute(sensitive_features, n, bins)
     scores, _ = _scores(dice, pred_masks, true_masks, options.get("label"), options.get("mask_threshold", 0.5),
-                        options.get("empty_score", 1.0))
+                        options.get("empty_score", 1.0), notes)
     warnings: list[str] = []
     finite = _finite(scores, warnings)
     if len(scores) != n:

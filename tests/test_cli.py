@@ -84,10 +84,14 @@ def assert_close(fast, oracle, where="result"):
         assert fast == oracle, f"{where}: {fast!r} != {oracle!r}"
 
 
+# Warnings about masks that fairmedfm 0.4.2 does not give (issue 15): not counted against it.
+MASK_NOTES = ("an empty predicted and an empty ground-truth mask", "occurs in no mask", "merged into one")
+
+
 def note_lines(err, prog):
     lines = err.splitlines()
     assert all(line.startswith(f"{prog}: ") for line in lines), err
-    return lines
+    return [line for line in lines if not any(note in line for note in MASK_NOTES)]
 
 
 def compare(argv, capsys):

@@ -208,7 +208,7 @@ def test_attribute_continuous_only_across_partitions(sync):
 
 
 @pytest.mark.parametrize(("change", "options", "message"), [
-    (lambda f: f.assign(p=f["p"].where(f.index != 5)), {}, "score column 'p' contains 1 NaN"),
+    (lambda f: f.assign(p=f["p"].where(f.index != 5)), {}, r"score column 'p' has 1 missing values \(NaN or null\)"),
     (lambda f: f.assign(y=0), {}, "only label 0"),
     (lambda f: f.assign(y=f["y"] + f["site"] // 4), {}, "label column 'y'.*pos_label"),
     (lambda f: f, {"pos_label": 7}, "pos_label=7 does not occur"),

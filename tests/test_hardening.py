@@ -374,3 +374,60 @@ def test_missing_scores_on_the_command_line_in_memory_and_on_dask(tmp_path, caps
     printed = json.loads(out)["sex"]
     for key, value in report.to_dict()["attributes"]["sex"]["summary"].items():
         assert printed[key] == pytest.approx(value, rel=1e-9, abs=1e-12), key
+
+
+# ------------------------------------------------------------------------------------------------
+# 11. segmentation defaults that hide mistakes
+
+
+def _square(value=1, size=8, dtype=np.uint8):
+    mask = np.zeros((size, size), dtype)
+    mask[2:5, 2:5] = value
+    return mask
+
+
+def test_label_in_no_mask_warns():
+    masks = [_square(255) for _ in range(4)]
+    report = fm.evaluate_segmentation(["a", "b"] * 2, pred_masks=masks, true_masks=masks, label=1)
+    assert any("label=1 occurs in no mask" in w and "empty_score=1.0" in w for w in report.warnings)
+    assert not any("label=" in w for w in fm.evaluate_segmentation(["a", "b"] * 2, pred_masks=masks,
+                                                                  true_masks=masks, label=255).warnings)
+    with pytest.warns(UserWarning, match="label=1 occurs in no mask"):
+        fm.dice_gap(sensitive_features=["a", "b"] * 2, pred_masks=masks, true_masks=masks, label=1)
+
+
+def test_pairs_with_both_masks_empty_are_counted():
+    empty = np.zeros((8, 8), np.uint8)
+    preds = [_square(), empty, empty, _square()]
+    trues = [_square(), empty, _square(), empty]
+    report = fm.evaluate_segmentation(["a", "b"] * 2, pred_masks=preds, true_masks=trues)
+    assert [w for w in report.warnings if "empty" in w] == [
+        "1 of 4 samples have an empty predicted and an empty ground-truth mask and got empty_score=1.0"]
+    clean = fm.evaluate_segmentation(["a", "b"] * 2, pred_masks=[_square()] * 4, true_masks=[_square()] * 4)
+    assert not [w for w in clean.warnings if "empty" in w]
+
+
+def test_multi_label_masks_without_label_warn_once():
+    multi = [_square(1) + np.eye(8, dtype=np.uint8) * 2 for _ in range(6)]
+    report = fm.evaluate_segmentation(["a", "b"] * 3, pred_masks=multi, true_masks=multi)
+    merged = [w for w in report.warnings if "merged" in w]
+    assert merged == ["true_masks[0] holds the labels [1, 2, 3]; without label= every non-zero value is "
+                      "foreground, so these labels were merged into one: pass label= to evaluate one class"]
+    assert not [w for w in fm.evaluate_segmentation(["a", "b"] * 3, pred_masks=multi, true_masks=multi,
+                                                     label=2).warnings if "merged" in w]
+    scaled = [_square(255)] * 6  # one label saved as 255, and probabilities: nothing to say
+    probabilities = [_square(1, dtype=np.float32) * 0.9] * 6
+    quiet = fm.evaluate_segmentation(["a", "b"] * 3, pred_masks=probabilities, true_masks=scaled)
+    assert not [w for w in quiet.warnings if "merged" in w or "empty" in w]
+
+
+def test_cli_shape_mismatch_names_both_files(tmp_path, capsys):
+    np.save(tmp_path / "p0.npy", _square())
+    np.save(tmp_path / "t0.npy", _square())
+    np.save(tmp_path / "p1.npy", _square(size=8))
+    np.save(tmp_path / "t1.npy", _square(size=9))
+    pd.DataFrame({"pred_mask": ["p0.npy", "p1.npy"], "gt_mask": ["t0.npy", "t1.npy"],
+                  "sex": ["F", "M"]}).to_csv(tmp_path / "m.csv", index=False)
+    code, out, err, _ = run_cli(["score", tmp_path / "m.csv"], capsys)
+    assert code == 2 and out == "" and len(err.splitlines()) == 1
+    assert "p1.npy" in err and "t1.npy" in err and "(8, 8)" in err and "(9, 9)" in err, err
