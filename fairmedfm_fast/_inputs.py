@@ -5,6 +5,7 @@ Python loop touches individual samples. Validation happens here, so kernels can 
 """
 from __future__ import annotations
 
+import datetime
 import itertools
 import math
 from collections import Counter
@@ -485,7 +486,9 @@ def _encode_values(values: Column, max_distinct: int | None = None) -> tuple[np.
     made, so a continuous column fails fast). Names come from the distinct values as Python objects,
     exactly as ``pandas.Series.map`` would hand them over.
     """
-    if isinstance(values, np.ndarray) and values.dtype.kind in "mM":
+    if isinstance(values, np.ndarray) and (values.dtype.kind in "mM" or (
+            values.dtype.kind == "O" and len(values)
+            and isinstance(values[0], (datetime.datetime, datetime.timedelta, np.datetime64, np.timedelta64)))):
         # Dates and durations are named as pandas names them ('2020-01-01 00:00:00', '517 days
         # 00:00:00'), whatever NumPy unit they come in; factorizing the raw array would give integers.
         values = pd.Series(values, copy=False)
