@@ -848,6 +848,7 @@ def _run(args) -> int:
             if args.plot:
                 _write_plot(report, args.plot, args.plot_kind)
             if args.html:
+                report._notes = list(notes)  # the page shows them before the warnings
                 _write_file(args.html, "--html", lambda path: report.to_html(path))
     except _OutputError as exc:
         return _error(str(exc))

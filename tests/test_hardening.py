@@ -431,3 +431,78 @@ def test_cli_shape_mismatch_names_both_files(tmp_path, capsys):
     code, out, err, _ = run_cli(["score", tmp_path / "m.csv"], capsys)
     assert code == 2 and out == "" and len(err.splitlines()) == 1
     assert "p1.npy" in err and "t1.npy" in err and "(8, 8)" in err and "(9, 9)" in err, err
+
+
+# ------------------------------------------------------------------------------------------------
+# 12. figures with many groups (30 sites)
+
+
+@pytest.fixture(scope="module")
+def thirty_sites():
+    pytest.importorskip("matplotlib")
+    rng = np.random.default_rng(30)
+    n = 3000
+    site = rng.integers(0, 30, n)
+    y = rng.integers(0, 2, n)
+    y[site == 29] = 0  # one site with a single label: skipped
+    p = np.clip(0.35 * y + 0.65 * rng.random(n) + 0.01 * (site % 7), 0, 1)
+    names = np.array([f"hospital_{i:02d}" for i in range(30)])
+    return fm.evaluate(y, p, {"site": names[site]}), names
+
+
+def _drawn(figure):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = FigureCanvasAgg(figure)
+    canvas.draw()
+    return canvas.get_renderer()
+
+
+def _extent(artist, renderer):
+    return artist.get_window_extent(renderer)
+
+
+def test_many_groups_roc_legend_outside_distinct_styles_and_skipped_marked(thirty_sites):
+    report, names = thirty_sites
+    figure = report.plot("roc")
+    renderer = _drawn(figure)
+    (ax,) = figure.get_axes()
+    legend = ax.get_legend()
+    assert _extent(legend, renderer).x0 >= _extent(ax, renderer).x1  # beside the axes, not over the curves
+    assert _extent(ax, renderer).width >= 2 * figure.dpi  # and the axes keep their size
+    lines = [line for line in ax.get_lines() if (line.get_gid() or "").startswith("roc:")]
+    assert len(lines) == 29
+    styles = {(tuple(np.round(__import__("matplotlib").colors.to_rgba(line.get_color()), 4)), line.get_marker())
+              for line in lines}
+    assert len(styles) == 29  # no two groups look the same
+    assert len({line.get_color() for line in lines[:20]}) == 20  # 20 colours before any repeats
+    assert "skipped (one label): hospital_29" in ax.get_title()
+
+
+def test_many_groups_bars_auc_dots_and_readable_ticks(thirty_sites):
+    report, names = thirty_sites
+    figure = report.plot("bars")
+    renderer = _drawn(figure)
+    axes = figure.get_axes()
+    auc = axes[0]
+    assert auc.get_title() == "auc" and not [c for c in auc.containers if hasattr(c, "patches")]
+    values = report.by_group.loc["site", "auc"].dropna()
+    low, high = auc.get_ylim()
+    assert low > 0.3 and low <= values.min() and high >= values.max()  # zoomed, not from 0
+    assert "skipped (one label): hospital_29" in auc.get_xlabel()
+    for ax in axes:
+        boxes = [_extent(label, renderer) for label in ax.get_xticklabels() if label.get_text()]
+        assert len(boxes) == 29
+        for left, right in zip(boxes, boxes[1:]):
+            assert left.x1 <= right.x0 + 0.5, (ax.get_title(), left, right)  # no overlap
+
+
+def test_html_page_holds_the_command_line_notes(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    frame = pd.DataFrame({"prob": P, "label": Y, "sex": np.array(["F", "M", "X"])[G]})
+    frame.loc[4, "prob"] = np.nan
+    frame.to_csv(tmp_path / "p.csv", index=False)
+    code, _, err, _ = run_cli(["score", tmp_path / "p.csv", "--html", tmp_path / "r.html"], capsys)
+    assert code == 0, err
+    page = (tmp_path / "r.html").read_text()
+    assert "<h2>Notes</h2>" in page and "left out 1 rows with a missing label or score" in page
