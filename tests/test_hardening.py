@@ -270,7 +270,8 @@ def _bad_mask_files(folder):
 def test_unreadable_mask_files_name_sample_path_and_reason(tmp_path, monkeypatch, n_jobs):
     pytest.importorskip("nibabel")
     pytest.importorskip("PIL")
-    from fairmedfm_fast._masks import MaskFileError
+    MaskFileError = fm.MaskFileError
+    assert "MaskFileError" in fm.__all__
 
     monkeypatch.setenv("FAIRMEDFM_FAST_N_JOBS", str(n_jobs))
     good, files = _bad_mask_files(tmp_path)
