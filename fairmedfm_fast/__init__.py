@@ -78,6 +78,10 @@ if TYPE_CHECKING:
     from .report import FairnessReport
 
 
+# An unreadable mask file (a ValueError naming the sample, the path and the reader's reason).
+_WHERE["MaskFileError"] = "_masks"
+__all__.append("MaskFileError")
+
 _SUBMODULES = ("metrics", "evaluation", "group_metrics", "report", "segmentation", "dask")
 
 

@@ -5,8 +5,10 @@ Python loop touches individual samples. Validation happens here, so kernels can 
 """
 from __future__ import annotations
 
+import datetime
 import itertools
 import math
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -15,6 +17,9 @@ import numpy as np
 import pandas as pd
 
 Bins = Mapping[str, int | Sequence[float]]
+#: What the API says about missing labels and scores (the command line leaves such rows out).
+MISSING_RULE = ("drop those samples or fill them in (the command line leaves such rows out with a note, as "
+                "fairmedfm score does)")
 #: A numeric attribute with more distinct values than this looks continuous and must be binned.
 MAX_NUMERIC_GROUPS = 20
 
@@ -63,7 +68,7 @@ def to_numpy(values: Any, name: str) -> np.ndarray:
                              "array or a pandas Series with one value per sample") from None
     array = np.asarray(array)
     if array.ndim == 0:
-        raise ValueError(f"{name} must hold one value per sample, got the scalar {array.item()!r}")
+        raise ValueError(f"{name} must hold one value per sample, got the scalar {shown(array.item())}")
     return array
 
 
@@ -75,6 +80,19 @@ def _arrow_to_numpy(values: Any) -> np.ndarray:
     if pa.types.is_dictionary(values.type):
         values = values.dictionary_decode()
     return values.to_numpy(zero_copy_only=False)
+
+
+def shown(value: Any) -> str:
+    """``value`` as users write it: NumPy scalars and arrays as Python values (``1``, not ``np.int64(1)``)."""
+    if isinstance(value, np.ndarray):
+        value = value.tolist()
+    elif isinstance(value, np.generic):
+        value = value.item()
+    elif isinstance(value, (list, tuple)):
+        value = type(value)(_plain(item) for item in value)
+    elif isinstance(value, Mapping):
+        value = {_plain(key): _plain(item) for key, item in value.items()}
+    return repr(value)
 
 
 def _preview(values: Any, limit: int = 6) -> str:
@@ -90,6 +108,34 @@ def _length(values: Any) -> int:
     if hasattr(values, "shape") and len(values.shape) > 0:
         return int(values.shape[0])
     return len(values)
+
+
+def memory_bytes() -> int:
+    """This machine's physical memory in bytes (1 TiB when the system does not say)."""
+    import os
+
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+    except (AttributeError, ValueError, OSError):
+        return 1 << 40
+
+
+def _size(n_bytes: float) -> str:
+    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB"):
+        if n_bytes < 1024 or unit == "TiB":
+            return f"{n_bytes:.3g} {unit}"
+        n_bytes /= 1024
+    return ""
+
+
+def check_memory(name: str, count: int, bytes_each: int, what: str, example: str) -> None:
+    """A ValueError naming the argument ``name`` when ``count`` times ``bytes_each`` bytes (the work
+    it asks for, ``what``) would not fit in this machine's memory; checked before anything is allocated."""
+    need = int(count) * int(bytes_each)  # Python integers: no overflow for 10**30
+    total = memory_bytes()
+    if need > total:
+        raise ValueError(f"{name}={shown(count)} would need {_size(need)} of memory for {what} ({_size(bytes_each)} "
+                         f"each), more than this machine's {_size(total)}; use fewer, e.g. {example}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -184,7 +230,7 @@ def binary_labels(y_true: Any, pos_label: Any = None) -> tuple[np.ndarray, dict[
     if pos_label is not None:
         is_positive = np.asarray(labels == pos_label)
         if is_positive.shape != labels.shape or not is_positive.any():
-            raise ValueError(f"pos_label={pos_label!r} does not occur in y_true, whose values include "
+            raise ValueError(f"pos_label={shown(pos_label)} does not occur in y_true, whose values include "
                              f"{_preview(pd.unique(labels))}; pass one of those")
         info["pos_label"] = _plain(pos_label)
         if len(pd.unique(labels)) > 2:
@@ -198,9 +244,14 @@ def binary_labels(y_true: Any, pos_label: Any = None) -> tuple[np.ndarray, dict[
     if kind == "f" and bool(np.all((labels == 0) | (labels == 1))):
         return labels.astype(np.uint8), info
     if kind == "f" and np.isnan(labels).any():
-        raise ValueError(f"y_true contains {int(np.isnan(labels).sum())} NaN values; drop those samples "
-                         "or fill in their labels")
+        where = np.flatnonzero(np.isnan(labels))
+        raise ValueError(f"y_true has {len(where)} missing values (NaN or null) at samples {_preview(where)}; "
+                         f"{MISSING_RULE}")
     values = pd.unique(labels)
+    try:
+        values = np.sort(values)
+    except TypeError:  # mixed types: as they come
+        pass
     raise ValueError(f"y_true has values {_preview(values)}, not only 0/1 or booleans; pass pos_label= "
                      "to name the positive class (every other value counts as negative)")
 
@@ -255,7 +306,8 @@ def positive_scores(y_score: Any, score_type: str = "auto", score_column: int | 
     nan = np.isnan(scores)
     if nan.any():
         where = np.flatnonzero(nan.reshape(len(scores), -1).any(axis=1))
-        raise ValueError(f"y_score contains NaN (samples {_preview(where)}); drop or fix those samples")
+        raise ValueError(f"y_score has {len(where)} missing values (NaN or null) at samples {_preview(where)}; "
+                         f"{MISSING_RULE}")
     info: dict[str, Any] = {}
     if scores.ndim == 1:
         probability = _in_unit_interval(scores)
@@ -268,8 +320,15 @@ def positive_scores(y_score: Any, score_type: str = "auto", score_column: int | 
         return scores, info
     scores = scores.astype(np.float64, copy=False)
     n_classes = scores.shape[1]
+    valid = f"the valid columns of y_score (shape {scores.shape}) are {list(range(n_classes))}"
     if score_column is not None:
-        column = int(score_column)
+        try:  # fairmedfm takes int(score_column): 1, 1.0 and "1" work there
+            column = int(score_column)
+        except (TypeError, ValueError):
+            column = None
+        if column is None or isinstance(score_column, (bool, np.bool_)) or column != float(score_column):
+            raise ValueError(f"score_column={shown(score_column)} is not a column position; {valid}: pass the "
+                             "position (from 0) of the positive class")
     elif n_classes == 2:
         column = 1
     elif isinstance(pos_label, (int, np.integer)) and not isinstance(pos_label, bool):
@@ -278,8 +337,7 @@ def positive_scores(y_score: Any, score_type: str = "auto", score_column: int | 
         raise ValueError(f"y_score has {n_classes} columns; pass score_column= (the column of the "
                          "positive class) or an integer pos_label")
     if not 0 <= column < n_classes:
-        raise ValueError(f"score_column={column} is out of range for y_score with {n_classes} columns "
-                         f"(0 to {n_classes - 1})")
+        raise ValueError(f"score_column={column} is out of range; {valid}")
     rows_sum_to_one = _in_unit_interval(scores) and np.allclose(scores.sum(axis=1), 1, atol=1e-3)
     if score_type == "logit" or (score_type == "auto" and not rows_sum_to_one):
         shifted = np.exp(scores - scores.max(axis=1, keepdims=True))
@@ -428,6 +486,12 @@ def _encode_values(values: Column, max_distinct: int | None = None) -> tuple[np.
     made, so a continuous column fails fast). Names come from the distinct values as Python objects,
     exactly as ``pandas.Series.map`` would hand them over.
     """
+    if isinstance(values, np.ndarray) and (values.dtype.kind in "mM" or (
+            values.dtype.kind == "O" and len(values)
+            and isinstance(values[0], (datetime.datetime, datetime.timedelta, np.datetime64, np.timedelta64)))):
+        # Dates and durations are named as pandas names them ('2020-01-01 00:00:00', '517 days
+        # 00:00:00'), whatever NumPy unit they come in; factorizing the raw array would give integers.
+        values = pd.Series(values, copy=False)
     # Category order is the report order, except when the column has a missing value: fairmedfm
     # 0.4.2 then names the groups through Series.map, which drops the categorical dtype, so they
     # are sorted like any other values. We follow it (see the README).
@@ -507,29 +571,30 @@ def _binned(values: pd.Series, spec: Any, column: str) -> tuple[np.ndarray, list
     numeric = numeric.to_numpy(dtype=np.float64, na_value=np.nan)
     if isinstance(spec, (int, np.integer)):
         if spec < 2:
-            raise ValueError(f"bins[{column!r}]={spec!r}: a number of quantile groups must be at least 2")
+            raise ValueError(f"bins[{column!r}]={shown(spec)}: a number of quantile groups must be at least 2")
+        check_memory(f"bins[{column!r}]", spec, 24, "the quantile cut points", f"bins={{{column!r}: 4}}")
         present = numeric[~np.isnan(numeric)]
         if present.size == 0:
             raise ValueError(f"bins[{column!r}]: attribute {column!r} has no values to take quantiles of")
         cut_points = np.unique(np.quantile(present, np.linspace(0, 1, int(spec) + 1)[1:-1]))
     else:
         if isinstance(spec, (str, bytes)) or not isinstance(spec, (Sequence, np.ndarray)):
-            raise ValueError(f"bins[{column!r}]={spec!r}: give cut points such as [40, 60] or a number of "
+            raise ValueError(f"bins[{column!r}]={shown(spec)}: give cut points such as [40, 60] or a number of "
                              "quantile groups such as 4")
         cut_points = spec
     try:
         edges = sorted(float(edge) for edge in cut_points)
     except (TypeError, ValueError):
-        raise ValueError(f"bins[{column!r}]={spec!r}: cut points must be numbers, e.g. [40, 60]") from None
+        raise ValueError(f"bins[{column!r}]={shown(spec)}: cut points must be numbers, e.g. [40, 60]") from None
     if not edges:
         raise ValueError(f"bins[{column!r}] is empty: give at least one cut point, e.g. [40, 60]")
     if any(math.isnan(edge) for edge in edges) or len(set(edges)) < len(edges):
-        raise ValueError(f"bins[{column!r}]={spec!r}: cut points must be distinct numbers")
+        raise ValueError(f"bins[{column!r}]={shown(spec)}: cut points must be distinct numbers")
     labels = ([f"<{_bin_edges_label(edges[0])}"]
               + [f"{_bin_edges_label(a)}-{_bin_edges_label(b)}" for a, b in itertools.pairwise(edges)]
               + [f">={_bin_edges_label(edges[-1])}"])
     if len(set(labels)) < len(labels):
-        raise ValueError(f"bins[{column!r}]={spec!r}: cut points too close to name the groups apart "
+        raise ValueError(f"bins[{column!r}]={shown(spec)}: cut points too close to name the groups apart "
                          f"({labels}); use fewer or rounder cut points")
     # Intervals [a, b): the group is the number of cut points <= value; +inf and NaN are missing.
     codes = np.searchsorted(np.asarray(edges), numeric, side="right").astype(np.intp)
@@ -538,6 +603,20 @@ def _binned(values: pd.Series, spec: Any, column: str) -> tuple[np.ndarray, list
     compact = np.cumsum(present) - 1
     lookup = np.append(np.where(present, compact, -1), -1).astype(np.intp)
     return lookup[codes], [label for label, here in zip(labels, present) if here]
+
+
+def intersection_names(combinations: list[tuple[str, ...]], attributes: list[str]) -> list[str]:
+    """Names of intersectional groups ("F & >=60"), distinct: when values that contain " & "
+    themselves make two combinations read the same ("x & y" with "z", and "x" with "y & z"),
+    such values are put in parentheses."""
+    joined = [" & ".join(parts) for parts in combinations]
+    if len(set(joined)) < len(joined):
+        joined = [" & ".join(f"({part})" if " & " in part else part for part in parts) for parts in combinations]
+        repeated = sorted(name for name, count in Counter(joined).items() if count > 1)
+        if repeated:  # a guard: parentheses have told every case tried apart
+            raise ValueError(f"intersectional groups of {attributes} would share the names {repeated}; rename "
+                             "the attribute values so that they do not contain ' & '")
+    return joined
 
 
 def _combine(attributes: list[Attribute]) -> Attribute:
@@ -559,8 +638,8 @@ def _combine(attributes: list[Attribute]) -> Attribute:
             codes = np.full(len(combined), -1, np.intp)
             codes[valid] = inverse
         names = [names[cell // width] + (attribute.groups[cell % width],) for cell in present]
-    return Attribute(" & ".join(a.name for a in attributes), codes.astype(np.intp, copy=False),
-                     [" & ".join(parts) for parts in names])
+    joined = intersection_names(names, [a.name for a in attributes])
+    return Attribute(" & ".join(a.name for a in attributes), codes.astype(np.intp, copy=False), joined)
 
 
 def encode_attributes(sensitive_features: Any, n_samples: int, bins: Bins | None = None,
@@ -579,6 +658,7 @@ def encode_attributes(sensitive_features: Any, n_samples: int, bins: Bins | None
     columns = _columns(sensitive_features)
     if not columns:
         raise ValueError("sensitive_features has no attributes: pass at least one column of group values")
+    _require_distinct([name for name, _ in columns], "sensitive_features has several attributes named")
     for name, values in columns:
         if len(values) != n_samples:
             raise ValueError(f"sensitive_features: attribute {name!r} has {len(values)} values but there are "
@@ -606,8 +686,15 @@ def encode_attributes(sensitive_features: Any, n_samples: int, bins: Bins | None
             codes, groups = encoded
         attributes.append(Attribute(name, codes, groups))
     if intersectional and len(attributes) > 1:
-        attributes.append(_combine(attributes))
+        attributes.append(_combine(attributes))  # its name is longer than any other: no clash
     return attributes
+
+
+def _require_distinct(names: list[str], problem: str) -> None:
+    repeated = sorted(name for name, count in Counter(names).items() if count > 1)
+    if repeated:
+        raise ValueError(f"{problem} {', '.join(map(repr, repeated))}; every attribute needs its own name in the "
+                         "report: rename the columns (e.g. DataFrame.rename or a dict with distinct keys)")
 
 
 def one_attribute(sensitive_features: Any, n_samples: int, bins: Bins | None = None) -> Attribute:

@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from ._inputs import to_numpy
+from ._inputs import shown, to_numpy
 from ._progress import Progress
 from ._threads import executor, resolve_n_jobs
 
@@ -57,16 +57,42 @@ def _optional(module: str, purpose: str):
                           'pip install "fairmedfm_fast[io]"') from None
 
 
+class MaskFileError(ValueError):
+    """A mask file that exists but cannot be read as a mask (corrupt, truncated, empty, not numbers)."""
+
+
+class ShapeMismatch(ValueError):
+    """The two masks of a sample have different shapes."""
+
+
 def read_mask_file(path: str | os.PathLike, where: str = "mask") -> np.ndarray:
     """The array in a mask file, squeezed; ``.npy`` files are memory-mapped (read-only).
 
     ``.npz``: the first array. Images (Pillow): the first channel of colour images. NIfTI
-    (nibabel): the data with the header's scaling applied. ``where`` names the sample in errors.
+    (nibabel): the data with the header's scaling applied. ``where`` names the sample in errors:
+    FileNotFoundError for a missing file (as fairmedfm), :class:`MaskFileError` with the reader's
+    reason for a file that cannot be read as a mask.
     """
     path = Path(path)
-    name = path.name.lower()
     if not path.exists():
         raise FileNotFoundError(f"{where}: mask file not found: {path}")
+    if path.is_dir():
+        raise MaskFileError(f"{where}: {path} is a folder, not a mask file")
+    try:
+        array = _read_array(path, where)
+    except (ImportError, MemoryError, MaskFileError):
+        raise
+    except Exception as error:  # noqa: BLE001 - whatever the reader says about this file
+        reason = " ".join(str(error).split()) or "no details"
+        raise MaskFileError(f"{where}: cannot read the mask file {path} ({type(error).__name__}: {reason}); "
+                            "check that the file is complete and was written as a mask") from None
+    if array.dtype.kind not in "biuf":
+        raise MaskFileError(f"{where}: the mask file {path} holds {array.dtype} values, not numbers")
+    return array
+
+
+def _read_array(path: Path, where: str) -> np.ndarray:
+    name = path.name.lower()
     if name.endswith(".npy"):
         try:
             array = np.load(path, mmap_mode="r")
@@ -76,7 +102,7 @@ def read_mask_file(path: str | os.PathLike, where: str = "mask") -> np.ndarray:
     if name.endswith(".npz"):
         with np.load(path) as data:
             if not data.files:
-                raise ValueError(f"{where}: {path} holds no arrays; save the mask with numpy.savez")
+                raise MaskFileError(f"{where}: {path} holds no arrays; save the mask with numpy.savez")
             return np.squeeze(data[data.files[0]])
     if name.endswith((".nii", ".nii.gz")):
         nibabel = _optional("nibabel", "NIfTI masks")
@@ -89,7 +115,7 @@ def read_mask_file(path: str | os.PathLike, where: str = "mask") -> np.ndarray:
         with image.open(path) as opened:
             array = np.asarray(opened)
         return array if array.ndim == 2 else array[..., 0]
-    raise ValueError(f"{where}: unsupported mask file {path}; use .npy, .npz, .png, .jpg, .jpeg, .bmp, .gif, "
+    raise MaskFileError(f"{where}: unsupported mask file {path}; use .npy, .npz, .png, .jpg, .jpeg, .bmp, .gif, "
                      ".tif, .tiff, .nii or .nii.gz")
 
 
@@ -308,7 +334,7 @@ def foreground_rule(array_dtype: np.dtype, kernel_dtype: np.dtype, label: Any, t
     if not prediction:
         return Rule("interval", smallest_positive, kernel_dtype.type(np.inf))
     if not isinstance(threshold, _REAL_TYPES):
-        raise ValueError(f"mask_threshold={threshold!r} must be a number: probability masks are foreground "
+        raise ValueError(f"mask_threshold={shown(threshold)} must be a number: probability masks are foreground "
                          "where they are >= mask_threshold")
     number = _compared_as_float(array_dtype, threshold)
     if number is None:
@@ -510,7 +536,7 @@ class _Pair:
 
 def _check_shapes(i: int, pred: np.ndarray, true: np.ndarray) -> None:
     if pred.shape != true.shape:
-        raise ValueError(f"sample {i}: the predicted mask has shape {pred.shape} but the ground-truth mask has "
+        raise ShapeMismatch(f"sample {i}: the predicted mask has shape {pred.shape} but the ground-truth mask has "
                          f"shape {true.shape}; each pair of masks must have the same shape (after dropping "
                          "axes of length 1)")
 
@@ -617,7 +643,11 @@ def overlap_counts(pred_masks: Any, true_masks: Any, *, label: Any = None, mask_
     cache: dict = {}
 
     def prepare(i: int) -> _Pair:
-        return prepare_pair(i, preds.load(i), trues.load(i), label, mask_threshold, cache)
+        try:
+            return prepare_pair(i, preds.load(i), trues.load(i), label, mask_threshold, cache)
+        except ShapeMismatch as error:
+            files = [f"{m.name}[{i}] = {m.items[i]}" for m in (preds, trues) if m.items is not None and _is_path(m.items[i])]
+            raise ShapeMismatch(f"{error} ({'; '.join(files)})" if files else str(error)) from None
 
     from_files = preds.has_paths() or trues.has_paths()
     if not from_files or n < n_jobs:
@@ -700,7 +730,7 @@ def dice_from_counts(counts: np.ndarray, empty_score: Any) -> np.ndarray:
 
 def check_empty_score(empty_score: Any) -> None:
     if not isinstance(empty_score, _REAL_TYPES):
-        raise ValueError(f"empty_score={empty_score!r} must be a number: the Dice given to a sample whose "
+        raise ValueError(f"empty_score={shown(empty_score)} must be a number: the Dice given to a sample whose "
                          "predicted and ground-truth masks are both empty (1.0 or 0.0)")
 
 
@@ -744,6 +774,49 @@ def nifti_spacing(path: Any) -> tuple[float, ...] | None:
         return None
     header = _optional("nibabel", "NIfTI masks").load(str(path)).header
     return tuple(float(z) for size, z in zip(header.get_data_shape(), header.get_zooms()) if size != 1)
+def mask_notes(counts: np.ndarray, pred_masks: Any, true_masks: Any, label: Any, empty_score: Any,
+               sample: int = 16) -> list[str]:
+    """Warnings about Dice from masks that would otherwise pass unnoticed: a ``label`` found in no
+    mask, pairs whose masks are both empty, and (without ``label``) masks with several labels,
+    looked for in the first ``sample`` pairs."""
+    notes = []
+    n = len(counts)
+    empty = int(np.count_nonzero(counts[:, 0] + counts[:, 1] == 0))
+    if n and label is not None and empty == n:
+        notes.append(f"label={shown(label)} occurs in no mask (predicted or ground truth), so every sample got "
+                     f"empty_score={shown(empty_score)}; check the label (masks saved as images often use 255)")
+    elif empty:
+        notes.append(f"{empty} of {n} samples have an empty predicted and an empty ground-truth mask and got "
+                     f"empty_score={shown(empty_score)}")
+    if label is None:
+        for masks, name in ((true_masks, "true_masks"), (pred_masks, "pred_masks")):
+            found = _several_labels(_Masks(masks, name), min(n, sample))
+            if found:
+                notes.append(f"{found}; without label= every non-zero value is foreground, so these labels were "
+                             "merged into one: pass label= to evaluate one class")
+                break
+    return notes
+
+
+def _several_labels(masks: _Masks, limit: int) -> str | None:
+    """``"true_masks[3] holds the labels [1, 2]"`` for the first of ``limit`` masks with more than one
+    non-zero value (integers, or whole-number floats above 1), else None."""
+    for i in range(limit):
+        mask = masks.load(i)
+        if mask.dtype.kind not in "iuf" or mask.size == 0:
+            continue
+        high = mask.max()
+        if not high > 1 or (mask.dtype.kind == "f" and not float(high).is_integer()):
+            continue
+        if np.any((mask > 0) & (mask < high)):
+            labels = np.unique(mask[mask > 0])
+            return f"{masks.name}[{i}] holds the labels {_preview_values(labels)}"
+    return None
+
+
+def _preview_values(values: np.ndarray, limit: int = 6) -> str:
+    shown_values = ", ".join(shown(v) for v in values[:limit])
+    return f"[{shown_values}{', ...' if len(values) > limit else ''}]"
 
 
 # ---------------------------------------------------------------------------------------------

@@ -31,6 +31,8 @@ from . import _engine
 KINDS = ("roc", "reliability", "bars", "dice")
 CLASSIFICATION_BARS = ("auc", "acc@best_f1", "bce", "ece", "tpr@best_f1", "tnr@best_f1")
 SEGMENTATION_BARS = ("mean_dice",)
+#: Drawn as dots around the all-samples value on a zoomed axis rather than as bars from 0.
+DOT_METRICS = ("auc",)
 INSTALL = 'pip install "fairmedfm_fast[plot]"'
 _COLUMNS = 3  # axes per row in the per-attribute figures
 MAX_POINTS = 5000  # ROC points drawn per group, at most about
@@ -216,6 +218,44 @@ def _text(name: Any) -> str:
     return " " + text if text.startswith("_") else text
 
 
+_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">")
+#: Above this many groups the legend goes outside the axes.
+LEGEND_INSIDE_MAX = 6
+
+
+def group_style(i: int) -> dict[str, Any]:
+    """Colour and marker of the ``i``-th group: 20 colours (tab20, dark shades first) and 10 markers,
+    a distinct pair for each of the first 200 groups."""
+    from matplotlib import colormaps
+
+    colours = colormaps["tab20"].colors
+    return {"color": colours[(2 * i) % 20 + (i // 10) % 2], "marker": _MARKERS[(i + i // 20) % len(_MARKERS)]}
+
+
+def _legend(ax, n_entries: int, loc: str) -> None:
+    if n_entries <= LEGEND_INSIDE_MAX:
+        ax.legend(loc=loc, fontsize=7)
+    else:  # many groups: beside the axes, in columns of at most 20
+        ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0, fontsize=6,
+                  ncols=math.ceil(n_entries / 20))
+
+
+def _skipped_note(skipped: list[str]) -> str:
+    """The groups left out of a panel (one label only), named; "" when none."""
+    if not skipped:
+        return ""
+    return "skipped (one label): " + ", ".join(_text(name) for name in skipped[:8]) + (
+        ", ..." if len(skipped) > 8 else "")
+
+
+def _skipped_groups(report, attribute: str) -> list[str]:
+    table = report.by_group
+    if "skipped" not in table.columns or attribute not in table.index.get_level_values(0):
+        return []
+    rows = table.loc[attribute]
+    return [str(g) for g in rows.index[rows["skipped"].notna().to_numpy()]]
+
+
 def _empty(ax, text: str) -> None:
     ax.text(0.5, 0.5, text, ha="center", va="center", transform=ax.transAxes, fontsize=9, wrap=True)
 
@@ -231,20 +271,25 @@ def _curve_figure(report, attributes, prefix: str, draw, axis_labels: tuple[str,
                   legend_loc: str, title: str):
     """One axes per attribute: a curve per group with both labels, then a dashed one for all."""
     curves = classification_curves(report, attributes)
-    figure, axes = _grid(len(curves))
+    most = max([len(entry.groups) + 1 for entry in curves], default=0)
+    if most > LEGEND_INSIDE_MAX:  # legends beside the axes: room for them
+        figure, axes = _grid(len(curves), width=4.2 + 3.0 * math.ceil(most / 20), columns=2)
+    else:
+        figure, axes = _grid(len(curves))
     for ax, entry in zip(axes, curves):
         _diagonal(ax)
-        for curve in [*entry.groups, *([entry.overall] if entry.overall is not None else [])]:
+        for i, curve in enumerate([*entry.groups, *([entry.overall] if entry.overall is not None else [])]):
             if curve is entry.overall:
                 draw(ax, curve, {"linewidth": 1.0, "linestyle": "--", "color": "0.25",
                                  "gid": f"{prefix}-all:{curve.name}"})
             else:
-                draw(ax, curve, {"linewidth": 1.5, "gid": f"{prefix}:{curve.name}"})
+                draw(ax, curve, {"linewidth": 1.5, "gid": f"{prefix}:{curve.name}", **group_style(i)})
         ax.set_xlabel(axis_labels[0])
         ax.set_ylabel(axis_labels[1])
-        ax.set_title("\n".join(filter(None, (_text(entry.attribute), subtitle(entry)))), fontsize=10)
+        skipped = _skipped_note(_skipped_groups(report, entry.attribute))
+        ax.set_title("\n".join(filter(None, (_text(entry.attribute), subtitle(entry), skipped))), fontsize=10)
         if entry.groups:
-            ax.legend(loc=legend_loc, fontsize=7)
+            _legend(ax, len(entry.groups) + (entry.overall is not None), legend_loc)
         else:
             _empty(ax, "no group has both labels")
     figure.suptitle(title)
@@ -252,6 +297,7 @@ def _curve_figure(report, attributes, prefix: str, draw, axis_labels: tuple[str,
 
 
 def _draw_roc(ax, curve: GroupCurves, style: dict) -> None:
+    style = {**style, "markevery": 0.2, "markersize": 4} if "marker" in style else style
     line, = ax.plot(curve.fpr, curve.tpr, label=f"{_text(curve.name)} (n={curve.n}, AUC {curve.auc:.3f})", **style)
     if not math.isnan(curve.operating_point[0]):
         ax.plot(*curve.operating_point, marker="o", markersize=5, linestyle="none", color=line.get_color(),
@@ -259,8 +305,8 @@ def _draw_roc(ax, curve: GroupCurves, style: dict) -> None:
 
 
 def _draw_reliability(ax, curve: GroupCurves, style: dict) -> None:
-    ax.plot(curve.bin_score, curve.bin_positive, marker="o", markersize=3.5,
-            label=f"{_text(curve.name)} (ECE {curve.ece:.3f})", **style)
+    ax.plot(curve.bin_score, curve.bin_positive, markersize=3.5,
+            label=f"{_text(curve.name)} (ECE {curve.ece:.3f})", **{"marker": "o", **style})
 
 
 def plot_roc(report, attributes=None):
@@ -304,7 +350,11 @@ def plot_bars(report, attributes=None):
         names = _select_names(names, attributes)
     Figure = _figure_class()
     rows, columns = max(1, len(names)), max(1, len(metrics))
-    figure = Figure(figsize=(2.6 * columns + 0.8, 2.5 * rows + 0.6), layout="constrained")
+    most = max([len(report.by_group.loc[name]) for name in names if name in report.by_group.index.get_level_values(0)],
+               default=1)
+    width = max(2.6, 0.18 * most + 0.8)  # room for every group's tick label
+    figure = Figure(figsize=(width * columns + 0.8, 2.5 * rows + 0.6 + (0.5 if most > 8 else 0)),
+                    layout="constrained")
     axes = figure.subplots(rows, columns, squeeze=False)
     has_skipped = "skipped" in report.by_group.columns
     has_interval = False
@@ -329,19 +379,36 @@ def plot_bars(report, attributes=None):
                 _empty(ax, "no evaluable group")
             else:
                 x = np.arange(len(groups))
-                bars = ax.bar(x, values, color=[f"C{i % 10}" for i in range(len(groups))], gid=f"bars:{metric}")
-                bars.set_label("_bars")
+                styles = [group_style(i) for i in range(len(groups))]
+                reference = overall.get(metric, math.nan) if overall is not None else math.nan
+                if metric in DOT_METRICS:  # gaps of values near 1 vanish on bars from 0: dots around all samples
+                    base = reference if math.isfinite(reference) else float(np.mean(values))
+                    ax.vlines(x, base, values, colors=[st["color"] for st in styles], linewidth=1.0,
+                              gid=f"stems:{metric}")
+                    for i, st in enumerate(styles):
+                        ax.plot(x[i], values[i], linestyle="none", markersize=6, gid=f"dot:{metric}:{groups[i]}",
+                                **st)
+                else:
+                    bars = ax.bar(x, values, color=[st["color"] for st in styles], gid=f"bars:{metric}")
+                    bars.set_label("_bars")
                 interval = _interval(report, name, list(table.index[valid.to_numpy()]), metric)
                 if interval is not None:  # drawn as lines: a percentile interval need not hold the estimate
                     has_interval = True
                     ax.vlines(x, *interval, colors="black", linewidth=1.2, gid=f"interval:{metric}")
                     for ends in interval:
                         ax.hlines(ends, x - 0.12, x + 0.12, colors="black", linewidth=1.2)
-                ax.set_xticks(np.arange(len(groups)), [_text(g) for g in groups], rotation=30 if len(groups) > 3 else 0,
-                              ha="right" if len(groups) > 3 else "center", fontsize=8)
+                many = len(groups) > 8
+                ax.set_xticks(np.arange(len(groups)), [_text(g) for g in groups],
+                              rotation=90 if many else 30 if len(groups) > 3 else 0,
+                              ha="center" if many or len(groups) <= 3 else "right", fontsize=6 if many else 8)
+                if metric in DOT_METRICS:
+                    _zoom(ax, values, reference, interval)
                 if overall is not None and math.isfinite(overall.get(metric, math.nan)):
                     ax.axhline(overall[metric], color="0.3", linestyle="--", linewidth=1,
                                label="all samples", gid="overall")
+            if has_skipped and c == 0:
+                ax.set_xlabel(_skipped_note([str(g) for g in table.index[table["skipped"].notna().to_numpy()]]),
+                              fontsize=6, loc="left")
             if r == 0:
                 ax.set_title(metric, fontsize=10)
             if c == 0:
@@ -353,6 +420,17 @@ def plot_bars(report, attributes=None):
     title = "Metrics per group (dashed: all samples of the attribute"
     figure.suptitle(title + (whiskers if has_interval else "") + ")", fontsize=11)
     return figure
+
+
+def _zoom(ax, values: np.ndarray, reference: float, interval) -> None:
+    """Y limits around the dots, the all-samples line and the intervals (not from 0)."""
+    shown = [values, [reference] if math.isfinite(reference) else []]
+    if interval is not None:
+        shown += [np.asarray(end)[np.isfinite(end)] for end in interval]
+    everything = np.concatenate([np.asarray(part, dtype=np.float64) for part in shown])
+    low, high = float(everything.min()), float(everything.max())
+    pad = max(0.15 * (high - low), 0.01)
+    ax.set_ylim(low - pad, high + pad)
 
 
 def _attribute_overall(report, attribute: str) -> dict[str, Any] | None:
@@ -377,7 +455,7 @@ def plot_dice(report, attributes=None, metric="dice"):
         parts = ax.boxplot([values for _, values in groups], positions=positions, widths=0.6,
                            showfliers=True, patch_artist=True, medianprops={"color": "black"})
         for i, box in enumerate(parts["boxes"]):
-            box.set_facecolor(f"C{i % 10}")
+            box.set_facecolor(group_style(i)["color"])
             box.set_alpha(0.55)
             box.set_gid(f"dice:{groups[i][0]}")
         means = [float(values.mean()) for _, values in groups]
@@ -479,6 +557,10 @@ def render_html(report, figures: bool | Iterable[str] = True, dpi: int = 100) ->
              f"<h1>{html.escape(title)}</h1>",
              f'<p class="note">Made by fairmedfm_fast {html.escape(str(__version__))}; '
              f"{len(report.summary)} attribute(s).</p>"]
+    notes = getattr(report, "_notes", None)  # what the command line said about its input
+    if notes:
+        items = "".join(f"<li>{html.escape(str(message))}</li>" for message in notes)
+        parts += ["<h2>Notes</h2>", f'<ul class="notes">{items}</ul>']
     parts.append("<h2>Warnings</h2>")
     if report.warnings:
         items = "".join(f"<li>{html.escape(str(message))}</li>" for message in report.warnings)

@@ -762,7 +762,8 @@ _API_WORDS = (("pos_label", "--pos-label"), ("score_column", "--score-column"),
               ("mask_threshold", "--mask-threshold"), ("empty_score", "--empty-score"),
               ("nsd_tolerance", "--nsd-tolerance"),
               ("y_true", "the label column"), ("y_score", "the score column"),
-              ("sensitive_features", "--sensitive"), ("remove it from bins", "remove it from --bins"))
+              ("sensitive_features", "--sensitive"), ("remove it from bins", "remove it from --bins"),
+              ("threshold=", "--threshold "), ("n_boot", "--bootstrap"), ("n_permutations", "--permutations"))
 
 
 def cli_message(message) -> str:
@@ -788,19 +789,20 @@ def _error(message: str, code: int = 2) -> int:
     return code
 
 
-def main(argv=None) -> int:
-    """Run the command line with ``argv`` (default ``sys.argv[1:]``); returns the exit status."""
+def main(argv=None) -> None:
+    """Run the command line with ``argv`` (default ``sys.argv[1:]``), as ``fairmedfm.cli.main`` does:
+    returns None on success and raises ``SystemExit`` with the exit status otherwise (2 for a bad
+    command line or input, 1 for an unexpected failure, 130 when interrupted)."""
     argv = sys.argv[1:] if argv is None else list(argv)
     parser = build_parser()
+    args = parser.parse_args(argv)  # --help and --version exit 0, usage errors exit 2
     try:
-        args = parser.parse_args(argv)
-    except SystemExit as exc:  # --help, --version and usage errors
-        return exc.code if isinstance(exc.code, int) else 2
-    try:
-        return _run(args)
+        code = _run(args)
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
-        return 130
+        code = 130
+    if code:
+        raise SystemExit(code)
 
 
 def run() -> None:
@@ -811,8 +813,11 @@ def run() -> None:
     and pyarrow's memory pools takes 0.2-0.4 s, longer than scoring a million rows. Every file the
     command writes is closed before :func:`main` returns.
     """
-    code = main()
-    code = code if isinstance(code, int) else 1
+    try:
+        main()
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     import atexit
 
     run_exit_handlers = getattr(atexit, "_run_exitfuncs", None)  # CPython
@@ -840,6 +845,7 @@ def _run(args) -> int:
             if args.plot:
                 _write_plot(report, args.plot, args.plot_kind)
             if args.html:
+                report._notes = list(notes)  # the page shows them before the warnings
                 _write_file(args.html, "--html", lambda path: report.to_html(path))
     except _OutputError as exc:
         return _error(str(exc))
@@ -930,4 +936,4 @@ def _write_file(path: Path, option: str, write) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

@@ -207,8 +207,8 @@ def _check_labels(surveys: list[dict], columns: _Columns) -> tuple[dict[str, Any
     if columns.pos_label is None and distinct.dtype.kind == "f":
         nan = sum(s["label_nan"] for s in surveys)
         if nan:
-            raise ValueError(f"label column {name!r} contains {nan} NaN values; drop those rows (e.g. "
-                             f"ddf.dropna(subset=[{name!r}])) or fill in their labels")
+            raise ValueError(f"label column {name!r} has {nan} missing values (NaN or null); "
+                             f"{_inputs.MISSING_RULE}, e.g. ddf.dropna(subset=[{name!r}])")
     try:
         _, info = _inputs.binary_labels(distinct, columns.pos_label)
     except ValueError as error:
@@ -222,8 +222,8 @@ def _score_decision(surveys: list[dict], columns: _Columns, score_type: str) -> 
         raise ValueError(f"score_type={score_type!r} is not one of 'auto', 'probability', 'logit'")
     nan = sum(s["score_nan"] for s in surveys)
     if nan:
-        raise ValueError(f"score column {columns.score!r} contains {nan} NaN values; drop those rows (e.g. "
-                         f"ddf.dropna(subset=[{columns.score!r}])) or fix them")
+        raise ValueError(f"score column {columns.score!r} has {nan} missing values (NaN or null); "
+                         f"{_inputs.MISSING_RULE}, e.g. ddf.dropna(subset=[{columns.score!r}])")
     low = min(s["score_low"] for s in surveys)
     high = max(s["score_high"] for s in surveys)
     probability = low >= 0 and high <= 1
@@ -674,7 +674,8 @@ def _report(plan: _Plan, groupings: list[_engine.Grouping], metadata: dict[str, 
     attributes = [_inputs.Attribute(name, np.empty(0, np.intp), groups)
                   for name, groups in zip(plan.columns.sensitive, plan.groups)]
     if plan.combined:
-        names = [" & ".join(plan.groups[j][i] for j, i in enumerate(cell)) for cell in plan.combined]
+        names = _inputs.intersection_names([tuple(plan.groups[j][i] for j, i in enumerate(cell))
+                                            for cell in plan.combined], list(plan.columns.sensitive))
         attributes.append(_inputs.Attribute(" & ".join(plan.columns.sensitive), np.empty(0, np.intp), names))
     complete = len(groupings) - 1 if plan.all_samples else next(
         k for k, grouping in enumerate(groupings) if int(grouping.count[-1]) == n)

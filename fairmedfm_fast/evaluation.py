@@ -271,9 +271,10 @@ def evaluate(y_true: Any, y_score: Any, sensitive_features: Any, *, pos_label: A
     _resample.check_options(stratify, p_adjust)
     progress = _progress.check(progress)
     if not (isinstance(ci, (float, int)) and 0 < ci < 1):
-        raise ValueError(f"ci must be a coverage strictly between 0 and 1, such as 0.95; got {ci!r}")
+        raise ValueError(f"ci must be a coverage strictly between 0 and 1, such as 0.95; got {_inputs.shown(ci)}")
     presort = _engine.Presort(prepared.scores)  # sorts while the attributes are coded
     attributes = _inputs.encode_attributes(sensitive_features, n, bins, intersectional)
+    check_resampling(attributes, n_boot, n_permutations, 2 * len(_resample.INTERVAL_METRICS) + 13)
     warnings.extend(transform_note(prepared.metadata))
     require_both_labels(prepared.labels)
     results, overall, arranged = assess(prepared, attributes, warnings, threshold=threshold, weights=weights,
@@ -321,9 +322,11 @@ def check_threshold(threshold: Any) -> float | None:
     try:
         value = float(threshold)
     except (TypeError, ValueError):
-        raise ValueError(f"threshold must be a number such as 0.5, got {threshold!r}") from None
-    if not np.isfinite(value):
-        raise ValueError(f"threshold must be finite, got {threshold!r}")
+        raise ValueError(f"threshold must be a number such as 0.5, got {_inputs.shown(threshold)}") from None
+    if not 0 <= value <= 1:  # also NaN
+        raise ValueError(f"threshold={_inputs.shown(threshold)} is outside [0, 1]; the scores are probabilities "
+                         "and a sample is predicted positive when its score > threshold, so give a threshold "
+                         "such as 0.5")
     return value
 
 
@@ -346,9 +349,19 @@ def sample_weights(sample_weight: Any, n: int) -> np.ndarray | None:
     return weights
 
 
+def check_resampling(attributes: list[_inputs.Attribute], n_boot: int, n_permutations: int, per_group: int) -> None:
+    """A ValueError naming ``n_boot`` or ``n_permutations`` when their results would not fit in memory:
+    ``per_group`` float64 values per group and resample (and as many summary values per attribute),
+    ``len(_resample.GAP_COLUMNS)`` per permutation."""
+    values = sum(attribute.n_groups + 1 for attribute in attributes) * per_group
+    _inputs.check_memory("n_boot", n_boot, 8 * values, "the bootstrap results", "n_boot=1000")
+    _inputs.check_memory("n_permutations", n_permutations, 8 * len(_resample.GAP_COLUMNS), "the permuted gaps",
+                         "n_permutations=1000")
+
+
 def _count(value: Any, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
-        raise ValueError(f"{name} must be a non-negative integer (0 turns it off), got {value!r}")
+        raise ValueError(f"{name} must be a non-negative integer (0 turns it off), got {_inputs.shown(value)}")
     return int(value)
 
 

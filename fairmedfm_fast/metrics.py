@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _engine
+from . import _engine, _inputs
 from .evaluation import summarize
 
 __all__ = [
@@ -72,7 +72,7 @@ def find_threshold(prob: Any, label: Any) -> float:
     labels = _binary(label, "label")
     _same_length(scores, labels)
     if np.isnan(scores).any():
-        raise ValueError("prob contains NaN; drop or fix those samples")
+        raise ValueError("prob has missing values (NaN or null); drop or fix those samples")
     from .kernels import ranking
 
     order, sorted_scores = _engine.sort_scores(scores)
@@ -126,12 +126,12 @@ def expected_calibration_error(prob: Any, label: Any, num_bins: int = 10, metric
     if metric_variant not in _VARIANTS:
         raise ValueError(f"metric_variant={metric_variant!r} is not one of 'abs', 'squared', 'rmse'")
     if isinstance(num_bins, bool) or not isinstance(num_bins, (int, np.integer)) or num_bins < 1:
-        raise ValueError(f"num_bins must be a positive integer, got {num_bins!r}")
+        raise ValueError(f"num_bins must be a positive integer, got {_inputs.shown(num_bins)}")
     scores = _floats(prob, "prob")
     labels = np.ascontiguousarray(np.asarray(label, dtype=np.float64).ravel())
     _same_length(scores, labels)
     if np.isnan(scores).any():
-        raise ValueError("prob contains NaN; drop or fix those samples")
+        raise ValueError("prob has missing values (NaN or null); drop or fix those samples")
     if np.isinf(scores).any():
         raise ValueError("prob contains infinite values; equal-width bins need a finite range")
     from .kernels import calibration
@@ -165,7 +165,7 @@ def binary_classification_report(prob: Any, label: Any, threshold: float = 0.5, 
     labels = _binary(label, "label")
     _same_length(scores, labels)
     if np.isnan(scores).any():
-        raise ValueError("prob contains NaN; drop or fix those samples")
+        raise ValueError("prob has missing values (NaN or null); drop or fix those samples")
     positives = int(np.count_nonzero(labels))
     if positives in (0, len(labels)):
         raise ValueError("label holds only one class; AUC needs positive and negative samples")
@@ -203,7 +203,7 @@ def _legacy_inputs(prob: Any, label: Any, group: Any) -> tuple[np.ndarray, np.nd
     counts = np.bincount(codes, minlength=len(values))
     for i, value in enumerate(values):
         if positives[i] == 0 or positives[i] == counts[i]:
-            raise ValueError(f"group {value!r} has only label {1 if positives[i] else 0}; every group needs "
+            raise ValueError(f"group {_inputs.shown(value)} has only label {1 if positives[i] else 0}; every group needs "
                              "positive and negative samples (fairmedfm_fast.evaluate skips such groups instead)")
     if len(values) < 2:
         raise ValueError("group has a single value; fairness compares at least two groups")

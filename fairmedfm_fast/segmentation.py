@@ -174,7 +174,8 @@ class _Assessment:
 
 
 def _scores(dice: Any, pred_masks: Any, true_masks: Any, label: Any, mask_threshold: Any,
-            empty_score: Any, progress: bool | None = None) -> tuple[np.ndarray, dict[str, Any]]:
+            empty_score: Any, progress: bool | None = None,
+            notes: list[str] | None = None) -> tuple[np.ndarray, dict[str, Any]]:
     if dice is not None:
         values = _inputs.to_numpy(dice, "dice")
         try:
@@ -185,8 +186,12 @@ def _scores(dice: Any, pred_masks: Any, true_masks: Any, label: Any, mask_thresh
     if pred_masks is not None and true_masks is not None:
         from . import _masks
 
-        scores = _masks.dice_scores(pred_masks, true_masks, label=label, mask_threshold=mask_threshold,
-                                    empty_score=empty_score, progress=progress)
+        _masks.check_empty_score(empty_score)
+        counts = _masks.overlap_counts(pred_masks, true_masks, label=label, mask_threshold=mask_threshold,
+                                       progress=progress)
+        if notes is not None:
+            notes.extend(_masks.mask_notes(counts, pred_masks, true_masks, label, empty_score))
+        scores = _masks.dice_from_counts(counts, empty_score)
         return scores, {"dice_from_masks": True, "empty_score": empty_score, "label": label}
     missing = "true_masks" if pred_masks is not None else "pred_masks" if true_masks is not None else None
     hint = f" ({missing} is missing)" if missing else ""
@@ -353,7 +358,8 @@ def evaluate_segmentation(sensitive_features: Any, *, dice: Any = None, pred_mas
          "sensitive_features": sensitive_features}, warnings)
     values = None
     if wanted is None:
-        scores, metadata = _scores(dice, pred_masks, true_masks, label, mask_threshold, empty_score, progress)
+        scores, metadata = _scores(dice, pred_masks, true_masks, label, mask_threshold, empty_score, progress,
+                                   warnings)
     else:
         values, scores, metadata = _surface_scores(pred_masks, true_masks, label, mask_threshold, empty_score, wanted,
                                                    spacing, percentile, nsd_tolerance, hd_definition, empty_distance,
@@ -514,11 +520,12 @@ def _resampled(report: FairnessReport, dice: np.ndarray, code_rows: list[np.ndar
     import pandas as pd
 
     from . import _progress, _resample
-    from .evaluation import _count
+    from .evaluation import _count, check_resampling
 
     n_boot, n_permutations = _count(n_boot, "n_boot"), _count(n_permutations, "n_permutations")
+    check_resampling(attributes, n_boot, n_permutations, 8)
     if not (isinstance(ci, (float, int)) and 0 < ci < 1):
-        raise ValueError(f"ci must be a coverage strictly between 0 and 1, such as 0.95; got {ci!r}")
+        raise ValueError(f"ci must be a coverage strictly between 0 and 1, such as 0.95; got {_inputs.shown(ci)}")
     seed = _resample.seed_from(random_state)
     sizes = [a.n_groups for a in attributes]
     names = [a.name for a in attributes]
@@ -595,7 +602,7 @@ def _one_number(column: str, dice: Any, sensitive_features: Any, bins: Any, mask
         n = len(pred_masks) if isinstance(pred_masks, (list, tuple)) else len(_Masks(pred_masks, "pred_masks"))
     attribute = _inputs.one_attribute(sensitive_features, n, bins)
     scores, _ = _scores(dice, pred_masks, true_masks, options.get("label"), options.get("mask_threshold", 0.5),
-                        options.get("empty_score", 1.0))
+                        options.get("empty_score", 1.0), notes=notes)
     warnings: list[str] = []
     finite = _finite(scores, warnings)
     if len(scores) != n:

@@ -81,6 +81,8 @@ def _same_data(a: Any, b: Any) -> bool:
         return type(a) is type(b) and a.equals(b) and a.dtype == b.dtype and (
             isinstance(a, pd.Index) or a.index.equals(b.index))
     if isinstance(a, np.ndarray):
+        if a.dtype == object and isinstance(b, np.ndarray) and b.shape == a.shape:  # NaN among objects
+            return b.dtype == object and all(_same_data(x, y) for x, y in zip(a.ravel(), b.ravel()))
         return (isinstance(b, np.ndarray) and a.dtype == b.dtype and a.shape == b.shape
                 and bool(np.array_equal(a, b, equal_nan=a.dtype.kind in "fc")))
     if isinstance(a, dict):

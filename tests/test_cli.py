@@ -48,7 +48,11 @@ needs_segmentation = pytest.mark.skipif(not _has_segmentation(),
 
 def run_fast(argv, capsys):
     capsys.readouterr()
-    code = cli.main([str(a) for a in argv])
+    try:
+        assert cli.main([str(a) for a in argv]) is None  # as fairmedfm's main: None on success
+        code = 0
+    except SystemExit as exc:  # ... and SystemExit(status) otherwise
+        code = exc.code
     out, err = capsys.readouterr()
     return code, out, err
 
@@ -81,10 +85,14 @@ def assert_close(fast, oracle, where="result"):
         assert fast == oracle, f"{where}: {fast!r} != {oracle!r}"
 
 
+# Warnings about masks that fairmedfm 0.4.2 does not give (issue 15): not counted against it.
+MASK_NOTES = ("an empty predicted and an empty ground-truth mask", "occurs in no mask", "merged into one")
+
+
 def note_lines(err, prog):
     lines = err.splitlines()
     assert all(line.startswith(f"{prog}: ") for line in lines), err
-    return lines
+    return [line for line in lines if not any(note in line for note in MASK_NOTES)]
 
 
 def compare(argv, capsys):

@@ -325,7 +325,11 @@ def test_bars_figure(report):
         for c, metric in enumerate(METRICS):
             ax = axes[r * len(METRICS) + c]
             expected = report.by_group.loc[[(attribute, g) for g in valid], metric].to_numpy()
-            np.testing.assert_array_equal(_bar_heights(ax), expected)
+            if metric == "auc":  # dots around the attribute's AUC, not bars from 0
+                assert _bar_heights(ax) == []
+                np.testing.assert_array_equal([_lines(ax, f"dot:auc:{g}")[0].get_ydata()[0] for g in valid], expected)
+            else:
+                np.testing.assert_array_equal(_bar_heights(ax), expected)
             assert [t.get_text() for t in ax.get_xticklabels()] == valid
             if r == 0:
                 assert ax.get_title() == metric

@@ -38,6 +38,14 @@ def assert_frames_close(got: pd.DataFrame, expected: pd.DataFrame) -> None:
             np.testing.assert_allclose(a.astype(float), b.astype(float), rtol=0, atol=TOLERANCE)
 
 
+# Notes about masks that fairmedfm 0.4.2 does not give (issue 15): left out of warning counts.
+MASK_NOTES = ("an empty predicted and an empty ground-truth mask", "occurs in no mask", "merged into one")
+
+
+def oracle_warnings(messages):
+    return [m for m in messages if not any(note in str(m) for note in MASK_NOTES)]
+
+
 def assert_reports_match(got, expected) -> None:
     assert got.task == expected.task == "seg"
     assert_frames_close(got.summary, expected.summary)
@@ -46,7 +54,7 @@ def assert_reports_match(got, expected) -> None:
     for key, value in expected.overall.items():
         assert got.overall[key] == pytest.approx(value, abs=TOLERANCE, nan_ok=True)
     assert got.metadata == expected.metadata
-    assert len(got.warnings) == len(expected.warnings), (got.warnings, expected.warnings)
+    assert len(oracle_warnings(got.warnings)) == len(expected.warnings), (got.warnings, expected.warnings)
 
 
 def both(*args, **kwargs):
@@ -270,6 +278,7 @@ def test_one_number_functions(name):
         got, got_warnings = _call(fairmedfm_fast, name, *args, **kwargs)
         assert isinstance(got, float)
         assert got == pytest.approx(expected, abs=TOLERANCE, nan_ok=True), (args, kwargs)
+        got_warnings = [w for w in got_warnings if oracle_warnings([w.message])]
         assert [w.category for w in got_warnings] == [w.category for w in expected_warnings]
         assert all(w.filename == __file__ for w in got_warnings)  # points at the caller
 
