@@ -229,7 +229,7 @@ def test_min_group_size_on_the_command_line(tmp_path, capsys):
     table = frame[["race", "sex"]].assign(label=y, prob=s)
     table.to_csv(tmp_path / "t.csv", index=False)
     capsys.readouterr()
-    assert cli.main(["score", str(tmp_path / "t.csv"), "--sensitive", "race", "sex", "--min-group-size", "80"]) == 0
+    assert cli.main(["score", str(tmp_path / "t.csv"), "--sensitive", "race", "sex", "--min-group-size", "80"]) is None
     out, err = capsys.readouterr()
     printed = json.loads(out)
     read = pd.read_csv(tmp_path / "t.csv")
@@ -240,7 +240,9 @@ def test_min_group_size_on_the_command_line(tmp_path, capsys):
                 assert printed[attribute][column] == pytest.approx(value, abs=1e-12), (attribute, column)
     assert "fewer than 80 samples" in err
     capsys.readouterr()
-    assert cli.main(["score", str(tmp_path / "t.csv"), "--sensitive", "race", "--min-group-size", "0"]) == 2
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["score", str(tmp_path / "t.csv"), "--sensitive", "race", "--min-group-size", "0"])
+    assert exit_info.value.code == 2
 
 
 # ---------------------------------------------------------------------------------------------
@@ -325,13 +327,13 @@ def test_command_line_bar_with_rate_on_a_terminal(tmp_path, monkeypatch, capsys)
     frame[["sex"]].assign(label=y, prob=s).to_csv(tmp_path / "t.csv", index=False)
     argv = ["score", str(tmp_path / "t.csv"), "--sensitive", "sex", "--bootstrap", "8", "--seed", "1"]
     capsys.readouterr()
-    assert cli.main(argv) == 0
+    assert cli.main(argv) is None
     out, err = capsys.readouterr()
     assert "bootstrap" not in err  # not a terminal: no bar
     terminal = _Terminal()
     monkeypatch.setattr(sys, "stderr", terminal)
     monkeypatch.setattr(_progress, "DELAY", 0.0)
-    assert cli.main(argv) == 0
+    assert cli.main(argv) is None
     again = capsys.readouterr().out
     assert json.loads(again) == json.loads(out)  # stdout holds the JSON alone
     shown = terminal.getvalue()
