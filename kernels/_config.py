@@ -44,8 +44,9 @@ def kernel(function):
 
 def inline_kernel(function):
     """A helper called from inner loops: inlined into its callers at Numba IR level, so that no call
-    (and no reference counting of the arrays it is handed) happens per sample."""
-    return _cached(njit(inline="always", **JIT_OPTIONS)(function))
+    (and no reference counting of the arrays it is handed) happens per sample. Not cached on its own:
+    its code lives in its callers' cache."""
+    return njit(inline="always", **JIT_OPTIONS)(function)
 
 
 def cache_location(dispatcher) -> str | None:
