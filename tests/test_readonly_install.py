@@ -3,7 +3,9 @@
 The package is laid out as the wheel installs it (``kernels/`` inside ``fairmedfm_fast/``) in a
 temporary folder, made read-only (``chmod -R a-w``), and used by an unprivileged process: user
 ``nobody`` through ``setpriv`` when the tests run as root (root ignores file permissions), else the
-current user. Skipped where that cannot be set up.
+current user. As root where ``nobody`` cannot run this Python (a virtual environment in a private
+folder), read-only bind mounts in a new mount namespace (``unshare -m``) stand in for the file
+permissions. Skipped where none of these can be set up.
 """
 import json
 import os
@@ -46,30 +48,44 @@ print(json.dumps(result))
 """
 
 
-def _runner():
-    """How to run a command unprivileged here: a prefix, or None."""
-    if not hasattr(os, "geteuid"):
-        return None
-    if os.geteuid() != 0:
-        return []
-    setpriv = shutil.which("setpriv")
-    if setpriv is None:
-        return None
-    prefix = [setpriv, "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
+def _works(prefix: list[str]) -> bool:
     try:
         done = subprocess.run(prefix + [sys.executable, "-c", "import numba, pandas"], capture_output=True,
                               timeout=120)
     except (OSError, subprocess.SubprocessError):
+        return False
+    return done.returncode == 0
+
+
+def _mount_read_only(paths) -> list[str]:
+    """A prefix that runs a command with ``paths`` mounted read-only (root, in a new mount namespace)."""
+    script = 'for d in "$@"; do [ "$d" = -- ] && break; [ -d "$d" ] && { mount -o bind,ro "$d" "$d" || exit 97; }; ' \
+             'shift; done; shift; exec "$@"'
+    return [shutil.which("unshare") or "unshare", "-m", "sh", "-c", script, "sh", *map(str, paths), "--"]
+
+
+def _runner():
+    """How to run a command that cannot write read-only folders: ("user", []), ("nobody", prefix),
+    ("mount", []) (root with read-only mounts), or None."""
+    if not hasattr(os, "geteuid"):
         return None
-    return prefix if done.returncode == 0 else None
+    if os.geteuid() != 0:
+        return "user", []
+    setpriv = shutil.which("setpriv")
+    prefix = [setpriv, "--reuid=nobody", "--regid=nogroup", "--clear-groups"]
+    if setpriv and _works(prefix):
+        return "nobody", prefix
+    if shutil.which("unshare") and _works(_mount_read_only([])):
+        return "mount", []
+    return None
 
 
 @pytest.fixture(scope="module")
 def unprivileged():
-    prefix = _runner()
-    if prefix is None:
-        pytest.skip("cannot run this Python as an unprivileged user here")
-    return prefix
+    runner = _runner()
+    if runner is None:
+        pytest.skip("cannot run this Python unprivileged or with read-only mounts here")
+    return runner
 
 
 @pytest.fixture
@@ -111,11 +127,19 @@ def _read_only(path: Path) -> None:
     path.chmod(0o555)
 
 
-def _run(prefix, command, site: Path, tmpdir: Path, cwd: Path) -> subprocess.CompletedProcess:
+def _run(runner, command, site: Path, tmpdir: Path, cwd: Path, read_only=()) -> subprocess.CompletedProcess:
+    """``command`` as ``runner`` says, unable to write ``read_only`` (a mount where file permissions
+    do not bind: root)."""
+    mode, prefix = runner
+    if read_only and mode != "user":
+        prefix = _mount_read_only(read_only) + prefix
     environment = {key: value for key, value in os.environ.items() if not key.startswith(("NUMBA_", "PYTHON"))}
     environment.update(PYTHONPATH=str(site), HOME=str(site / "home"), TMPDIR=str(tmpdir),
                        XDG_CACHE_HOME=str(site / "home" / ".cache"), PYTHONDONTWRITEBYTECODE="1")
-    return subprocess.run(prefix + command, cwd=cwd, env=environment, capture_output=True, text=True, timeout=600)
+    done = subprocess.run(prefix + command, cwd=cwd, env=environment, capture_output=True, text=True, timeout=600)
+    if done.returncode == 97:
+        pytest.skip("cannot mount read-only in a new mount namespace here")
+    return done
 
 
 def _expected():
@@ -137,32 +161,28 @@ def test_prebuilt_cache_is_used_read_only(unprivileged, folder):
     y = np.tile([0, 1], 50)
     table.write_text("label,prob,sex\n" + "".join(f"{v},{(i % 7) / 7:.3f},{'FM'[i % 2]}\n" for i, v in enumerate(y)))
     _read_only(folder)
-    done = _run(unprivileged, [sys.executable, "-c", _CALLS, "classification"], site, site, folder)
+    done = _run(unprivileged, [sys.executable, "-c", _CALLS, "classification"], site, site, folder, [folder])
     assert done.returncode == 0, done.stderr
     seen = json.loads(done.stdout.splitlines()[-1])
     assert seen["warnings"] == []
     assert seen["compiled"] == 0 and seen["loaded"] == 2
     assert seen["cache"] == [str(site / "fairmedfm_fast" / "kernels" / "__pycache__")] * 2
     assert abs(seen["auc_gap"] - expected) < 1e-12
-    done = _run(unprivileged, [sys.executable, "-m", "fairmedfm_fast", "score", str(table)], site, site, folder)
+    done = _run(unprivileged, [sys.executable, "-m", "fairmedfm_fast", "score", str(table)], site, site, folder,
+                [folder])
     assert done.returncode == 0, done.stderr
     assert "sex" in json.loads(done.stdout)
 
 
 def test_no_cache_folder_compiles_in_memory_with_one_warning(unprivileged, folder):
-    """Not even a temporary folder is writable (a mount namespace makes /tmp and /var/tmp read-only)."""
-    unshare = shutil.which("unshare")
-    if not unprivileged or unshare is None:
-        pytest.skip("making /tmp read-only needs root and unshare")
-    hide = [unshare, "-m", "sh", "-c", 'for d in /tmp /var/tmp; do [ -d "$d" ] && { mount -o bind,ro "$d" "$d" '
-            '|| exit 97; }; done; exec "$@"', "sh"]
+    """Not even a temporary folder is writable (/tmp and /var/tmp mounted read-only)."""
+    if unprivileged[0] == "user":
+        pytest.skip("making /tmp read-only needs root")
     site = folder / "site"
     _install(site, prebuilt=False)
     (site / "home").mkdir()
     _read_only(folder)
-    done = _run(hide + unprivileged, [sys.executable, "-c", _CALLS], site, site, folder)
-    if done.returncode == 97:
-        pytest.skip("cannot mount in a new mount namespace here")
+    done = _run(unprivileged, [sys.executable, "-c", _CALLS], site, site, folder, [folder, "/tmp", "/var/tmp"])
     assert done.returncode == 0, done.stderr
     seen = json.loads(done.stdout.splitlines()[-1])
     assert len(seen["warnings"]) == 1 and seen["warnings"][0].startswith("RuntimeWarning: fairmedfm_fast: no writable")
@@ -177,9 +197,9 @@ def test_writable_temporary_folder_is_used(unprivileged, folder):
     (site / "home").mkdir()
     scratch.mkdir()
     _read_only(site)
-    if unprivileged:  # setpriv: the unprivileged user must own its temporary folder
+    if unprivileged[0] == "nobody":  # the unprivileged user must own its temporary folder
         shutil.chown(scratch, "nobody", "nogroup")
-    done = _run(unprivileged, [sys.executable, "-c", _CALLS], site, scratch, folder)
+    done = _run(unprivileged, [sys.executable, "-c", _CALLS], site, scratch, folder, [site])
     assert done.returncode == 0, done.stderr
     seen = json.loads(done.stdout.splitlines()[-1])
     assert seen["warnings"] == []
