@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import os as _os
 import sys as _sys
-from importlib.metadata import PackageNotFoundError, version
-from typing import TYPE_CHECKING
 
 
 def _attach_checkout_kernels() -> None:
@@ -37,10 +35,9 @@ def _attach_checkout_kernels() -> None:
 
 _attach_checkout_kernels()
 
-try:
-    __version__ = version("fairmedfm_fast")
-except PackageNotFoundError:  # a source checkout that is not installed
-    __version__ = "0+unknown"
+from ._version import __version__  # noqa: E402 - after the kernels are attached
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (about 15 ms)
 
 _CLASSIFICATION = ("auc_gap", "worst_group_auc", "accuracy_gap", "bce_gap", "ece_gap",
                    "equal_opportunity_difference", "equalized_odds_score")

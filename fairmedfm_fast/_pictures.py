@@ -533,7 +533,7 @@ def _format(value: Any) -> str:
 
 def render_html(report, figures: bool | Iterable[str] = True, dpi: int = 100) -> str:
     """The report as one HTML page: warnings, tables and PNG figures inlined as base64."""
-    from . import __version__
+    from ._version import __version__
 
     if figures is True:
         kinds = default_kinds(report)

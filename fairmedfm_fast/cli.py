@@ -59,12 +59,9 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _version() -> str:
-    try:
-        from importlib.metadata import version
+    from ._version import __version__
 
-        return version("fairmedfm_fast")
-    except Exception:  # noqa: BLE001 - a source checkout that is not installed
-        return "0+unknown"
+    return __version__
 
 
 class _Version(argparse.Action):
@@ -83,12 +80,17 @@ def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog=PROG, description="Fast, exact group-fairness metrics for classification and "
                      "segmentation models (the FairMedFM metrics).")
     parser.add_argument("--version", action=_Version, help="print the version and exit")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="{score}", parser_class=_Parser)
+    commands = parser.add_subparsers(dest="command", required=True, metavar="{score,warmup}", parser_class=_Parser)
     score = commands.add_parser(
         "score", help="fairness metrics from a table with one row per sample",
         description="Fairness metrics from a table with one row per sample (predictions, labels and "
         "sensitive attributes; or Dice scores or mask files).",
         epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    from . import warmup
+
+    warmup.add_arguments(commands.add_parser(
+        "warmup", help="compile every kernel into the on-disk cache (for container images)",
+        description=warmup.__doc__.splitlines()[0]))
     score.add_argument("predictions", nargs="?", type=Path, help="the table, one row per sample")
     score.add_argument("--input", "--predictions", dest="input", type=Path, help=argparse.SUPPRESS)
 
@@ -797,7 +799,12 @@ def main(argv=None) -> None:
     parser = build_parser()
     args = parser.parse_args(argv)  # --help and --version exit 0, usage errors exit 2
     try:
-        code = _run(args)
+        if args.command == "warmup":
+            from .warmup import warmup
+
+            code = warmup(args.jobs)
+        else:
+            code = _run(args)
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         code = 130

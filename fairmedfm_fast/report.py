@@ -55,7 +55,7 @@ class FairnessReport:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dictionary (NaN becomes None), one entry per attribute."""
-        from . import __version__
+        from ._version import __version__
 
         attributes = {}
         present = set(self.by_group.index.get_level_values(0))

@@ -1,0 +1,73 @@
+"""``fairmedfm-fast warmup``: which kernels it knows, what it prints, and that its cache serves a new process.
+
+The full warmup compiles a few hundred signatures (minutes on two cores with an empty cache), so
+the suite runs it only with ``FAIRMEDFM_FAST_FULL_WARMUP=1``; the other tests run one workload.
+"""
+import io
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fairmedfm_fast import cli, warmup
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_every_kernel_is_listed():
+    """A new ``@kernel`` in any kernels/ module is found without registering it anywhere."""
+    declared = set()
+    for path in (ROOT / "kernels").glob("*.py"):
+        for name in re.findall(r"^@kernel\ndef (\w+)", path.read_text(), flags=re.MULTILINE):
+            declared.add(f"{path.stem}.{name}")
+    assert {path.stem for path in (ROOT / "kernels").glob("*.py") if "@kernel" in path.read_text()} <= set(
+        warmup.KERNEL_MODULES)
+    assert set(warmup.kernels()) == declared
+
+
+def test_command_prints_kernels_and_cache(monkeypatch, capsys):
+    name = "fairmedfm_fast.metrics"
+    monkeypatch.setattr(warmup, "WORKLOADS", {name: warmup.WORKLOADS[name]})
+    assert cli.main(["warmup", "--jobs", "1"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"^  ranking\.rank_statistics +\d+ signatures$", out, flags=re.MULTILINE)
+    assert re.search(r"^\d+ signatures of \d+ kernels in [\d.]+ s", out, flags=re.MULTILINE)
+    assert re.search(r"^cache: \S", out, flags=re.MULTILINE)
+
+
+def test_parallel_workers_fill_the_cache():
+    """Two workloads in two processes; then a new process finds every signature in the cache."""
+    environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    environment.pop("NUMBA_CACHE_DIR", None)
+    code = ("import io, sys; from fairmedfm_fast import warmup; out = io.StringIO(); "
+            "code = warmup.warmup(int(sys.argv[1]), out, ['fairmedfm_fast.metrics', 'segmentation from Dice scores']); "
+            "print(out.getvalue()); sys.exit(code)")
+    outputs = []
+    for jobs in ("2", "1"):
+        done = subprocess.run([sys.executable, "-c", code, jobs], capture_output=True, text=True, timeout=900,
+                              env=environment)
+        assert done.returncode == 0, done.stdout + done.stderr
+        outputs.append(done.stdout)
+    assert "compiling in 2 processes (2 workloads)" in outputs[0]
+    assert "cache: " in outputs[0]
+    assert " (0 compiled now, " in outputs[1]
+
+
+def test_no_writable_cache_exits_1(monkeypatch):
+    from fairmedfm_fast.kernels import _config
+
+    monkeypatch.setattr(_config, "cache_location", lambda dispatcher: None)
+    monkeypatch.setattr(warmup, "WORKLOADS", {"nothing": lambda: None})
+    out = io.StringIO()
+    assert warmup.warmup(1, out) == 1
+    assert "no writable cache folder" in out.getvalue()
+
+
+@pytest.mark.skipif(not os.environ.get("FAIRMEDFM_FAST_FULL_WARMUP"), reason="set FAIRMEDFM_FAST_FULL_WARMUP=1")
+def test_full_warmup_reaches_every_kernel():
+    out = io.StringIO()
+    assert warmup.warmup(None, out) == 0
+    assert "not reached" not in out.getvalue(), out.getvalue()
