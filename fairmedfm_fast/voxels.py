@@ -30,6 +30,8 @@ _MODE_NAMES = {_FLOAT32: "float32", _UINT8: "uint8 (value / 255)", _FLOAT64: "fl
 #: Records staged per thread before they are sorted into buckets.
 _STAGE = 1 << 23
 _NO_KEY = np.iinfo(np.int64).max
+#: Windows from this many records are swept on several threads.
+_PARALLEL_SWEEP = 1 << 20
 
 
 def _kernels():
@@ -298,7 +300,7 @@ class VoxelAccumulator:
             raise RuntimeError("internal error: a windowed accumulator is swept by evaluate_voxels")
         sweep = _Sweep(self._layout, self._mode if self._mode is not None else _FLOAT32, self.totals,
                        self.threshold)
-        sweep.window(*self._records(), 0)
+        sweep.window(*self._records(), 0, self.n_jobs)
         return sweep.report({})
 
     def _records(self) -> tuple[np.ndarray | None, list[np.ndarray]]:
@@ -392,11 +394,13 @@ class _Sweep:
         self.edges = calibration.equal_width_edges(low, high, _engine.ECE_BINS)
         overall = layout.grouping_slots[:, 2]
         k_count = len(layout.sizes)
-        self.fixed = np.array([0.5] if threshold is None else [0.5, threshold])
-        self.state = np.zeros((layout.n_slots, 5), np.int64)
-        self.above = np.zeros((layout.n_slots, len(self.fixed), 2), np.int64)
-        self.bins = np.zeros((layout.n_slots, _engine.ECE_BINS + 1, 2), np.int64)
-        self.sums = np.zeros((layout.n_slots, _engine.ECE_BINS + 1, 2))
+        self.fixed = np.array([0.5] if threshold is None else sorted({0.5, threshold}))
+        n_slots, row = layout.n_slots, _engine.ECE_BINS + 1
+        self.state = np.zeros((n_slots, 5), np.int64)
+        self.at_or_below = np.zeros((len(self.fixed), n_slots, 2), np.int64)
+        self.bins = np.zeros((2, n_slots * row), np.int64)
+        self.sums = np.zeros((2, n_slots * row))
+        self.cursor = np.zeros(n_slots + 1, np.int64)
         self.best = np.zeros((k_count, 4))
         self.best[:, 0] = -np.inf
         self.best[:, 1] = np.nan
@@ -410,17 +414,61 @@ class _Sweep:
             return float(np.array([key], np.uint32).view(np.float32)[0])
         return float(np.array([key], np.uint64).view(np.float64)[0])
 
-    def window(self, records: np.ndarray | None, starts: list[np.ndarray], bucket_lo: int) -> None:
+    def window(self, records: np.ndarray | None, starts: list[np.ndarray], bucket_lo: int, n_jobs: int = 1) -> None:
         """Sweep one window's buckets, after every earlier window: chunk ``c`` of ``records`` holds
-        bucket ``bucket_lo + b`` at ``records[starts[c][b]:starts[c][b + 1]]``."""
+        bucket ``bucket_lo + b`` at ``records[starts[c][b]:starts[c][b + 1]]``.
+
+        With ``n_jobs > 1`` the buckets are cut into ranges of about equal size, swept on as many
+        threads from the counts below each range (a counting pass), and their states combined."""
         if not starts:
             return
         voxels, _ = _kernels()
         starts = np.stack(starts)
         layout = self.layout
-        voxels.sweep_buckets(records, starts, bucket_lo, self.mode, _LOW_BITS[self.mode], layout.payload_bits,
-                             layout.cell_slots, layout.grouping_slots, self.edges, self.fixed, self.state,
-                             self.above, self.bins, self.sums, self.best)
+        common = (self.mode, _LOW_BITS[self.mode], layout.payload_bits, layout.cell_slots, layout.grouping_slots,
+                  self.edges, self.fixed)
+        ranges = _split(starts, n_jobs if len(records) >= _PARALLEL_SWEEP else 1)
+        if len(ranges) == 1:
+            voxels.sweep_buckets(records, starts, 0, starts.shape[1] - 1, bucket_lo, *common, self.state,
+                                 self.at_or_below, self.bins, self.sums, self.cursor, self.best)
+            return
+        pool = executor(len(ranges))
+        member = layout.slot_matrix().astype(np.int64)
+        below = [pool.submit(voxels.cell_counts, records, starts, first, last, layout.payload_bits, layout.n_cells)
+                 for first, last in ranges[:-1]]
+        parts = []
+        counted = self.state[:, :2].copy()
+        for j in range(len(ranges)):
+            part = _Part(self, counted, first_range=j == 0)
+            parts.append(part)
+            if j < len(ranges) - 1:
+                cells = below[j].result()
+                counted = counted + np.stack([cells[:, 1] @ member, cells[:, 0] @ member], axis=1)
+        jobs = [pool.submit(voxels.sweep_buckets, records, starts, first, last, bucket_lo, *common, part.state,
+                            part.at_or_below, part.bins, part.sums, part.cursor, part.best)
+                for (first, last), part in zip(ranges, parts)]
+        for job in jobs:
+            job.result()
+        self._combine(parts)
+
+    def _combine(self, parts: list[_Part]) -> None:
+        """Fold the states of consecutive bucket ranges into the carried state."""
+        passed = int(self.cursor[-1])
+        for part in parts:
+            self.state[:, 2] += part.state[:, 2]
+            self.bins += part.bins
+            self.sums += part.sums
+            for k, (first, last, _) in enumerate(self.layout.grouping_slots.tolist()):
+                if part.best[k, 0] > self.best[k, 0]:  # strictly better: the earliest range wins ties
+                    self.best[k, :2] = part.best[k, :2]
+                    self.state[first:last, 3:] = part.state[first:last, 3:]
+            reached = int(part.cursor[-1])
+            if reached > passed:  # the first range past a fixed threshold holds its counts
+                self.at_or_below[passed:reached] = part.at_or_below[passed:reached]
+                passed = reached
+            np.maximum(self.cursor[:-1], part.cursor[:-1], out=self.cursor[:-1])
+        self.cursor[-1] = passed
+        self.state[:, :2] = parts[-1].state[:, :2]
 
     def report(self, metadata: dict[str, Any]) -> FairnessReport:
         _, calibration = _kernels()
@@ -435,17 +483,22 @@ class _Sweep:
                              "fairness metrics need both positive and negative voxels")
         positives, count = self.positives, self.count
         negatives = count - positives
-        n_bins = _engine.ECE_BINS
-        ece = calibration.calibration_error(self.bins[:, :n_bins, 0], self.bins[:, :n_bins, 1].astype(np.float64),
-                                            self.sums[:, :n_bins, 0] + self.sums[:, :n_bins, 1], 0)
-        loss = self.sums[:, n_bins, 0] + self.sums[:, n_bins, 1]
+        n_bins, n_slots = _engine.ECE_BINS, layout.n_slots
+        counted = self.bins.reshape(2, n_slots, n_bins + 1)[:, :, :n_bins]
+        sums = self.sums.reshape(2, n_slots, n_bins + 1).sum(axis=0)  # value + compensation
+        ece = calibration.calibration_error(counted[0], counted[1].astype(np.float64), sums[:, :n_bins], 0)
+        loss = sums[:, n_bins]
+        above = {}
+        for f, value in enumerate(self.fixed.tolist()):  # thresholds the sweep never passed: every score below
+            below = self.at_or_below[f] if f < self.cursor[-1] else np.stack([positives, negatives], axis=1)
+            above[value] = (positives - below[:, 0], negatives - below[:, 1])
         if self.threshold is None:
             thresholds = self.best[:, 1].copy()
             best = (positives - self.state[:, 3], negatives - self.state[:, 4])
         else:
             thresholds = np.full(len(layout.sizes), self.threshold)
-            best = (self.above[:, 1, 0], self.above[:, 1, 1])
-        confusion = {"": (self.above[:, 0, 0], self.above[:, 0, 1]), _engine.BEST: best}
+            best = above[self.threshold]
+        confusion = {"": above[0.5], _engine.BEST: best}
         groupings = _engine.from_counts(layout.sizes, count, positives, negatives, thresholds,
                                         set(_engine.all_keys()), u2=self.state[:, 2], loss_sums=loss, ece=ece,
                                         confusion=confusion)
@@ -458,6 +511,36 @@ class _Sweep:
         if self.threshold is not None:
             metadata["threshold"] = self.threshold
         return classification_report(results, overall, warnings, metadata)
+
+
+class _Part:
+    """The state of one range of buckets swept on its own thread, from the counts below it."""
+
+    def __init__(self, sweep: _Sweep, below: np.ndarray, first_range: bool):
+        self.state = sweep.state.copy()
+        self.state[:, :2] = below
+        self.state[:, 2] = 0
+        self.at_or_below = sweep.at_or_below.copy()
+        self.bins = np.zeros_like(sweep.bins)
+        self.sums = np.zeros_like(sweep.sums)
+        self.cursor = sweep.cursor.copy()
+        if not first_range:
+            self.cursor[:-1] = 0  # ECE bins: found again from the first bin (scores ascend)
+        self.best = sweep.best.copy()
+
+
+def _split(starts: np.ndarray, n_parts: int) -> list[tuple[int, int]]:
+    """Consecutive bucket ranges holding about equal numbers of records."""
+    sizes = (starts[:, 1:] - starts[:, :-1]).sum(axis=0)
+    cumulative = np.cumsum(sizes)
+    total = int(cumulative[-1]) if len(cumulative) else 0
+    cuts = [0]
+    for j in range(1, n_parts):
+        cut = int(np.searchsorted(cumulative, total * j / n_parts)) + 1
+        if cuts[-1] < cut < len(sizes):
+            cuts.append(cut)
+    cuts.append(len(sizes))
+    return list(zip(cuts[:-1], cuts[1:]))
 
 
 def _python(value: Any) -> Any:
@@ -638,7 +721,7 @@ def evaluate_voxels(score_maps: Any, true_masks: Any, sensitive_features: Any, *
     if source.one_shot or (known is not None and known * source.record_bytes() + staging <= budget):
         _run_all(source, n_images, lambda i, s, t, r: accumulator.add(s, t, i, r), jobs, progress)
         sweep = _Sweep(accumulator._layout, _mode_of(accumulator), accumulator.totals, accumulator.threshold)
-        sweep.window(*accumulator._records(), 0)
+        sweep.window(*accumulator._records(), 0, jobs)
         return sweep.report({"windows": 1})
     # Count the voxels per bucket first, then read the maps once per window of buckets.
     histograms: dict[int, np.ndarray] = {}
@@ -678,7 +761,7 @@ def evaluate_voxels(score_maps: Any, true_masks: Any, sensitive_features: Any, *
         _run_all(source, n_images, lambda i, s, t, r, part=part: part.add(s, t, i, r), jobs, progress)
         if sweep is None:
             sweep = _Sweep(part._layout, _mode_of(part), part.totals, part.threshold)
-        sweep.window(*part._records(), lo)
+        sweep.window(*part._records(), lo, jobs)
     return sweep.report({"windows": len(windows)})
 
 

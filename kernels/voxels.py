@@ -138,6 +138,18 @@ def _value(key, mode, word32, float32, word64, float64):
     return float64[0]
 
 
+@kernel
+def cell_counts(records, chunk_starts, first, last, payload_bits, n_cells):
+    """Negatives and positives of each cell in buckets ``first`` to ``last - 1``: int64 (n_cells, 2)."""
+    out = np.zeros((n_cells, 2), np.int64)
+    pmask = np.uint64((1 << payload_bits) - 1)
+    for c in range(chunk_starts.shape[0]):
+        for i in range(chunk_starts[c, first], chunk_starts[c, last]):
+            payload = np.intp(records[i] & pmask)
+            out[payload >> 1, payload & 1] += 1
+    return out
+
+
 @inline_kernel
 def _take(positives, negatives, index):
     """The counts at ``index``, which are reset to zero."""
@@ -149,9 +161,10 @@ def _take(positives, negatives, index):
 
 
 @kernel
-def sweep_buckets(records, chunk_starts, bucket_lo, mode, low_bits, payload_bits, cell_slots, grouping_slots,
-                  edges, fixed, counts, above, bins, sums, best):
-    """Sweep the buckets of one window in ascending score order, updating the carried state in place.
+def sweep_buckets(records, chunk_starts, first, last, bucket_lo, mode, low_bits, payload_bits, cell_slots,
+                  grouping_slots, edges, fixed, counts, at_or_below, bins, sums, cursor, best):
+    """Sweep buckets ``first`` to ``last - 1`` of one window in ascending score order, updating the
+    carried state in place (the counts below must already include every earlier bucket).
 
     Parameters
     ----------
@@ -161,23 +174,30 @@ def sweep_buckets(records, chunk_starts, bucket_lo, mode, low_bits, payload_bits
     cell_slots : int64 array of shape (n_cells, m); the slots of each cell (-1 = none)
     grouping_slots : int64 array of shape (K, 3); first slot, slot past the last, overall slot
     edges : float64 array of shape (n_slots, n_bins + 1); ECE bin edges of each slot
-    fixed : float64 array of shape (F,); thresholds whose counts above are wanted
+    fixed : float64 array of shape (F,), ascending; thresholds whose counts above are wanted
     counts : int64 array of shape (n_slots, 5), state: positives below, negatives below, twice the
         Mann-Whitney U, positives and negatives at or below the best-F1 threshold of the slot's grouping
-    above : int64 array of shape (n_slots, F, 2): positives and negatives scoring above ``fixed``
-    bins : int64 array of shape (n_slots, n_bins + 1, 2): per bin sample count and positives, and in
-        column ``n_bins`` the current bin of the slot
-    sums : float64 array of shape (n_slots, n_bins + 1, 2): per bin the compensated score sum and its
-        compensation, and in row ``n_bins`` the compensated BCE sum
+    at_or_below : int64 array of shape (F, n_slots, 2): positives and negatives scoring at or below
+        ``fixed[f]``, written when the sweep passes ``fixed[f]`` (``cursor[n_slots]`` of them so far)
+    bins : int64 array of shape (2, n_slots * (n_bins + 1)): per slot ``s`` and bin ``b`` (at
+        ``s * (n_bins + 1) + b``) the sample count and the positives
+    sums : float64 array of shape (2, n_slots * (n_bins + 1)): compensated sums and their
+        compensations: the scores per bin, and at bin ``n_bins`` the BCE terms of the slot
+    cursor : int64 array of shape (n_slots + 1,): the current ECE bin of each slot, then the number
+        of fixed thresholds passed
     best : float64 array of shape (K, 4): best F1, its threshold, positives, negatives of the grouping
     """
     n_chunks = chunk_starts.shape[0]
-    n_buckets = chunk_starts.shape[1] - 1
     n_cells, width = cell_slots.shape
     n_slots = counts.shape[0]
     n_groupings = grouping_slots.shape[0]
     n_bins = edges.shape[1] - 1
     n_fixed = fixed.shape[0]
+    row = n_bins + 1
+    bin_count = bins[0]
+    bin_positives = bins[1]
+    score_sum = sums[0]
+    compensation = sums[1]
     pshift = np.uint64(payload_bits)
     pmask = np.uint64((1 << payload_bits) - 1)
     word32 = np.empty(1, np.uint32)
@@ -192,7 +212,7 @@ def sweep_buckets(records, chunk_starts, bucket_lo, mode, low_bits, payload_bits
     touched_slots = np.empty(n_slots, np.int64)
     improved = np.zeros(n_groupings, np.bool_)
     largest = 0
-    for b in range(n_buckets):
+    for b in range(first, last):
         size = 0
         for c in range(n_chunks):
             size += chunk_starts[c, b + 1] - chunk_starts[c, b]
@@ -203,7 +223,7 @@ def sweep_buckets(records, chunk_starts, bucket_lo, mode, low_bits, payload_bits
     ordered = np.empty(largest, records.dtype)
     n_low = 1 << low_bits
     low_counts = np.zeros(n_low + 1 if low_bits <= 16 else 1, np.int64)
-    for b in range(n_buckets):
+    for b in range(first, last):
         size = 0
         for c in range(n_chunks):
             start, stop = chunk_starts[c, b], chunk_starts[c, b + 1]
@@ -232,6 +252,8 @@ def sweep_buckets(records, chunk_starts, bucket_lo, mode, low_bits, payload_bits
         while i < size:
             low = bucket[i] >> pshift
             n_touched = 0
+            run_start = i
+            run_pos = 0
             while i < size and (bucket[i] >> pshift) == low:
                 payload = np.intp(bucket[i] & pmask)
                 cell = payload >> 1
@@ -240,10 +262,18 @@ def sweep_buckets(records, chunk_starts, bucket_lo, mode, low_bits, payload_bits
                     n_touched += 1
                 if payload & 1:
                     cell_pos[cell] += 1
+                    run_pos += 1
                 else:
                     cell_neg[cell] += 1
                 i += 1
+            run_neg = i - run_start - run_pos
             value = _value(high | np.uint64(low), mode, word32, float32, word64, float64)
+            while cursor[n_slots] < n_fixed and value > fixed[cursor[n_slots]]:  # passing a fixed threshold
+                f = cursor[n_slots]
+                for s in range(n_slots):
+                    at_or_below[f, s, 0] = counts[s, 0]
+                    at_or_below[f, s, 1] = counts[s, 1]
+                cursor[n_slots] = f + 1
             # Per slot: this score's positives and negatives.
             n_hit = 0
             for t in range(n_touched):
@@ -269,31 +299,28 @@ def sweep_buckets(records, chunk_starts, bucket_lo, mode, low_bits, payload_bits
                     best[k, 0] = f1
                     best[k, 1] = value
                     improved[k] = True
-            log_p = -max(np.log(value), -100.0)
-            log_q = -max(np.log(1.0 - value), -100.0)
+            log_p = -max(np.log(value), -100.0) if run_pos else 0.0
+            log_q = -max(np.log(1.0 - value), -100.0) if run_neg else 0.0
             for t in range(n_hit):
                 s = touched_slots[t]
                 p, q = _take(slot_pos, slot_neg, s)
                 counts[s, 2] += p * (2 * counts[s, 1] + q)
                 counts[s, 0] += p
                 counts[s, 1] += q
-                for f in range(n_fixed):
-                    if value > fixed[f]:
-                        above[s, f, 0] += p
-                        above[s, f, 1] += q
                 # ECE: bins are right-closed (edge[b], edge[b + 1]]; scores ascend, so the bin only moves up.
-                cur = bins[s, n_bins, 0]
+                cur = cursor[s]
                 while cur < n_bins - 1 and value > edges[s, cur + 1]:
                     cur += 1
-                bins[s, n_bins, 0] = cur
+                cursor[s] = cur
                 if value > edges[s, cur] and value <= edges[s, cur + 1]:
-                    bins[s, cur, 0] += p + q
-                    bins[s, cur, 1] += p
-                    neumaier_add(sums[s, :, 0], sums[s, :, 1], cur, float(p + q) * value)
+                    cell = s * row + cur
+                    bin_count[cell] += p + q
+                    bin_positives[cell] += p
+                    neumaier_add(score_sum, compensation, cell, float(p + q) * value)
                 if p:
-                    neumaier_add(sums[s, :, 0], sums[s, :, 1], n_bins, float(p) * log_p)
+                    neumaier_add(score_sum, compensation, s * row + n_bins, float(p) * log_p)
                 if q:
-                    neumaier_add(sums[s, :, 0], sums[s, :, 1], n_bins, float(q) * log_q)
+                    neumaier_add(score_sum, compensation, s * row + n_bins, float(q) * log_q)
             for k in range(n_groupings):
                 if improved[k]:
                     for s in range(grouping_slots[k, 0], grouping_slots[k, 1]):

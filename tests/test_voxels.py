@@ -132,6 +132,18 @@ def test_windows_give_the_same_report(max_memory):
                          flat_evaluate(float64, truth, groups))
 
 
+@pytest.mark.parametrize("options", [{"n_jobs": 3}, {"n_jobs": 2, "max_memory": 2000}, {"n_jobs": 2, "threshold": 0.3}])
+def test_sweep_on_several_threads(monkeypatch, options):
+    """Bucket ranges swept on their own threads from the counts below them give the same report."""
+    from fairmedfm_fast import voxels
+
+    monkeypatch.setattr(voxels, "_PARALLEL_SWEEP", 0)
+    for levels in (0, 5):
+        scores, truth, groups = make_maps(12, n_images=20, levels=levels)
+        expected = flat_evaluate(scores, truth, groups, threshold=options.get("threshold"))
+        assert_reports_equal(voxel_report(scores, truth, groups, **options), expected)
+
+
 def test_threshold_and_intersectional():
     scores, truth, groups = make_maps(7)
     assert_reports_equal(voxel_report(scores, truth, groups, threshold=0.4, intersectional=True),
