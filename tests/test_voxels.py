@@ -226,3 +226,29 @@ def test_random_maps_equal_evaluate(seed, levels, n_images, max_memory):
         warnings.simplefilter("ignore")
         expected = flat_evaluate(scores, truth, groups)
         assert_reports_equal(voxel_report(scores, truth, groups, max_memory=max_memory), expected)
+
+
+def test_kernels_without_jit():
+    """Pure-Python kernels (NUMBA_DISABLE_JIT=1) catch out-of-bounds indexing that compiled code would not."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = (
+        "import numba, numpy as np\n"
+        "assert numba.config.DISABLE_JIT\n"
+        "import fairmedfm_fast.voxels as V\n"
+        "V._PARALLEL_SWEEP = 0\n"
+        "from test_voxels import make_maps, voxel_report, flat_evaluate, assert_reports_equal\n"
+        "s, t, g = make_maps(3, n_images=6, shape=(3, 4), levels=8)\n"
+        "for maps in (s, s.astype(np.float64), (s * 255).astype(np.uint8)):\n"
+        "    for options in ({}, {'max_memory': 1, 'n_jobs': 2}, {'n_jobs': 2}):\n"
+        "        assert_reports_equal(voxel_report(maps, t, g, **options), flat_evaluate(maps, t, g))\n"
+        "print('ok')\n")
+    tests_dir = Path(__file__).resolve().parent
+    env = {**os.environ, "NUMBA_DISABLE_JIT": "1",
+           "PYTHONPATH": os.pathsep.join([str(tests_dir.parent), str(tests_dir), os.environ.get("PYTHONPATH", "")])}
+    result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip() == "ok"
