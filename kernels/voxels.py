@@ -317,10 +317,7 @@ def sweep_buckets(records, chunk_starts, first, last, bucket_lo, mode, low_bits,
                     bin_count[cell] += p + q
                     bin_positives[cell] += p
                     neumaier_add(score_sum, compensation, cell, float(p + q) * value)
-                if p:
-                    neumaier_add(score_sum, compensation, s * row + n_bins, float(p) * log_p)
-                if q:
-                    neumaier_add(score_sum, compensation, s * row + n_bins, float(q) * log_q)
+                neumaier_add(score_sum, compensation, s * row + n_bins, float(p) * log_p + float(q) * log_q)
             for k in range(n_groupings):
                 if improved[k]:
                     for s in range(grouping_slots[k, 0], grouping_slots[k, 1]):
