@@ -415,7 +415,7 @@ def test_help_and_version(capsys):
 
 
 EXTENSIONS = {"--threshold", "--bootstrap", "--permutations", "--seed", "--plot", "--plot-kind", "--html",
-              "--engine", "--scheduler"}
+              "--engine", "--scheduler", "--score-map", "--roi-mask", "--max-memory"}
 
 
 def test_same_options_and_defaults_as_fairmedfm():

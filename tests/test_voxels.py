@@ -252,3 +252,28 @@ def test_kernels_without_jit():
     result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.strip() == "ok"
+
+
+def test_command_line_score_maps(tmp_path, capsys):
+    """``fairmedfm-fast score maps.csv --score-map ... --true-mask ... --sensitive sex`` prints the voxel report."""
+    import json
+
+    from fairmedfm_fast import cli
+
+    scores, truth, groups = make_maps(13)
+    rows = []
+    for i in range(len(scores)):
+        np.save(tmp_path / f"s{i}.npy", scores[i])
+        np.save(tmp_path / f"t{i}.npy", truth[i])
+        rows.append({"score_path": f"s{i}.npy", "truth_file": f"t{i}.npy", "sex": groups["sex"][i]})
+    pd.DataFrame(rows).to_csv(tmp_path / "maps.csv", index=False)
+    capsys.readouterr()
+    code = cli.main(["score", str(tmp_path / "maps.csv"), "--score-map", "score_path", "--true-mask", "truth_file",
+                     "--sensitive", "sex", "--max-memory", "1MB"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    expected = flat_evaluate(scores, truth, groups[["sex"]])
+    printed = json.loads(out)
+    assert abs(printed["sex"]["auc-gap"] - expected.summary.loc["sex", "auc-gap"]) < TOL
+    code = cli.main(["score", str(tmp_path / "maps.csv"), "--score-map", "score_path", "--sensitive", "sex"])
+    assert code == 2 and "--true-mask" in capsys.readouterr().err
