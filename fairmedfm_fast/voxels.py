@@ -753,7 +753,8 @@ def evaluate_voxels(score_maps: Any, true_masks: Any, sensitive_features: Any, *
     mode = next(iter(modes.values()), _FLOAT32)
     histogram = sum(histograms.values()) if histograms else np.zeros(_N_BUCKETS[mode], np.int64)
     record_bytes = 4 if _LOW_BITS[mode] + accumulator._layout.payload_bits <= 32 else 8
-    windows = _plan_windows(histogram, max(1, (budget - staging) // record_bytes))
+    # 10% of the budget left for the sweep's bucket buffers and its per-thread states
+    windows = _plan_windows(histogram, max(1, int(0.9 * budget - staging) // record_bytes))
     sweep = None
     for lo, hi in windows:
         part = VoxelAccumulator(sensitive_features, bins=bins, intersectional=intersectional, threshold=threshold,
