@@ -45,6 +45,8 @@ _SEGMENTATION = ("dice_gap", "worst_group_dice", "dice_std", "dice_skewness", "e
                  "evaluate_segmentation", "dice_per_label")
 _WHERE = {
     "evaluate": "evaluation",
+    "evaluate_voxels": "voxels",
+    "VoxelAccumulator": "voxels",
     "FairnessReport": "report",
     "classification_fairness": "metrics",
     "segmentation_fairness": "metrics",
@@ -53,7 +55,7 @@ _WHERE = {
 }
 
 __all__ = [
-    "evaluate", "evaluate_segmentation", "FairnessReport",
+    "evaluate", "evaluate_segmentation", "evaluate_voxels", "VoxelAccumulator", "FairnessReport",
     "auc_gap", "worst_group_auc", "accuracy_gap", "bce_gap", "ece_gap", "equal_opportunity_difference",
     "equalized_odds_score",
     "dice_gap", "worst_group_dice", "dice_std", "dice_skewness", "equity_scaled_dice", "dice_per_label",
@@ -73,13 +75,14 @@ if TYPE_CHECKING:
     )
     from .metrics import classification_fairness, segmentation_fairness
     from .report import FairnessReport
+    from .voxels import VoxelAccumulator, evaluate_voxels
 
 
 # An unreadable mask file (a ValueError naming the sample, the path and the reader's reason).
 _WHERE["MaskFileError"] = "_masks"
 __all__.append("MaskFileError")
 
-_SUBMODULES = ("metrics", "evaluation", "group_metrics", "report", "segmentation", "dask")
+_SUBMODULES = ("metrics", "evaluation", "group_metrics", "report", "segmentation", "dask", "voxels")
 
 
 def __getattr__(name: str):

@@ -138,6 +138,12 @@ def build_parser() -> argparse.ArgumentParser:
     seg.add_argument("--empty-score", type=float, default=1.0, metavar="D",
                      help="Dice when both masks of a sample are empty (default 1; torchmetrics gives 0)")
 
+    voxels = score.add_argument_group("voxels (voxel-level classification of score maps, with --true-mask)")
+    voxels.add_argument("--score-map", metavar="COLUMN",
+                        help="a column of score map files (.npy, .nii.gz, ...; probabilities or uint8 / 255)")
+    voxels.add_argument("--roi-mask", metavar="COLUMN", help="a column of ROI mask files: only their voxels count")
+    voxels.add_argument("--max-memory", metavar="SIZE", help="memory for the voxel records, e.g. 2GB")
+
     more = score.add_argument_group("beyond fairmedfm score")
     more.add_argument("--metrics", nargs="+", metavar="M",
                       help="segmentation from masks: any of dice hd95 hd assd nsd, per group (e.g. --metrics dice "
@@ -579,7 +585,7 @@ def score(args):
     label = args.label or find_column(columns, "label", required=False)
     scores = args.score or find_scores(columns)
     task = args.task
-    if task == "auto":
+    if task == "auto" and not args.score_map:
         segmentation = bool(dice or (pred_mask and true_mask))
         classification = bool(label and scores)
         if segmentation and classification:
@@ -591,7 +597,9 @@ def score(args):
                              f"columns: {_preview(columns)}")
         task = "seg" if segmentation else "cls"
 
-    if task == "cls":
+    if args.score_map:
+        report = _voxels(args, layout, path, sensitive, bins, true_mask, notes)
+    elif task == "cls":
         report = _classification(args, layout, sensitive, bins, label, scores, notes)
     else:
         report = _segmentation(args, layout, path, sensitive, bins, dice, pred_mask, true_mask, notes)
@@ -739,21 +747,47 @@ def _segmentation(args, layout, path, sensitive, bins, dice, pred_mask, true_mas
     notes.append(f"segmentation: masks from the columns {pred_mask!r} and {true_mask!r}")
     table = _read(layout, [pred_mask, true_mask, *sensitive],
                   [s for s in sensitive if s not in (pred_mask, true_mask)])
-    base = Path(path).resolve().parent
-    masks = {}
-    for option, name in (("--pred-mask", pred_mask), ("--true-mask", true_mask)):
-        values = table[name].to_pylist()  # one file per sample anyway
-        if any(not isinstance(v, str) or not v for v in values):
-            row = next(i for i, v in enumerate(values) if not isinstance(v, str) or not v)
-            raise UsageError(f"{option} column {name!r} has no file path in row {row + 1} ({values[row]!r}); "
-                             "every sample needs a mask file")
-        masks[option] = [base / v for v in values]
+    masks = _file_columns(table, path, (("--pred-mask", pred_mask), ("--true-mask", true_mask)))
     with _step(f"scoring {table.num_rows:,} samples"):
         return evaluate_segmentation(_attributes(layout, table, sensitive), pred_masks=masks["--pred-mask"],
                                      true_masks=masks["--true-mask"], label=_mask_value(args.mask_label),
                                      mask_threshold=args.mask_threshold, empty_score=args.empty_score,
                                      bins=bins or None, intersectional=args.intersectional,
                                      **_extensions(args, evaluate_segmentation, "segmentation"))
+
+
+def _file_columns(table, path, options) -> dict:
+    """Per ``(option, column)``: the column's file paths, relative to the table's folder."""
+    base = Path(path).resolve().parent
+    files = {}
+    for option, name in options:
+        values = table[name].to_pylist()  # one file per sample anyway
+        if any(not isinstance(v, str) or not v for v in values):
+            row = next(i for i, v in enumerate(values) if not isinstance(v, str) or not v)
+            raise UsageError(f"{option} column {name!r} has no file path in row {row + 1} ({values[row]!r}); "
+                             "every sample needs a file")
+        files[option] = [base / v for v in values]
+    return files
+
+
+def _voxels(args, layout, path, sensitive, bins, true_mask, notes):
+    from .voxels import evaluate_voxels
+
+    if not true_mask:
+        raise UsageError("--score-map needs the ground-truth masks: name their column with --true-mask")
+    options = [("--score-map", args.score_map), ("--true-mask", true_mask)]
+    if args.roi_mask:
+        options.append(("--roi-mask", args.roi_mask))
+    require(layout.columns, [name for _, name in options], "/".join(option for option, _ in options))
+    notes.append(f"voxels: score maps {args.score_map!r}, true masks {true_mask!r}")
+    names = [name for _, name in options]
+    table = _read(layout, [*names, *sensitive], [s for s in sensitive if s not in names])
+    files = _file_columns(table, path, options)
+    with _step(f"scoring the voxels of {table.num_rows:,} images"):
+        return evaluate_voxels(files["--score-map"], files["--true-mask"], _attributes(layout, table, sensitive),
+                               roi_masks=files.get("--roi-mask"), bins=bins or None,
+                               intersectional=args.intersectional, threshold=args.threshold,
+                               max_memory=args.max_memory)
 
 
 # ----------------------------------------------------------------------------------------------------

@@ -423,3 +423,7 @@ def _by_group_frame(rows: list[dict[str, Any]]):
 
     index = pd.MultiIndex.from_arrays([[], []], names=["attribute", "group"])
     return pd.DataFrame({"n": pd.Series([], dtype=np.int64), "skipped": pd.Series([], dtype=object)}, index=index)
+
+
+#: Public name of the per-attribute result builder, for the other evaluators (voxels).
+attribute_result = _attribute_result

@@ -425,7 +425,7 @@ def test_help_and_version(capsys):
 
 EXTENSIONS = {"--threshold", "--bootstrap", "--permutations", "--seed", "--plot", "--plot-kind", "--html",
               "--engine", "--scheduler", "--min-group-size", "--p-adjust", "--metrics", "--nsd-tolerance", "--percentile",
-              "--spacing"}
+              "--spacing", "--score-map", "--roi-mask", "--max-memory"}
 
 
 def test_same_options_and_defaults_as_fairmedfm():

@@ -203,6 +203,23 @@ def _dask_evaluate_segmentation(case: Case, kind: str) -> Any:
     return fm_dask.evaluate_segmentation(_dask_frame(case), sensitive=list(case.groups), dice="dice")
 
 
+def _voxel_maps(case: Case, kind: str) -> tuple[Any, Any]:
+    """Each sample as a one-voxel image: stacked arrays, or lists of arrays for the other containers."""
+    scores, truth = case.p.reshape(-1, 1, 1), case.y.reshape(-1, 1, 1)
+    return (scores, truth) if kind == "numpy" else (list(scores), list(truth))
+
+
+def _evaluate_voxels(case: Case, kind: str) -> Any:
+    return fm.evaluate_voxels(*_voxel_maps(case, kind), convert_table(case.groups, kind))
+
+
+def _voxel_accumulator(case: Case, kind: str) -> Any:
+    accumulator = fm.VoxelAccumulator(convert_table(case.groups, kind))
+    for i, (scores, truth) in enumerate(zip(*_voxel_maps(case, kind))):
+        accumulator.add(scores, truth, i)
+    return accumulator.result()
+
+
 def _legacy(function: Callable, group_argument: bool = True, scores: str = "p") -> Callable[[Case, str], Any]:
     def call(case: Case, kind: str) -> Any:
         values = convert(getattr(case, scores), kind)
@@ -262,6 +279,10 @@ REGISTRY: dict[str, Entry] = {
     "metrics.segmentation_fairness": Entry(_quiet(_legacy(fm_metrics.segmentation_fairness, scores="dice")),
                                            containers=_ONE_GROUP_COLUMN),
     "metrics.evaluate_seg": Entry(_legacy(fm_metrics.evaluate_seg, scores="dice"), containers=_ONE_GROUP_COLUMN),
+    "evaluate_voxels": Entry(_evaluate_voxels, notes={
+        "weights": "no sample_weight: every voxel counts once", "containers": "of the attributes; maps are "
+        "stacked arrays or lists of arrays (files and iterables in test_voxels.py)"}),
+    "VoxelAccumulator": Entry(_voxel_accumulator, notes={"weights": "no sample_weight: every voxel counts once"}),
     "dask.evaluate": Entry(_dask_evaluate, containers=("numpy",)),
     "dask.evaluate_segmentation": Entry(_dask_evaluate_segmentation, containers=("numpy",)),
 }

@@ -1,0 +1,784 @@
+"""Voxel-level fairness of score maps: exact per-group AUC, best-F1, ECE and BCE in bounded memory.
+
+:func:`evaluate_voxels` gives the report of :func:`fairmedfm_fast.evaluate` on every voxel of every
+map (groups are per image) without flattening them into one array: records are staged per
+score bucket (the high bits of the score's bit pattern), each bucket is sorted on its own and swept
+in ascending order carrying the counts of the buckets before it. ``docs/voxels.md`` explains the
+method and its exactness.
+"""
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import numpy as np
+
+from . import _engine, _inputs, _masks
+from ._threads import executor, resolve_n_jobs
+from .evaluation import attribute_result, check_threshold, classification_report
+from .report import FairnessReport
+
+__all__ = ["VoxelAccumulator", "evaluate_voxels"]
+
+_FLOAT32, _UINT8, _FLOAT64 = 0, 1, 2
+#: Low key bits kept in a record (the rest is the bucket), per mode.
+_LOW_BITS = {_FLOAT32: 16, _UINT8: 0, _FLOAT64: 48}
+_N_BUCKETS = {_FLOAT32: (0x3F800000 >> 16) + 1, _UINT8: 256, _FLOAT64: (0x3FF0000000000000 >> 48) + 1}
+_MODE_NAMES = {_FLOAT32: "float32", _UINT8: "uint8 (value / 255)", _FLOAT64: "float64"}
+#: Records staged per thread before they are sorted into buckets.
+_STAGE = 1 << 23
+_NO_KEY = np.iinfo(np.int64).max
+#: Windows from this many records are swept on several threads.
+_PARALLEL_SWEEP = 1 << 20
+
+
+def _kernels():
+    from .kernels import calibration, voxels
+
+    return voxels, calibration
+
+
+def parse_memory(max_memory: Any) -> int:
+    """Bytes from ``max_memory``: a number of bytes, a text such as ``"2GB"`` or ``"512 MiB"``, or None
+    (half the memory available now)."""
+    if max_memory is None:
+        return _available_memory() // 2
+    if isinstance(max_memory, (int, np.integer)) and not isinstance(max_memory, bool) and max_memory > 0:
+        return int(max_memory)
+    if isinstance(max_memory, str):
+        text = max_memory.strip().upper().replace(" ", "").removesuffix("B").removesuffix("I")
+        factor = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}.get(text[-1:], 1)
+        number = text[:-1] if text[-1:] in "KMGT" else text
+        try:
+            value = float(number) * factor
+        except ValueError:
+            value = 0
+        if value > 0:
+            return int(value)
+    raise ValueError(f"max_memory must be a number of bytes or a text such as '2GB', got {max_memory!r}")
+
+
+def _available_memory() -> int:
+    try:
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 8 << 30
+
+
+def _score_bits(score_map: np.ndarray, where: str) -> tuple[np.ndarray, int]:
+    """The flattened map as key bits and its mode."""
+    dtype = score_map.dtype
+    if dtype == np.uint8:
+        return score_map.ravel(), _UINT8
+    if dtype == np.float16:
+        score_map = score_map.astype(np.float32)
+        dtype = score_map.dtype
+    if dtype.kind == "f" and dtype.itemsize == 4:
+        return np.ascontiguousarray(score_map, np.float32).ravel().view(np.uint32), _FLOAT32
+    if dtype.kind in "biuf":
+        return np.ascontiguousarray(score_map, np.float64).ravel().view(np.uint64), _FLOAT64
+    raise ValueError(f"{where} must be a numeric score map (float32, float64, float16 or uint8), got dtype {dtype}")
+
+
+def _nonzero_bytes(mask: np.ndarray, where: str) -> np.ndarray:
+    """A mask as flattened uint8, nonzero where the mask is (``> 0``, booleans as they are)."""
+    if mask.dtype == bool or mask.dtype == np.uint8:
+        return np.ascontiguousarray(mask).ravel().view(np.uint8)
+    if mask.dtype.kind not in "iuf":
+        raise ValueError(f"{where} must be a numeric or boolean mask, got dtype {mask.dtype}")
+    return (mask > 0).ravel().view(np.uint8)
+
+
+class _Stage:
+    """One thread's staging arrays: records of several maps, sorted into buckets when full."""
+
+    def __init__(self, record_type: np.dtype, capacity: int):
+        self.bucket = np.empty(capacity, np.uint16)
+        self.record = np.empty(capacity, record_type)
+        self.fill = 0
+
+
+class VoxelAccumulator:
+    """Voxel records of score maps, added one map at a time, evaluated exactly by :meth:`result`.
+
+    Parameters
+    ----------
+    sensitive_features : DataFrame, dict, Series or array-like with one row per image
+        The attributes of each image (missing values leave the image out of that attribute).
+    bins, intersectional, threshold
+        As in :func:`fairmedfm_fast.evaluate`; quantile ``bins`` are quantiles over images.
+    n_jobs : int, optional
+        Threads of :meth:`result`'s preparation (default: all cores).
+
+    Notes
+    -----
+    Memory grows by 4 bytes per voxel (float32, float16 or uint8 maps; 8 for float64 maps and for
+    more than 32,768 group combinations). :meth:`merge` adds another accumulator's records (for
+    example one from another process, received pickled), so a data-parallel evaluation reduces to
+    one report that equals the report of all maps together.
+    """
+
+    def __init__(self, sensitive_features: Any, *, bins: _inputs.Bins | None = None, intersectional: bool = False,
+                 threshold: float | None = None, n_jobs: int | None = None, _window: tuple[int, int] | None = None,
+                 _capacity: int = 0):
+        self._layout = _Layout(sensitive_features, bins, intersectional)
+        self.threshold = check_threshold(threshold)
+        self.n_jobs = resolve_n_jobs(n_jobs)
+        self._window = _window
+        self._mode: int | None = None
+        self._capacity = _capacity  # records expected (the arena is made at that size)
+        self._arena: np.ndarray | None = None
+        self._used = 0
+        self._starts: list[np.ndarray] = []
+        self._stages: dict[int, _Stage] = {}
+        self._lock = threading.Lock()
+        self.totals = np.zeros((self._layout.n_images, 5), np.int64)
+        self.totals[:, 2] = _NO_KEY
+        self.totals[:, 3:] = -1
+
+    @property
+    def n_images(self) -> int:
+        return self._layout.n_images
+
+    # -- adding maps --------------------------------------------------------------------------
+
+    def add(self, score_map: Any, true_mask: Any, image_index: int, roi_mask: Any = None) -> None:
+        """Add the voxels of one image.
+
+        Parameters
+        ----------
+        score_map : array-like or path of any shape
+            Probabilities within [0, 1] (float32, float64, float16), or uint8 values ``v`` meaning
+            ``v / 255``.
+        true_mask : array-like or path of the same shape; foreground where nonzero
+        image_index : int, the image's row in ``sensitive_features``
+        roi_mask : array-like or path of the same shape, optional; only its nonzero voxels count
+        """
+        index = self._image_index(image_index)
+        where = f"score_map of image {index}"
+        scores = _masks.load_mask(score_map, where)
+        truth = _masks.load_mask(true_mask, f"true_mask of image {index}")
+        if scores.shape != truth.shape:
+            raise ValueError(f"image {index}: score map shape {scores.shape} differs from true mask shape "
+                             f"{truth.shape}; pass a mask of the map's shape")
+        roi = None
+        if roi_mask is not None:
+            roi = _masks.load_mask(roi_mask, f"roi_mask of image {index}")
+            if roi.shape != scores.shape:
+                raise ValueError(f"image {index}: roi mask shape {roi.shape} differs from score map shape "
+                                 f"{scores.shape}; pass an ROI of the map's shape")
+        bits, mode = _score_bits(scores, where)
+        with self._lock:
+            if self._mode is None:
+                self._mode = mode
+                self._check_layout()
+        if mode != self._mode:
+            raise ValueError(f"{where} has dtype {scores.dtype}, but earlier maps were {_MODE_NAMES[self._mode]}; "
+                             "pass every map with one dtype (e.g. all float32)")
+        truth = _nonzero_bytes(truth, f"true_mask of image {index}")
+        roi = np.empty(0, np.uint8) if roi is None else _nonzero_bytes(roi, f"roi_mask of image {index}")
+        self._encode(index, bits, truth, roi)
+
+    def _image_index(self, image_index: Any) -> int:
+        if isinstance(image_index, bool) or not isinstance(image_index, (int, np.integer)) \
+                or not 0 <= image_index < self.n_images:
+            raise ValueError(f"image_index must be an integer from 0 to {self.n_images - 1} (a row of "
+                             f"sensitive_features), got {image_index!r}")
+        return int(image_index)
+
+    def _check_layout(self) -> None:
+        low = _LOW_BITS[self._mode]
+        if low + self._layout.payload_bits > 64:
+            raise ValueError(f"{self._layout.n_cells} combinations of groups are too many for float64 maps "
+                             "(at most 32,768); pass float32 maps or fewer attributes")
+        self._record_type = np.dtype(np.uint32 if low + self._layout.payload_bits <= 32 else np.uint64)
+
+    def _stage(self) -> _Stage:
+        key = threading.get_ident()
+        stage = self._stages.get(key)
+        if stage is None:
+            with self._lock:
+                stage = self._stages[key] = _Stage(self._record_type, _STAGE)
+        return stage
+
+    def _bounds(self) -> tuple[int, int]:
+        return self._window or (0, _N_BUCKETS[self._mode])
+
+    def _encode(self, index: int, bits: np.ndarray, truth: np.ndarray, roi: np.ndarray) -> None:
+        voxels, _ = _kernels()
+        stage = self._stage()
+        lo, hi = self._bounds()
+        payload = int(self._layout.image_cells[index]) << 1
+        totals = self.totals[index]
+        step = len(stage.record)
+        for start in range(0, len(bits), step):
+            part = slice(start, start + step)
+            if stage.fill + len(bits[part]) > len(stage.record):
+                self._flush(stage)
+            stage.fill = voxels.encode_map(bits[part], truth[part], roi[part] if len(roi) else roi, self._mode,
+                                           _LOW_BITS[self._mode], payload, self._layout.payload_bits, lo, hi,
+                                           stage.bucket, stage.record, stage.fill, totals)
+            if totals[4] >= 0:
+                raise ValueError(f"score map of image {index} has values outside [0, 1] or NaN (e.g. voxel "
+                                 f"{int(totals[4]) + start} of the flattened map); pass probabilities, e.g. "
+                                 "apply a sigmoid to logits")
+
+    def _flush(self, stage: _Stage) -> None:
+        if stage.fill:
+            voxels, _ = _kernels()
+            lo, hi = self._bounds()
+            with self._lock:  # the arena may grow (moves): one flush at a time
+                self._reserve(stage.fill, stage.record.dtype)
+                starts = voxels.stage_by_bucket(stage.bucket, stage.record, stage.fill, hi - lo, self._arena,
+                                                self._used)
+                self._used += stage.fill
+                self._starts.append(starts)
+            stage.fill = 0
+
+    def _reserve(self, n: int, dtype: np.dtype) -> None:
+        """Room for ``n`` more records in the arena (made at the expected size, else doubled)."""
+        if self._arena is None:
+            self._arena = np.empty(max(n, self._capacity), dtype)
+        elif self._used + n > len(self._arena):
+            grown = np.empty(max(self._used + n, 2 * len(self._arena)), dtype)
+            grown[: self._used] = self._arena[: self._used]
+            self._arena = grown
+
+    def _flush_all(self) -> None:
+        for stage in self._stages.values():
+            self._flush(stage)
+        self._stages.clear()
+
+    # -- combining and evaluating ----------------------------------------------------------------
+
+    def merge(self, other: VoxelAccumulator) -> VoxelAccumulator:
+        """Add the records of ``other`` (same attributes, same window, disjoint maps); returns self."""
+        if other._layout.n_images != self._layout.n_images or other._window != self._window:
+            raise ValueError("other accumulator was made for different images; merge accumulators made "
+                             "with the same sensitive_features")
+        if other._mode is not None:
+            if self._mode is None:
+                self._mode = other._mode
+                self._check_layout()
+            elif other._mode != self._mode:
+                raise ValueError(f"other accumulator holds {_MODE_NAMES[other._mode]} maps, this one "
+                                 f"{_MODE_NAMES[self._mode]}; merge accumulators of one map dtype")
+        other._flush_all()
+        if other._used:
+            with self._lock:
+                self._reserve(other._used, other._arena.dtype)
+                self._arena[self._used: self._used + other._used] = other._arena[: other._used]
+                self._starts.extend(starts + self._used for starts in other._starts)
+                self._used += other._used
+        self.totals[:, :2] += other.totals[:, :2]
+        self.totals[:, 2] = np.minimum(self.totals[:, 2], other.totals[:, 2])
+        self.totals[:, 3] = np.maximum(self.totals[:, 3], other.totals[:, 3])
+        return self
+
+    def __getstate__(self) -> dict:
+        self._flush_all()
+        state = self.__dict__.copy()
+        del state["_lock"], state["_stages"]
+        if self._arena is not None:  # only the used part travels
+            state["_arena"] = self._arena[: self._used]
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._lock = threading.Lock()
+        self._stages = {}
+
+    def result(self) -> FairnessReport:
+        """The report of :func:`fairmedfm_fast.evaluate` on every voxel added (groups per image)."""
+        if self._window is not None:
+            raise RuntimeError("internal error: a windowed accumulator is swept by evaluate_voxels")
+        sweep = _Sweep(self._layout, self._mode if self._mode is not None else _FLOAT32, self.totals,
+                       self.threshold)
+        sweep.window(*self._records(), 0, self.n_jobs)
+        return sweep.report({})
+
+    def _records(self) -> tuple[np.ndarray | None, list[np.ndarray]]:
+        """The staged records and the bucket starts of each chunk of them."""
+        self._flush_all()
+        return self._arena, self._starts
+
+
+class _Layout:
+    """Groupings, their slots, and the cells (distinct code combinations) of the images."""
+
+    def __init__(self, sensitive_features: Any, bins: Any, intersectional: bool):
+        self.n_images = _rows(sensitive_features)
+        attributes = _inputs.encode_attributes(sensitive_features, self.n_images, bins, intersectional)
+        self.attributes = attributes
+        rows = [attribute.codes for attribute in attributes]
+        sizes = [attribute.n_groups for attribute in attributes]
+        complete = next((k for k, a in enumerate(attributes) if a.codes.min(initial=0) >= 0), None)
+        if complete is None:  # "all voxels" needs a grouping of its own, as in evaluate
+            rows.append(np.zeros(self.n_images, np.intp))
+            sizes.append(1)
+            complete = len(rows) - 1
+        self.complete = complete
+        self.sizes = np.asarray(sizes, np.int64)
+        codes = np.stack(rows) if self.n_images else np.zeros((len(rows), 0), np.intp)
+        cell_codes, self.image_cells = np.unique(codes, axis=1, return_inverse=True)
+        self.image_cells = self.image_cells.ravel().astype(np.int64)
+        self.n_cells = max(cell_codes.shape[1], 1)
+        self.payload_bits = max(1, int(2 * self.n_cells - 1).bit_length())
+        starts = np.concatenate(([0], np.cumsum(self.sizes + 1)))
+        self.n_slots = int(starts[-1])
+        k_count = len(sizes)
+        self.grouping_slots = np.stack([starts[:-1], starts[1:], starts[1:] - 1], axis=1).astype(np.int64)
+        self.cell_slots = np.full((self.n_cells, 2 * k_count), -1, np.int64)
+        for k in range(k_count):
+            present = cell_codes[k] >= 0
+            self.cell_slots[: cell_codes.shape[1], 2 * k] = np.where(present, starts[k] + cell_codes[k], -1)
+            self.cell_slots[: cell_codes.shape[1], 2 * k + 1] = np.where(present, starts[k + 1] - 1, -1)
+
+    def slot_matrix(self) -> np.ndarray:
+        """(n_cells, n_slots) booleans: which slots each cell belongs to."""
+        member = np.zeros((self.n_cells, self.n_slots), bool)
+        for j in range(self.cell_slots.shape[1]):
+            rows = np.flatnonzero(self.cell_slots[:, j] >= 0)
+            member[rows, self.cell_slots[rows, j]] = True
+        return member
+
+
+def _rows(sensitive_features: Any) -> int:
+    """Number of rows (images) of the attributes."""
+    for attribute in ("shape", "num_rows", "height"):
+        value = getattr(sensitive_features, attribute, None)
+        if isinstance(value, tuple) and value:
+            return int(value[0])
+        if isinstance(value, (int, np.integer)):
+            return int(value)
+    if isinstance(sensitive_features, Mapping):
+        if not sensitive_features:
+            raise ValueError("sensitive_features has no attributes: pass at least one column of group values")
+        return len(next(iter(sensitive_features.values())))
+    try:
+        return len(sensitive_features)
+    except TypeError:
+        raise ValueError("sensitive_features must hold one row of attributes per image (a DataFrame, a dict of "
+                         f"columns or a list), got {type(sensitive_features).__name__}") from None
+
+
+class _Sweep:
+    """The state carried from bucket to bucket, and the report at the end."""
+
+    def __init__(self, layout: _Layout, mode: int, totals: np.ndarray, threshold: float | None):
+        _, calibration = _kernels()
+        self.layout, self.mode, self.threshold = layout, mode, threshold
+        self.totals = totals
+        member = layout.slot_matrix().astype(np.int64)
+        cell_totals = np.zeros((layout.n_cells, 2), np.int64)
+        np.add.at(cell_totals, layout.image_cells, totals[:, :2])
+        self.count = cell_totals[:, 0] @ member
+        self.positives = cell_totals[:, 1] @ member
+        smallest = np.full(layout.n_cells, _NO_KEY)
+        largest = np.full(layout.n_cells, -1)
+        np.minimum.at(smallest, layout.image_cells, totals[:, 2])
+        np.maximum.at(largest, layout.image_cells, totals[:, 3])
+        low = np.full(layout.n_slots, np.nan)
+        high = np.full(layout.n_slots, np.nan)
+        for s in range(layout.n_slots):
+            cells = member[:, s].astype(bool) & (largest >= 0)
+            if cells.any():
+                low[s] = self.value_of(smallest[cells].min())
+                high[s] = self.value_of(largest[cells].max())
+        self.edges = calibration.equal_width_edges(low, high, _engine.ECE_BINS)
+        overall = layout.grouping_slots[:, 2]
+        k_count = len(layout.sizes)
+        self.fixed = np.array([0.5] if threshold is None else sorted({0.5, threshold}))
+        n_slots, row = layout.n_slots, _engine.ECE_BINS + 1
+        self.state = np.zeros((n_slots, 5), np.int64)
+        self.at_or_below = np.zeros((len(self.fixed), n_slots, 2), np.int64)
+        self.bins = np.zeros((2, n_slots * row), np.int64)
+        self.sums = np.zeros((2, n_slots * row))
+        self.cursor = np.zeros(n_slots + 1, np.int64)
+        self.best = np.zeros((k_count, 4))
+        self.best[:, 0] = -np.inf
+        self.best[:, 1] = np.nan
+        self.best[:, 2] = self.positives[overall]
+        self.best[:, 3] = self.count[overall] - self.positives[overall]
+
+    def value_of(self, key: int) -> float:
+        if self.mode == _UINT8:
+            return key / 255.0
+        if self.mode == _FLOAT32:
+            return float(np.array([key], np.uint32).view(np.float32)[0])
+        return float(np.array([key], np.uint64).view(np.float64)[0])
+
+    def window(self, records: np.ndarray | None, starts: list[np.ndarray], bucket_lo: int, n_jobs: int = 1) -> None:
+        """Sweep one window's buckets, after every earlier window: chunk ``c`` of ``records`` holds
+        bucket ``bucket_lo + b`` at ``records[starts[c][b]:starts[c][b + 1]]``.
+
+        With ``n_jobs > 1`` the buckets are cut into ranges of about equal size, swept on as many
+        threads from the counts below each range (a counting pass), and their states combined."""
+        if not starts:
+            return
+        voxels, _ = _kernels()
+        starts = np.stack(starts)
+        layout = self.layout
+        common = (self.mode, _LOW_BITS[self.mode], layout.payload_bits, layout.cell_slots, layout.grouping_slots,
+                  self.edges, self.fixed)
+        ranges = _split(starts, n_jobs if len(records) >= _PARALLEL_SWEEP else 1)
+        if len(ranges) == 1:
+            voxels.sweep_buckets(records, starts, 0, starts.shape[1] - 1, bucket_lo, *common, self.state,
+                                 self.at_or_below, self.bins, self.sums, self.cursor, self.best)
+            return
+        pool = executor(len(ranges))
+        member = layout.slot_matrix().astype(np.int64)
+        below = [pool.submit(voxels.cell_counts, records, starts, first, last, layout.payload_bits, layout.n_cells)
+                 for first, last in ranges[:-1]]
+        parts = []
+        counted = self.state[:, :2].copy()
+        for j in range(len(ranges)):
+            part = _Part(self, counted, first_range=j == 0)
+            parts.append(part)
+            if j < len(ranges) - 1:
+                cells = below[j].result()
+                counted = counted + np.stack([cells[:, 1] @ member, cells[:, 0] @ member], axis=1)
+        jobs = [pool.submit(voxels.sweep_buckets, records, starts, first, last, bucket_lo, *common, part.state,
+                            part.at_or_below, part.bins, part.sums, part.cursor, part.best)
+                for (first, last), part in zip(ranges, parts)]
+        for job in jobs:
+            job.result()
+        self._combine(parts)
+
+    def _combine(self, parts: list[_Part]) -> None:
+        """Fold the states of consecutive bucket ranges into the carried state."""
+        passed = int(self.cursor[-1])
+        for part in parts:
+            self.state[:, 2] += part.state[:, 2]
+            self.bins += part.bins
+            self.sums += part.sums
+            for k, (first, last, _) in enumerate(self.layout.grouping_slots.tolist()):
+                if part.best[k, 0] > self.best[k, 0]:  # strictly better: the earliest range wins ties
+                    self.best[k, :2] = part.best[k, :2]
+                    self.state[first:last, 3:] = part.state[first:last, 3:]
+            reached = int(part.cursor[-1])
+            if reached > passed:  # the first range past a fixed threshold holds its counts
+                self.at_or_below[passed:reached] = part.at_or_below[passed:reached]
+                passed = reached
+            np.maximum(self.cursor[:-1], part.cursor[:-1], out=self.cursor[:-1])
+        self.cursor[-1] = passed
+        self.state[:, :2] = parts[-1].state[:, :2]
+
+    def report(self, metadata: dict[str, Any]) -> FairnessReport:
+        _, calibration = _kernels()
+        layout = self.layout
+        n_voxels = int(self.totals[:, 0].sum())
+        n_positive = int(self.totals[:, 1].sum())
+        if n_voxels == 0:
+            raise ValueError("no voxels to evaluate: every map (within its ROI) is empty; pass non-empty maps "
+                             "or ROI masks")
+        if n_positive in (0, n_voxels):
+            raise ValueError(f"the true masks have only label {1 if n_positive else 0} ({n_voxels} voxels); "
+                             "fairness metrics need both positive and negative voxels")
+        positives, count = self.positives, self.count
+        negatives = count - positives
+        n_bins, n_slots = _engine.ECE_BINS, layout.n_slots
+        counted = self.bins.reshape(2, n_slots, n_bins + 1)[:, :, :n_bins]
+        sums = self.sums.reshape(2, n_slots, n_bins + 1).sum(axis=0)  # value + compensation
+        ece = calibration.calibration_error(counted[0], counted[1].astype(np.float64), sums[:, :n_bins], 0)
+        loss = sums[:, n_bins]
+        above = {}
+        for f, value in enumerate(self.fixed.tolist()):  # thresholds the sweep never passed: every score below
+            below = self.at_or_below[f] if f < self.cursor[-1] else np.stack([positives, negatives], axis=1)
+            above[value] = (positives - below[:, 0], negatives - below[:, 1])
+        if self.threshold is None:
+            thresholds = self.best[:, 1].copy()
+            best = (positives - self.state[:, 3], negatives - self.state[:, 4])
+        else:
+            thresholds = np.full(len(layout.sizes), self.threshold)
+            best = above[self.threshold]
+        confusion = {"": above[0.5], _engine.BEST: best}
+        groupings = _engine.from_counts(layout.sizes, count, positives, negatives, thresholds,
+                                        set(_engine.all_keys()), u2=self.state[:, 2], loss_sums=loss, ece=ece,
+                                        confusion=confusion)
+        warnings: list[str] = []
+        results = [attribute_result(attribute, grouping, n_voxels, warnings)
+                   for attribute, grouping in zip(layout.attributes, groupings)]
+        overall = {key: _python(values[-1]) for key, values in groupings[layout.complete].values.items()}
+        metadata = {"n_samples": n_voxels, "n_images": layout.n_images, "score_dtype": _MODE_NAMES[self.mode],
+                    **metadata}
+        if self.threshold is not None:
+            metadata["threshold"] = self.threshold
+        return classification_report(results, overall, warnings, metadata)
+
+
+class _Part:
+    """The state of one range of buckets swept on its own thread, from the counts below it."""
+
+    def __init__(self, sweep: _Sweep, below: np.ndarray, first_range: bool):
+        self.state = sweep.state.copy()
+        self.state[:, :2] = below
+        self.state[:, 2] = 0
+        self.at_or_below = sweep.at_or_below.copy()
+        self.bins = np.zeros_like(sweep.bins)
+        self.sums = np.zeros_like(sweep.sums)
+        self.cursor = sweep.cursor.copy()
+        if not first_range:
+            self.cursor[:-1] = 0  # ECE bins: found again from the first bin (scores ascend)
+        self.best = sweep.best.copy()
+
+
+def _split(starts: np.ndarray, n_parts: int) -> list[tuple[int, int]]:
+    """Consecutive bucket ranges holding about equal numbers of records."""
+    sizes = (starts[:, 1:] - starts[:, :-1]).sum(axis=0)
+    cumulative = np.cumsum(sizes)
+    total = int(cumulative[-1]) if len(cumulative) else 0
+    cuts = [0]
+    for j in range(1, n_parts):
+        cut = int(np.searchsorted(cumulative, total * j / n_parts)) + 1
+        if cuts[-1] < cut < len(sizes):
+            cuts.append(cut)
+    cuts.append(len(sizes))
+    return list(zip(cuts[:-1], cuts[1:]))
+
+
+def _python(value: Any) -> Any:
+    return int(value) if isinstance(value, np.integer) else float(value)
+
+
+# ---------------------------------------------------------------------------------------------
+# Sources of maps
+# ---------------------------------------------------------------------------------------------
+
+class _Source:
+    """The maps, masks and ROIs of every image, read as often as the windows need."""
+
+    def __init__(self, score_maps: Any, true_masks: Any, roi_masks: Any):
+        self.pairs: Callable[[], Iterable] | None = None
+        self.length: int | None = None
+        self.roi = roi_masks
+        if true_masks is None:  # an iterable (or a callable returning one) of (score_map, true_mask) pairs
+            if callable(score_maps):
+                self.pairs = score_maps
+            elif isinstance(score_maps, Iterable) and iter(score_maps) is not score_maps:
+                self.pairs = lambda: iter(score_maps)
+            elif isinstance(score_maps, Iterable):  # an iterator: read once, every record held
+                self.pairs = lambda: score_maps
+                self.one_shot = True
+            else:
+                raise ValueError("true_masks is missing: pass one ground-truth mask per score map, or pass an "
+                                 "iterable of (score_map, true_mask) pairs as score_maps")
+            return
+        self.maps = _stack_or_list(score_maps, "score_maps")
+        self.masks = _stack_or_list(true_masks, "true_masks")
+        self.length = len(self.maps)
+        if len(self.masks) != self.length:
+            raise ValueError(f"score_maps has {self.length} maps but true_masks has {len(self.masks)}; pass one "
+                             "mask per map")
+
+    one_shot = False
+
+    def items(self) -> Iterable[tuple[int, Any, Any, Any]]:
+        rois = None if self.roi is None else _stack_or_list(self.roi, "roi_masks")
+        if self.pairs is not None:
+            for i, pair in enumerate(self.pairs()):
+                if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+                    raise ValueError(f"score_maps item {i} is not a (score_map, true_mask) pair")
+                yield i, pair[0], pair[1], None if rois is None else rois[i]
+            return
+        for i in range(self.length):
+            yield i, self.maps[i], self.masks[i], None if rois is None else rois[i]
+
+    def record_bytes(self) -> int:
+        """Bytes per voxel record of in-memory maps: 8 for float64 maps, else 4 (few groups assumed)."""
+        first = self.maps[0] if len(self.maps) else None
+        return 8 if first is not None and first.dtype.itemsize == 8 else 4
+
+    def known_voxels(self) -> int | None:
+        """Voxels of in-memory maps (None when they are files or streamed)."""
+        if self.pairs is not None:
+            return None
+        if isinstance(self.maps, np.ndarray):
+            return int(self.maps.size)
+        if all(isinstance(item, np.ndarray) for item in self.maps):
+            return int(sum(item.size for item in self.maps))
+        return None
+
+
+def _stack_or_list(values: Any, name: str) -> Any:
+    if isinstance(values, np.ndarray) and values.dtype.kind in "biuf":
+        if values.ndim < 2:
+            raise ValueError(f"{name} is a {values.ndim}-D array, not one map per image; pass a (n_images, ...) "
+                             "array, a list of arrays, or file paths")
+        return values
+    if isinstance(values, (str, os.PathLike)):
+        raise ValueError(f"{name} is the single path {str(values)!r}; pass one map per image")
+    try:
+        return list(values)
+    except TypeError:
+        raise ValueError(f"{name} must be a stacked array, a list of arrays or of file paths, got "
+                         f"{type(values).__name__}") from None
+
+
+def _run_all(source: _Source, n_images: int, work: Callable[[int, Any, Any, Any], None], n_jobs: int,
+             progress: Any) -> None:
+    """``work(i, score_map, true_mask, roi)`` for every image, on ``n_jobs`` threads."""
+    bar = _progress_bar(progress, source.length)
+    seen = 0
+
+    def checked(item):
+        i, score_map, true_mask, roi = item
+        if i >= n_images:
+            raise ValueError(f"score_maps has more maps than sensitive_features has rows ({n_images}); pass one "
+                             "row of attributes per image")
+        work(i, score_map, true_mask, roi)
+
+    try:
+        if n_jobs == 1:
+            for item in source.items():
+                checked(item)
+                seen += 1
+                if bar is not None:
+                    bar.update(1)
+        else:
+            pool = executor(n_jobs)
+            pending = []
+            for item in source.items():
+                pending.append(pool.submit(checked, item))
+                if len(pending) >= 2 * n_jobs:
+                    pending.pop(0).result()
+                    seen += 1
+                    if bar is not None:
+                        bar.update(1)
+            for future in pending:
+                future.result()
+                seen += 1
+                if bar is not None:
+                    bar.update(1)
+    finally:
+        if bar is not None:
+            bar.close()
+    if seen != n_images:
+        raise ValueError(f"score_maps has {seen} maps but sensitive_features has {n_images} rows; pass one row of "
+                         "attributes per image")
+
+
+def _progress_bar(progress: Any, total: int | None):
+    if not progress:
+        return None
+    try:
+        from tqdm import tqdm
+    except ImportError:
+        return None
+    return tqdm(total=total, unit="map")
+
+
+def evaluate_voxels(score_maps: Any, true_masks: Any, sensitive_features: Any, *, roi_masks: Any = None,
+                    bins: _inputs.Bins | None = None, intersectional: bool = False, threshold: float | None = None,
+                    max_memory: Any = None, n_jobs: int | None = None, progress: Any = None) -> FairnessReport:
+    """Voxel-level fairness: :func:`fairmedfm_fast.evaluate` on every voxel of every map, exactly.
+
+    Parameters
+    ----------
+    score_maps : stacked array (n_images, ...), list of arrays or file paths (``.npy``, ``.nii.gz``, ...),
+        or, with ``true_masks=None``, an iterable of ``(score_map, true_mask)`` pairs (or a callable
+        returning a fresh one: windows re-read it)
+        Probabilities within [0, 1] (float32, float64 or float16), or uint8 maps whose value ``v``
+        means ``v / 255``.
+    true_masks : like ``score_maps``; a voxel is positive where its mask is nonzero
+    sensitive_features : DataFrame, dict, Series or array-like with one row per image
+    roi_masks : like ``true_masks``, optional; only voxels where the ROI is nonzero count
+    bins, intersectional, threshold
+        As in :func:`fairmedfm_fast.evaluate` (quantile ``bins`` are quantiles over images).
+    max_memory : int or str, optional
+        Memory for the voxel records (4 bytes a voxel; 8 for float64 maps), e.g. ``"2GB"``; default
+        half of the available memory. When the records do not fit, the score range is cut into
+        windows and the maps are read once to count and once per window.
+    n_jobs : int, optional
+        Threads that read and stage maps (default: all cores).
+    progress : bool, optional
+        Show a progress bar per read of the maps (needs tqdm).
+
+    Returns
+    -------
+    FairnessReport
+        As :func:`fairmedfm_fast.evaluate`'s, with voxel counts in ``n`` (``metadata`` has
+        ``n_images`` and ``windows``). See ``docs/voxels.md``.
+    """
+    source = _Source(score_maps, true_masks, roi_masks)
+    budget = parse_memory(max_memory)
+    jobs = resolve_n_jobs(n_jobs)
+    known = source.known_voxels()
+    accumulator = VoxelAccumulator(sensitive_features, bins=bins, intersectional=intersectional,
+                                   threshold=threshold, n_jobs=jobs, _capacity=known or 0)
+    n_images = accumulator.n_images
+    if source.length is not None and source.length != n_images:
+        raise ValueError(f"score_maps has {source.length} maps but sensitive_features has {n_images} rows; pass one "
+                         "row of attributes per image")
+    # Staging: per thread a stage (bucket id and record per voxel), and the sweep's two bucket buffers.
+    staging = jobs * _STAGE * 10
+    if source.one_shot or (known is not None and known * source.record_bytes() + staging <= budget):
+        _run_all(source, n_images, lambda i, s, t, r: accumulator.add(s, t, i, r), jobs, progress)
+        sweep = _Sweep(accumulator._layout, _mode_of(accumulator), accumulator.totals, accumulator.threshold)
+        sweep.window(*accumulator._records(), 0, jobs)
+        return sweep.report({"windows": 1})
+    # Count the voxels per bucket first, then read the maps once per window of buckets.
+    histograms: dict[int, np.ndarray] = {}
+    modes: dict[int, int] = {}
+    lock = threading.Lock()
+
+    def count(i: int, score_map: Any, true_mask: Any, roi: Any) -> None:
+        voxels, _ = _kernels()
+        scores = _masks.load_mask(score_map, f"score_map of image {i}")
+        bits, mode = _score_bits(scores, f"score_map of image {i}")
+        roi_bytes = np.empty(0, np.uint8)
+        if roi is not None:
+            roi_bytes = _nonzero_bytes(_masks.load_mask(roi, f"roi_mask of image {i}"), f"roi_mask of image {i}")
+            if roi_bytes.size != bits.size:
+                raise ValueError(f"image {i}: roi mask has {roi_bytes.size} voxels but the score map has {bits.size}; "
+                                 "pass an ROI of the map's shape")
+        key = threading.get_ident()
+        with lock:
+            modes[i] = mode
+            histogram = histograms.get(key)
+            if histogram is None:
+                histogram = histograms[key] = np.zeros(_N_BUCKETS[mode], np.int64)
+        if len(histogram) != _N_BUCKETS[mode]:
+            raise ValueError(f"score_map of image {i} has dtype {scores.dtype}, unlike earlier maps; pass every "
+                             "map with one dtype (e.g. all float32)")
+        voxels.count_buckets(bits, roi_bytes, mode, _LOW_BITS[mode], histogram)
+
+    _run_all(source, n_images, count, jobs, progress)
+    mode = next(iter(modes.values()), _FLOAT32)
+    histogram = sum(histograms.values()) if histograms else np.zeros(_N_BUCKETS[mode], np.int64)
+    record_bytes = 4 if _LOW_BITS[mode] + accumulator._layout.payload_bits <= 32 else 8
+    # 10% of the budget left for the sweep's bucket buffers and its per-thread states
+    windows = _plan_windows(histogram, max(1, int(0.9 * budget - staging) // record_bytes))
+    sweep = None
+    for lo, hi in windows:
+        part = VoxelAccumulator(sensitive_features, bins=bins, intersectional=intersectional, threshold=threshold,
+                                n_jobs=jobs, _window=(lo, hi), _capacity=int(histogram[lo:hi].sum()))
+        _run_all(source, n_images, lambda i, s, t, r, part=part: part.add(s, t, i, r), jobs, progress)
+        if sweep is None:
+            sweep = _Sweep(part._layout, _mode_of(part), part.totals, part.threshold)
+        sweep.window(*part._records(), lo, jobs)
+    return sweep.report({"windows": len(windows)})
+
+
+def _mode_of(accumulator: VoxelAccumulator) -> int:
+    return accumulator._mode if accumulator._mode is not None else _FLOAT32
+
+
+def _plan_windows(histogram: np.ndarray, capacity: int) -> list[tuple[int, int]]:
+    """Consecutive bucket ranges of at most ``capacity`` records each (a larger bucket alone)."""
+    windows = []
+    lo = 0
+    total = 0
+    for b, size in enumerate(histogram.tolist()):
+        if total and total + size > capacity:
+            windows.append((lo, b))
+            lo, total = b, 0
+        total += size
+    windows.append((lo, len(histogram)))
+    return windows

@@ -1,0 +1,325 @@
+"""Voxel kernels: exact per-group AUC, best-F1 sweep, ECE and BCE of billions of scores, by buckets.
+
+A score's *key* is its bit pattern (float32 or float64; the sign bit cleared, so -0.0 keys as 0.0),
+or the value itself for uint8 maps: for scores in [0, 1] the unsigned order of the keys is the
+order of the scores. ``key >> low_bits`` is the score's *bucket*; a *record* is
+``(key & low_mask) << payload_bits | cell << 1 | label``, where a *cell* is one combination of the
+group codes of every grouping (codes are per image, so a record carries its image's cell, not
+its codes). Records are staged per bucket (:func:`encode_map`, :func:`stage_by_bucket`), then
+each bucket is sorted and swept in score order (:func:`sweep_buckets`), carrying the counts of the
+buckets before it, so that the sweep sees exactly the ascending order of one global sort.
+
+Modes: 0 float32 bits (uint32 keys), 1 uint8 value ``v`` meaning ``v / 255``, 2 float64 bits.
+"""
+import numpy as np
+
+from ._config import inline_kernel, kernel
+from ._slots import neumaier_add
+from .ranking import f1_at
+
+FLOAT32, UINT8, FLOAT64 = 0, 1, 2
+
+
+@inline_kernel
+def _key(bits, i, mode):
+    """Key of score ``i`` and whether it is a probability (within [0, 1], not NaN)."""
+    raw = np.uint64(bits[i])
+    if mode == 1:
+        return raw, True
+    if mode == 0:
+        key = raw & np.uint64(0x7FFFFFFF)
+        return key, key <= np.uint64(0x3F800000) and (raw == key or key == 0)
+    key = raw & np.uint64(0x7FFFFFFFFFFFFFFF)
+    return key, key <= np.uint64(0x3FF0000000000000) and (raw == key or key == 0)
+
+
+@kernel
+def encode_map(bits, truth, roi, mode, low_bits, payload, payload_bits, bucket_lo, bucket_hi,
+               stage_bucket, stage_record, fill, totals):
+    """Stage the records of one map whose bucket lies in ``[bucket_lo, bucket_hi)``.
+
+    Parameters
+    ----------
+    bits : uint32 (mode 0), uint8 (mode 1) or uint64 (mode 2) array of shape (n,)
+    truth : uint8 array of shape (n,); nonzero = positive
+    roi : uint8 array of shape (n,) (nonzero = counted) or of shape (0,) (every voxel counted)
+    payload : int, ``cell << 1``
+    stage_bucket : uint16 array; stage_record : uint32 or uint64 array; written from ``fill``
+    totals : int64 array of shape (5,), updated over every voxel in the ROI (any bucket):
+        voxels, positives, smallest key, largest key, and the first invalid voxel (-1 if none)
+
+    Returns
+    -------
+    fill : int, the new number of staged records
+    """
+    low_mask = np.uint64((1 << low_bits) - 1)
+    shift = np.uint64(low_bits)
+    pshift = np.uint64(payload_bits)
+    lo = np.uint64(bucket_lo)
+    hi = np.uint64(bucket_hi)
+    use_roi = roi.shape[0] > 0
+    count = 0
+    positives = 0
+    smallest = totals[2]
+    largest = totals[3]
+    for i in range(bits.shape[0]):
+        if use_roi and roi[i] == 0:
+            continue
+        key, valid = _key(bits, i, mode)
+        if not valid:
+            if totals[4] < 0:
+                totals[4] = i
+            continue
+        positive = truth[i] != 0
+        count += 1
+        if positive:
+            positives += 1
+        signed = np.int64(key)
+        if signed < smallest:
+            smallest = signed
+        if signed > largest:
+            largest = signed
+        bucket = key >> shift
+        if bucket < lo or bucket >= hi:
+            continue
+        stage_bucket[fill] = np.uint16(bucket - lo)
+        stage_record[fill] = ((key & low_mask) << pshift) | np.uint64(payload + (1 if positive else 0))
+        fill += 1
+    totals[0] += count
+    totals[1] += positives
+    totals[2] = smallest
+    totals[3] = largest
+    return fill
+
+
+@kernel
+def count_buckets(bits, roi, mode, low_bits, histogram):
+    """Add the voxels of one map (within the ROI) to ``histogram`` (int64, one count per bucket)."""
+    shift = np.uint64(low_bits)
+    use_roi = roi.shape[0] > 0
+    for i in range(bits.shape[0]):
+        if use_roi and roi[i] == 0:
+            continue
+        key, valid = _key(bits, i, mode)
+        if valid:
+            histogram[np.intp(key >> shift)] += 1
+
+
+@kernel
+def stage_by_bucket(stage_bucket, stage_record, fill, n_buckets, arena, offset):
+    """Counting sort of the first ``fill`` staged records by bucket, into ``arena[offset:offset + fill]``.
+
+    Returns
+    -------
+    starts : int64 array of shape (n_buckets + 1,); bucket ``b`` is ``arena[starts[b]:starts[b + 1]]``
+    """
+    starts = np.zeros(n_buckets + 1, np.int64)
+    starts[0] = offset
+    for i in range(fill):
+        starts[np.intp(stage_bucket[i]) + 1] += 1
+    for b in range(n_buckets):
+        starts[b + 1] += starts[b]
+    position = starts[:-1].copy()
+    for i in range(fill):
+        b = np.intp(stage_bucket[i])
+        arena[position[b]] = stage_record[i]
+        position[b] += 1
+    return starts
+
+
+@inline_kernel
+def _value(key, mode, word32, float32, word64, float64):
+    if mode == 1:
+        return float(key) / 255.0
+    if mode == 0:
+        word32[0] = np.uint32(key)
+        return np.float64(float32[0])
+    word64[0] = key
+    return float64[0]
+
+
+@kernel
+def cell_counts(records, chunk_starts, first, last, payload_bits, n_cells):
+    """Negatives and positives of each cell in buckets ``first`` to ``last - 1``: int64 (n_cells, 2)."""
+    out = np.zeros((n_cells, 2), np.int64)
+    pmask = np.uint64((1 << payload_bits) - 1)
+    for c in range(chunk_starts.shape[0]):
+        for i in range(chunk_starts[c, first], chunk_starts[c, last]):
+            payload = np.intp(records[i] & pmask)
+            out[payload >> 1, payload & 1] += 1
+    return out
+
+
+@inline_kernel
+def _take(positives, negatives, index):
+    """The counts at ``index``, which are reset to zero."""
+    p = positives[index]
+    q = negatives[index]
+    positives[index] = 0
+    negatives[index] = 0
+    return p, q
+
+
+@kernel
+def sweep_buckets(records, chunk_starts, first, last, bucket_lo, mode, low_bits, payload_bits, cell_slots,
+                  grouping_slots, edges, fixed, counts, at_or_below, bins, sums, cursor, best):
+    """Sweep buckets ``first`` to ``last - 1`` of one window in ascending score order, updating the
+    carried state in place (the counts below must already include every earlier bucket).
+
+    Parameters
+    ----------
+    records : uint32 or uint64 array; chunk ``c`` holds bucket ``b`` (of this window) at
+        ``records[chunk_starts[c, b]:chunk_starts[c, b + 1]]`` (see :func:`stage_by_bucket`)
+    bucket_lo : int, the first bucket of the window (keys are ``(bucket_lo + b) << low_bits | low``)
+    cell_slots : int64 array of shape (n_cells, m); the slots of each cell (-1 = none)
+    grouping_slots : int64 array of shape (K, 3); first slot, slot past the last, overall slot
+    edges : float64 array of shape (n_slots, n_bins + 1); ECE bin edges of each slot
+    fixed : float64 array of shape (F,), ascending; thresholds whose counts above are wanted
+    counts : int64 array of shape (n_slots, 5), state: positives below, negatives below, twice the
+        Mann-Whitney U, positives and negatives at or below the best-F1 threshold of the slot's grouping
+    at_or_below : int64 array of shape (F, n_slots, 2): positives and negatives scoring at or below
+        ``fixed[f]``, written when the sweep passes ``fixed[f]`` (``cursor[n_slots]`` of them so far)
+    bins : int64 array of shape (2, n_slots * (n_bins + 1)): per slot ``s`` and bin ``b`` (at
+        ``s * (n_bins + 1) + b``) the sample count and the positives
+    sums : float64 array of shape (2, n_slots * (n_bins + 1)): compensated sums and their
+        compensations: the scores per bin, and at bin ``n_bins`` the BCE terms of the slot
+    cursor : int64 array of shape (n_slots + 1,): the current ECE bin of each slot, then the number
+        of fixed thresholds passed
+    best : float64 array of shape (K, 4): best F1, its threshold, positives, negatives of the grouping
+    """
+    n_chunks = chunk_starts.shape[0]
+    n_cells, width = cell_slots.shape
+    n_slots = counts.shape[0]
+    n_groupings = grouping_slots.shape[0]
+    n_bins = edges.shape[1] - 1
+    n_fixed = fixed.shape[0]
+    row = n_bins + 1
+    bin_count = bins[0]
+    bin_positives = bins[1]
+    score_sum = sums[0]
+    compensation = sums[1]
+    pshift = np.uint64(payload_bits)
+    pmask = np.uint64((1 << payload_bits) - 1)
+    word32 = np.empty(1, np.uint32)
+    float32 = word32.view(np.float32)
+    word64 = np.empty(1, np.uint64)
+    float64 = word64.view(np.float64)
+    cell_pos = np.zeros(n_cells, np.int64)
+    cell_neg = np.zeros(n_cells, np.int64)
+    touched_cells = np.empty(n_cells, np.int64)
+    slot_pos = np.zeros(n_slots, np.int64)
+    slot_neg = np.zeros(n_slots, np.int64)
+    touched_slots = np.empty(n_slots, np.int64)
+    improved = np.zeros(n_groupings, np.bool_)
+    largest = 0
+    for b in range(first, last):
+        size = 0
+        for c in range(n_chunks):
+            size += chunk_starts[c, b + 1] - chunk_starts[c, b]
+        largest = max(largest, size)
+    if largest == 0:
+        return
+    gathered = np.empty(largest, records.dtype)
+    ordered = np.empty(largest, records.dtype)
+    n_low = 1 << low_bits
+    low_counts = np.zeros(n_low + 1 if low_bits <= 16 else 1, np.int64)
+    for b in range(first, last):
+        size = 0
+        for c in range(n_chunks):
+            start, stop = chunk_starts[c, b], chunk_starts[c, b + 1]
+            gathered[size:size + stop - start] = records[start:stop]
+            size += stop - start
+        if size == 0:
+            continue
+        bucket = gathered[:size]
+        if low_bits == 0:
+            pass  # one key per bucket: nothing to order
+        elif low_bits <= 16 and size * 8 >= n_low:  # counting sort on the low key bits
+            low_counts[:] = 0
+            for i in range(size):
+                low_counts[np.intp(bucket[i] >> pshift) + 1] += 1
+            for v in range(n_low):
+                low_counts[v + 1] += low_counts[v]
+            for i in range(size):
+                v = np.intp(bucket[i] >> pshift)
+                ordered[low_counts[v]] = bucket[i]
+                low_counts[v] += 1
+            bucket = ordered[:size]
+        else:
+            bucket = np.sort(bucket)
+        high = np.uint64(bucket_lo + b) << np.uint64(low_bits)
+        i = 0
+        while i < size:
+            low = bucket[i] >> pshift
+            n_touched = 0
+            run_start = i
+            run_pos = 0
+            while i < size and (bucket[i] >> pshift) == low:
+                payload = np.intp(bucket[i] & pmask)
+                cell = payload >> 1
+                if cell_pos[cell] == 0 and cell_neg[cell] == 0:
+                    touched_cells[n_touched] = cell
+                    n_touched += 1
+                if payload & 1:
+                    cell_pos[cell] += 1
+                    run_pos += 1
+                else:
+                    cell_neg[cell] += 1
+                i += 1
+            run_neg = i - run_start - run_pos
+            value = _value(high | np.uint64(low), mode, word32, float32, word64, float64)
+            while cursor[n_slots] < n_fixed and value > fixed[cursor[n_slots]]:  # passing a fixed threshold
+                f = cursor[n_slots]
+                for s in range(n_slots):
+                    at_or_below[f, s, 0] = counts[s, 0]
+                    at_or_below[f, s, 1] = counts[s, 1]
+                cursor[n_slots] = f + 1
+            # Per slot: this score's positives and negatives.
+            n_hit = 0
+            for t in range(n_touched):
+                cell = touched_cells[t]
+                p, q = _take(cell_pos, cell_neg, cell)
+                for j in range(width):
+                    s = cell_slots[cell, j]
+                    if s < 0:
+                        continue
+                    if slot_pos[s] == 0 and slot_neg[s] == 0:
+                        touched_slots[n_hit] = s
+                        n_hit += 1
+                    slot_pos[s] += p
+                    slot_neg[s] += q
+            # F1 at this threshold (predicted positive: score >= value), from the counts below it.
+            for k in range(n_groupings):
+                improved[k] = False
+                overall = grouping_slots[k, 2]
+                if slot_pos[overall] + slot_neg[overall] == 0:
+                    continue
+                f1 = f1_at(best[k, 2] - counts[overall, 0], best[k, 3] - counts[overall, 1], best[k, 2])
+                if f1 > best[k, 0]:
+                    best[k, 0] = f1
+                    best[k, 1] = value
+                    improved[k] = True
+            log_p = -max(np.log(value), -100.0) if run_pos else 0.0
+            log_q = -max(np.log(1.0 - value), -100.0) if run_neg else 0.0
+            for t in range(n_hit):
+                s = touched_slots[t]
+                p, q = _take(slot_pos, slot_neg, s)
+                counts[s, 2] += p * (2 * counts[s, 1] + q)
+                counts[s, 0] += p
+                counts[s, 1] += q
+                # ECE: bins are right-closed (edge[b], edge[b + 1]]; scores ascend, so the bin only moves up.
+                cur = cursor[s]
+                while cur < n_bins - 1 and value > edges[s, cur + 1]:
+                    cur += 1
+                cursor[s] = cur
+                if value > edges[s, cur] and value <= edges[s, cur + 1]:
+                    cell = s * row + cur
+                    bin_count[cell] += p + q
+                    bin_positives[cell] += p
+                    neumaier_add(score_sum, compensation, cell, float(p + q) * value)
+                neumaier_add(score_sum, compensation, s * row + n_bins, float(p) * log_p + float(q) * log_q)
+            for k in range(n_groupings):
+                if improved[k]:
+                    for s in range(grouping_slots[k, 0], grouping_slots[k, 1]):
+                        counts[s, 3] = counts[s, 0]
+                        counts[s, 4] = counts[s, 1]
