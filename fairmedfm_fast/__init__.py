@@ -48,6 +48,7 @@ _SEGMENTATION = ("dice_gap", "worst_group_dice", "dice_std", "dice_skewness", "e
                  "evaluate_segmentation", "dice_per_label")
 _WHERE = {
     "evaluate": "evaluation",
+    "evaluate_tasks": "tasks",
     "FairnessReport": "report",
     "classification_fairness": "metrics",
     "segmentation_fairness": "metrics",
@@ -56,7 +57,7 @@ _WHERE = {
 }
 
 __all__ = [
-    "evaluate", "evaluate_segmentation", "FairnessReport",
+    "evaluate", "evaluate_tasks", "evaluate_segmentation", "FairnessReport",
     "auc_gap", "worst_group_auc", "accuracy_gap", "bce_gap", "ece_gap", "equal_opportunity_difference",
     "equalized_odds_score",
     "dice_gap", "worst_group_dice", "dice_std", "dice_skewness", "equity_scaled_dice", "dice_per_label",
@@ -76,9 +77,10 @@ if TYPE_CHECKING:
     )
     from .metrics import classification_fairness, segmentation_fairness
     from .report import FairnessReport
+    from .tasks import evaluate_tasks
 
 
-_SUBMODULES = ("metrics", "evaluation", "group_metrics", "report", "segmentation", "dask")
+_SUBMODULES = ("metrics", "evaluation", "group_metrics", "report", "segmentation", "dask", "tasks")
 
 
 def __getattr__(name: str):

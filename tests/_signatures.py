@@ -5,6 +5,7 @@ import inspect
 EXTENSIONS = {
     "evaluate": ("threshold", "sample_weight", "n_boot", "ci", "n_permutations", "random_state"),
     "evaluate_segmentation": ("n_boot", "ci", "n_permutations", "random_state"),
+    "FairnessReport": ("tasks",),
     "auc_gap": ("sample_weight",),
     "worst_group_auc": ("sample_weight",),
     "bce_gap": ("sample_weight",),
