@@ -45,6 +45,7 @@ _SEGMENTATION = ("dice_gap", "worst_group_dice", "dice_std", "dice_skewness", "e
                  "evaluate_segmentation", "dice_per_label")
 _WHERE = {
     "evaluate": "evaluation",
+    "evaluate_tasks": "tasks",
     "evaluate_voxels": "voxels",
     "VoxelAccumulator": "voxels",
     "FairnessReport": "report",
@@ -55,7 +56,7 @@ _WHERE = {
 }
 
 __all__ = [
-    "evaluate", "evaluate_segmentation", "evaluate_voxels", "VoxelAccumulator", "FairnessReport",
+    "evaluate", "evaluate_tasks", "evaluate_segmentation", "evaluate_voxels", "VoxelAccumulator", "FairnessReport",
     "auc_gap", "worst_group_auc", "accuracy_gap", "bce_gap", "ece_gap", "equal_opportunity_difference",
     "equalized_odds_score",
     "dice_gap", "worst_group_dice", "dice_std", "dice_skewness", "equity_scaled_dice", "dice_per_label",
@@ -75,6 +76,7 @@ if TYPE_CHECKING:
     )
     from .metrics import classification_fairness, segmentation_fairness
     from .report import FairnessReport
+    from .tasks import evaluate_tasks
     from .voxels import VoxelAccumulator, evaluate_voxels
 
 
@@ -82,7 +84,7 @@ if TYPE_CHECKING:
 _WHERE["MaskFileError"] = "_masks"
 __all__.append("MaskFileError")
 
-_SUBMODULES = ("metrics", "evaluation", "group_metrics", "report", "segmentation", "dask", "voxels")
+_SUBMODULES = ("metrics", "evaluation", "group_metrics", "report", "segmentation", "dask", "tasks", "voxels")
 
 
 def __getattr__(name: str):

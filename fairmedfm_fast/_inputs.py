@@ -381,6 +381,14 @@ class Attribute:
         return len(self.groups)
 
 
+@dataclass(frozen=True)
+class CodedAttributes:
+    """Attributes already validated and coded (once, for many calls): :func:`encode_attributes`
+    hands them back unchanged, so that their group order is kept exactly."""
+
+    attributes: tuple[Attribute, ...]
+
+
 def group_name(value: Any) -> str | None:
     """Name of a group value: None when missing; whole floats without ".0"."""
     if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
@@ -655,6 +663,10 @@ def encode_attributes(sensitive_features: Any, n_samples: int, bins: Bins | None
     intersectional : bool
         Append the combination of all attributes (when there are several).
     """
+    if isinstance(sensitive_features, CodedAttributes):
+        if bins or intersectional:
+            raise ValueError("bins and intersectional apply when the attributes are coded, not to coded attributes")
+        return list(sensitive_features.attributes)
     columns = _columns(sensitive_features)
     if not columns:
         raise ValueError("sensitive_features has no attributes: pass at least one column of group values")

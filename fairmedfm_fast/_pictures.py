@@ -28,7 +28,7 @@ import numpy as np
 
 from . import _engine
 
-KINDS = ("roc", "reliability", "bars", "dice")
+KINDS = ("roc", "reliability", "bars", "dice", "pairwise")
 CLASSIFICATION_BARS = ("auc", "acc@best_f1", "bce", "ece", "tpr@best_f1", "tnr@best_f1")
 SEGMENTATION_BARS = ("mean_dice",)
 #: Drawn as dots around the all-samples value on a zoomed axis rather than as bars from 0.
@@ -471,7 +471,55 @@ def plot_dice(report, attributes=None, metric="dice"):
     return figure
 
 
-_PLOTTERS = {"roc": plot_roc, "reliability": plot_reliability, "bars": plot_bars, "dice": plot_dice}
+def plot_pairwise(report, attributes=None, metric: str | None = None):
+    """Heat map per attribute of the difference of ``metric`` between every pair of groups (row
+    group minus column group), from :meth:`FairnessReport.pairwise`; a star marks p < 0.05."""
+    from ._pairwise import default_metric, pairwise
+
+    metric = default_metric(report.task) if metric is None else metric
+    table = pairwise(report, metric)
+    names = [str(name) for name in report.summary.index]
+    if attributes is not None:
+        names = _select_names(names, attributes)
+    figure, axes = _grid(len(names), width=4.6, height=4.2)
+    present = set(table.index.get_level_values("attribute"))
+    limit = float(np.nanmax(np.abs(table["difference"].to_numpy()))) if len(table) else 0.0
+    limit = limit if math.isfinite(limit) and limit > 0 else 1.0
+    image = None
+    for ax, name in zip(axes, names):
+        if name not in present:
+            _empty(ax, "fewer than two evaluable groups")
+            ax.set_title(_text(name), fontsize=10)
+            continue
+        rows = table.xs(name, level="attribute")
+        matrix = rows["difference"].unstack()
+        order = list(dict.fromkeys(rows.index.get_level_values("group")))
+        matrix = matrix.reindex(index=order, columns=order)
+        image = ax.imshow(matrix.to_numpy(dtype=np.float64), cmap="RdBu_r", vmin=-limit, vmax=limit)
+        ticks = np.arange(len(order))
+        small = 8 if len(order) <= 12 else 6
+        ax.set_xticks(ticks, [_text(g) for g in order], rotation=90, fontsize=small)
+        ax.set_yticks(ticks, [_text(g) for g in order], fontsize=small)
+        if len(order) <= 12:
+            stars = rows["p_value"].unstack().reindex(index=order, columns=order) if "p_value" in rows else None
+            for i in range(len(order)):
+                for j in range(len(order)):
+                    value = matrix.iat[i, j]
+                    if i == j or not math.isfinite(value):  # the diagonal is 0
+                        continue
+                    star = "*" if stars is not None and stars.iat[i, j] < 0.05 else ""
+                    shade = "white" if abs(value) > 0.6 * limit else "black"  # legible on dark cells
+                    ax.text(j, i, f"{value:+.3f}{star}", ha="center", va="center", fontsize=7, color=shade)
+        ax.set_title(_text(name), fontsize=10)
+    if image is not None:
+        figure.colorbar(image, ax=axes, shrink=0.8, label=f"{metric}: row group minus column group")
+    tested = " (* permutation p < 0.05)" if "p_value" in table.columns else ""
+    figure.suptitle(f"Pairwise differences of {metric}{tested}", fontsize=11)
+    return figure
+
+
+_PLOTTERS = {"roc": plot_roc, "reliability": plot_reliability, "bars": plot_bars, "dice": plot_dice,
+             "pairwise": plot_pairwise}
 
 
 def plot(report, kind: str = "roc", attributes: str | Sequence[str] | None = None):
@@ -486,8 +534,8 @@ def plot(report, kind: str = "roc", attributes: str | Sequence[str] | None = Non
 def default_kinds(report) -> tuple[str, ...]:
     """The figures that suit the report's task, in the order the HTML page shows them."""
     if report.task == "cls":
-        return ("roc", "reliability", "bars")
-    return ("dice", *(m for m in (getattr(report, "_metric_data", None) or {}) if m != "dice"), "bars")
+        return ("roc", "reliability", "bars", "pairwise")
+    return ("dice", *(m for m in (getattr(report, "_metric_data", None) or {}) if m != "dice"), "bars", "pairwise")
 
 
 def png_bytes(figure, dpi: int = 100) -> bytes:
@@ -582,16 +630,19 @@ def render_html(report, figures: bool | Iterable[str] = True, dpi: int = 100) ->
         parts += ["<h2>Permutation p-values</h2>", _table(p_values)]
     if kinds:
         parts.append("<h2>Figures</h2>")
-        for kind in kinds:
-            try:
-                figure = plot(report, kind)
-            except ValueError as error:
-                parts.append(f'<p class="note">{html.escape(kind)}: {html.escape(str(error))}</p>')
-                continue
-            encoded = base64.b64encode(png_bytes(figure, dpi)).decode("ascii")
-            caption = _CAPTIONS.get(kind, f"Distribution of per-sample {kind.upper()} in each group.")
-            parts.append(f'<figure><img src="data:image/png;base64,{encoded}" alt="{html.escape(caption)}">'
-                         f"<figcaption>{html.escape(caption)}</figcaption></figure>")
+    # A report of several tasks draws each task's figures under the task's name.
+    sources = list(report.tasks.items()) if getattr(report, "tasks", None) else [(None, report)]
+    for (name, source), kind in ((source, kind) for source in sources for kind in kinds):
+        try:
+            figure = plot(source, kind)
+        except ValueError as error:
+            parts.append(f'<p class="note">{html.escape(kind)}: {html.escape(str(error))}</p>')
+            continue
+        encoded = base64.b64encode(png_bytes(figure, dpi)).decode("ascii")
+        caption = _CAPTIONS.get(kind, f"Distribution of per-sample {kind.upper()} in each group.")
+        caption = caption if name is None else f"Task {name}: {caption}"
+        parts.append(f'<figure><img src="data:image/png;base64,{encoded}" alt="{html.escape(caption)}">'
+                     f"<figcaption>{html.escape(caption)}</figcaption></figure>")
     if report.metadata:
         parts += ["<h2>Input</h2>", _pairs_table(report.metadata)]
     parts += ["</body>", "</html>"]
@@ -606,6 +657,7 @@ _CAPTIONS = {
     "bars": "Per-group metrics (at the best-F1 threshold where it applies); dashed: all samples of the "
             "attribute.",
     "dice": "Distribution of per-sample Dice in each group.",
+    "pairwise": "Difference of the metric between every pair of groups (row group minus column group).",
 }
 
 

@@ -39,11 +39,16 @@ class FairnessReport:
     p_values : pandas.DataFrame or None
         With ``n_permutations``: per attribute, the permutation p-value of each gap (``auc-gap``,
         ``acc-gap``, ``bce-gap``, ``ece-gap``, ``eo``, and ``eod`` as ``1 - eod``).
+    tasks : dict of str -> FairnessReport or None
+        For a report of :func:`~fairmedfm_fast.evaluate_tasks`: each task's own report (its
+        ``summary``, ``by_group``, ``ci`` and ``p_values`` are the rows of that task here).
     """
 
     def __init__(self, task: str, summary: pd.DataFrame, by_group: pd.DataFrame, overall: dict[str, Any],
-                 attribute_overall: dict[str, dict[str, Any]], warnings: list[str], metadata: dict[str, Any]):
+                 attribute_overall: dict[str, dict[str, Any]], warnings: list[str], metadata: dict[str, Any],
+                 *, tasks: dict[str, FairnessReport] | None = None):
         self.task = task
+        self.tasks = tasks
         self.summary = summary
         self.by_group = by_group
         self.overall = overall
@@ -54,9 +59,16 @@ class FairnessReport:
         self.p_values: pd.DataFrame | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready dictionary (NaN becomes None), one entry per attribute."""
+        """A JSON-ready dictionary (NaN becomes None), one entry per attribute (per task and attribute
+        for a report of :func:`~fairmedfm_fast.evaluate_tasks`)."""
         from ._version import __version__
 
+        if self.tasks:
+            return {"fairmedfm_fast_version": __version__, "task": self.task, "metadata": _jsonable(self.metadata),
+                    "tasks": {name: {key: value for key, value in report.to_dict().items()
+                                     if key not in ("fairmedfm_fast_version", "task")}
+                              for name, report in self.tasks.items()},
+                    "warnings": list(self.warnings)}
         attributes = {}
         present = set(self.by_group.index.get_level_values(0))
         for attribute, row in self.summary.iterrows():
@@ -90,18 +102,25 @@ class FairnessReport:
 
     # -- pictures (fairmedfm_fast._pictures; matplotlib through the optional "plot" extra) --------
 
-    def plot(self, kind: str = "roc", attributes: str | list[str] | None = None):
+    def plot(self, kind: str = "roc", attributes: str | list[str] | None = None, *, task: str | None = None,
+             metric: str | None = None):
         """A matplotlib figure of the report.
 
         Parameters
         ----------
-        kind : {"roc", "reliability", "bars", "dice"}, default "roc"
+        kind : {"roc", "reliability", "bars", "dice", "pairwise"}, default "roc"
             ``"roc"``: each group's ROC curve, with its operating point at the attribute's best-F1
             threshold; ``"reliability"``: each group's reliability diagram over its ECE bins;
             ``"bars"``: the per-group metrics as bars (with intervals when the report has them);
-            ``"dice"``: each group's per-sample Dice distribution (segmentation reports).
+            ``"dice"``: each group's per-sample Dice distribution (segmentation reports);
+            ``"pairwise"``: a heat map of :meth:`pairwise` differences per attribute.
         attributes : str or list of str, optional
             Attributes to draw; all by default.
+        task : str, optional
+            For a report of :func:`~fairmedfm_fast.evaluate_tasks`: the task to draw (needed when
+            it holds more than one).
+        metric : str, optional
+            The metric of ``kind="pairwise"`` (default ``"auc"``, or ``"mean_dice"``).
 
         Returns
         -------
@@ -110,7 +129,43 @@ class FairnessReport:
         """
         from . import _pictures
 
-        return _pictures.plot(self, kind, attributes)
+        report = self._one_task(task)
+        if kind == "pairwise":
+            return _pictures.plot_pairwise(report, attributes, metric)
+        return _pictures.plot(report, kind, attributes)
+
+    def _one_task(self, task: str | None) -> FairnessReport:
+        if not self.tasks:
+            if task is not None:
+                raise ValueError(f"task={task!r} applies to reports of evaluate_tasks; this report has one task")
+            return self
+        if task is None and len(self.tasks) == 1:
+            return next(iter(self.tasks.values()))
+        if task not in self.tasks:
+            raise ValueError(f"task={task!r}: pass the task to draw, one of {list(self.tasks)}")
+        return self.tasks[task]
+
+    def pairwise(self, metric: str | None = None) -> pd.DataFrame:
+        """Differences of ``metric`` between every pair of groups of each attribute.
+
+        Parameters
+        ----------
+        metric : str, optional
+            A per-group column of ``by_group`` (default ``"auc"`` for classification, ``"mean_dice"``
+            for segmentation).
+
+        Returns
+        -------
+        pandas.DataFrame
+            Indexed by (attribute, group, other), with ``difference`` = the value of ``group`` minus
+            the value of ``other`` over groups that are not skipped; ``difference_lo`` /
+            ``difference_hi`` (bootstrap percentile interval) and ``p_value`` (permutation test)
+            when the report was made with ``n_boot`` / ``n_permutations``. One attribute's matrix:
+            ``report.pairwise("auc").loc["race", "difference"].unstack()``.
+        """
+        from ._pairwise import pairwise
+
+        return pairwise(self, metric)
 
     def to_html(self, path: str | Path | None = None, figures: bool | list[str] = True) -> str:
         """The report as one self-contained HTML page (figures inlined as PNG, nothing fetched).

@@ -72,7 +72,7 @@ def test_page_holds_every_warning_escaped(report, page):
 def test_page_inlines_the_figures_and_fetches_nothing(page):
     _, text = page
     images = re.findall(r'<img src="data:image/png;base64,([A-Za-z0-9+/=]+)"', text)
-    assert len(images) == 3 == text.count(IMG)  # roc, reliability, bars
+    assert len(images) == 4 == text.count(IMG)  # roc, reliability, bars, pairwise
     for encoded in images:
         assert base64.b64decode(encoded).startswith(b"\x89PNG\r\n\x1a\n")
     assert not re.search(r"(src|href)\s*=\s*[\"']?(https?:|//)", text)
@@ -92,7 +92,7 @@ def test_a_figure_that_cannot_be_drawn_becomes_a_note(report):
     bare = fairmedfm_fast.FairnessReport("cls", report.summary, report.by_group, report.overall,
                                          report._attribute_overall, report.warnings, report.metadata)
     text = bare.to_html()
-    assert text.count(IMG) == 1  # only the bars need no per-sample scores
+    assert text.count(IMG) == 2  # only the bars and the pairwise heat map need no per-sample scores
     assert text.count("keeps none") == 2
 
 
@@ -115,8 +115,9 @@ def test_segmentation_page():
 
     seg = _seg_report()[0]
     text = seg.to_html()
-    assert text.count(IMG) == 2  # dice, bars
+    assert text.count(IMG) == 3  # dice, bars, pairwise
     assert "mean_dice" in text and "Distribution of per-sample Dice" in text
+    assert "between every pair of groups" in text
     assert "<li>3 samples have a NaN Dice score and were left out</li>" in text
 
 
