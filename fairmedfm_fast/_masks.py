@@ -53,8 +53,9 @@ def _optional(module: str, purpose: str):
     try:
         return importlib.import_module(module)
     except ImportError:
-        raise ImportError(f"reading {purpose} needs the optional dependency {module.split('.')[0]!r}: "
-                          'pip install "fairmedfm_fast[io]"') from None
+        package = {"PIL": "pillow"}.get(module.split(".")[0], module.split(".")[0])
+        raise ImportError(f"reading {purpose} needs the optional dependency {package!r}: pip install {package} "
+                          '(or pip install ".[io]" in a clone of fairmedfm_fast)') from None
 
 
 class MaskFileError(ValueError):

@@ -10,7 +10,7 @@ the calibration kernels for the ECE bins. Nothing is sorted again and nothing is
 scikit-learn, so a curve's area is the report's AUC and its bins give the report's ECE.
 Segmentation reports keep ``report._dice_data = (dice, attributes)`` for the Dice distributions.
 
-matplotlib is optional (``pip install "fairmedfm_fast[plot]"``) and imported on first use; figures are
+matplotlib is optional (``pip install matplotlib``) and imported on first use; figures are
 ``matplotlib.figure.Figure`` objects, never pyplot windows, so they work on any backend.
 """
 from __future__ import annotations
@@ -33,7 +33,7 @@ CLASSIFICATION_BARS = ("auc", "acc@best_f1", "bce", "ece", "tpr@best_f1", "tnr@b
 SEGMENTATION_BARS = ("mean_dice",)
 #: Drawn as dots around the all-samples value on a zoomed axis rather than as bars from 0.
 DOT_METRICS = ("auc",)
-INSTALL = 'pip install "fairmedfm_fast[plot]"'
+INSTALL = 'pip install matplotlib (or pip install ".[plot]" in a clone of fairmedfm_fast)'
 _COLUMNS = 3  # axes per row in the per-attribute figures
 MAX_POINTS = 5000  # ROC points drawn per group, at most about
 

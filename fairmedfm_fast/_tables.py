@@ -74,8 +74,9 @@ def open_table(path, role: str = "table") -> Table:
     except TableError:
         raise
     except ImportError as exc:
-        raise TableError(f"reading {role} {str(path)!r} needs {exc.name or 'an optional package'}: "
-                         'pip install "fairmedfm_fast[io]"') from None
+        package = exc.name or "openpyxl"
+        raise TableError(f"reading {role} {str(path)!r} needs {package}: pip install {package} "
+                         '(or pip install ".[io]" in a clone of fairmedfm_fast)') from None
     except Exception as exc:  # noqa: BLE001 - every reader failure becomes one clear message
         raise _unreadable(path, kind, role, exc) from None
 

@@ -175,7 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
     run = score.add_argument_group("engine")
     run.add_argument("--engine", choices=["memory", "dask"], default="memory",
                      help="'dask' scores a Parquet dataset (a file, a folder or a glob) on a Dask cluster, "
-                          "without loading it into this process (pip install 'fairmedfm_fast[dask]')")
+                          "without loading it into this process (needs pip install 'dask[dataframe]' distributed)")
     run.add_argument("--scheduler", metavar="ADDRESS",
                      help="with --engine dask: the Dask scheduler, e.g. tcp://10.0.0.5:8786 (default: a "
                           "local cluster, one worker process per core)")

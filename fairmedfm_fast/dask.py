@@ -50,8 +50,8 @@ def _dask():
         import dask
         import dask.dataframe as dd
     except ImportError:  # pragma: no cover - depends on the environment
-        raise ImportError("fairmedfm_fast.dask needs dask and distributed: pip install "
-                          "'fairmedfm_fast[dask]'") from None
+        raise ImportError("fairmedfm_fast.dask needs dask and distributed: pip install 'dask[dataframe]' "
+                          "distributed (or pip install '.[dask]' in a clone of fairmedfm_fast)") from None
     return dask, dd
 
 
@@ -837,7 +837,7 @@ def _client(scheduler: str | None):
     try:
         import distributed
     except ImportError:
-        raise ImportError("--engine dask needs dask and distributed: pip install 'fairmedfm_fast[dask]'") from None
+        raise ImportError("--engine dask needs dask and distributed: pip install 'dask[dataframe]' distributed") from None
 
     logging.getLogger("distributed.shuffle").setLevel(logging.ERROR)  # a note per shuffle otherwise
     if scheduler:

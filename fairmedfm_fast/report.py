@@ -125,7 +125,7 @@ class FairnessReport:
         Returns
         -------
         matplotlib.figure.Figure
-            Save it with ``figure.savefig("roc.png")``. Needs ``pip install "fairmedfm_fast[plot]"``.
+            Save it with ``figure.savefig("roc.png")``. Needs matplotlib (``pip install matplotlib``).
         """
         from . import _pictures
 

@@ -64,7 +64,7 @@ def dice_scores(pred_masks: Any, true_masks: Any, *, label: Any = None, mask_thr
         (n_samples, ...), or file paths (list, array or pandas Series): ``.npy`` (memory-mapped),
         ``.npz``, ``.png``, ``.jpg``, ``.jpeg``, ``.bmp``, ``.gif``, ``.tif``, ``.tiff`` (first
         channel of colour images), ``.nii``, ``.nii.gz``; images and NIfTI need
-        ``pip install "fairmedfm_fast[io]"``. Axes of length 1 are dropped before shapes are compared.
+        ``pip install nibabel pillow`` (or ``".[io]"`` in a clone). Axes of length 1 are dropped before shapes are compared.
     label : scalar, optional
         Foreground is ``mask == label`` (one class of multi-class masks). By default booleans are
         taken as they are, a float prediction with all values in [0, 1] is thresholded at
