@@ -163,14 +163,16 @@ def _percentiles(draws: np.ndarray, level: float) -> np.ndarray:
 
 def bootstrap(arranged: _engine.Arranged, names: Sequence[Any], valid_groups: list[list[int]],
               summarize: Callable, n_boot: int, level: float, seed: np.uint64, fixed_best: float | None,
-              stratify: str | None = "attribute", progress: bool | None = None
+              stratify: str | None = "attribute", progress: bool | None = None, keep: dict | None = None
               ) -> tuple[list[np.ndarray], list[np.ndarray], list[str], list[np.ndarray]]:
     """Percentile intervals of every per-group metric and every summary column.
 
     ``names`` are the attributes of the first ``len(names)`` code rows of ``arranged``.
     Returns, per attribute, an array (n_groups, len(INTERVAL_METRICS) * 2, 2) of [lo, hi] for each
     key (plain and "@best_f1"), an array (len(summary columns), 2), the summary column names, and
-    per attribute the number of resamples in which each group had no sample.
+    per attribute the number of resamples in which each group had no sample. With ``keep``, the
+    resampled group values themselves go there: ``keep[name] = (keys, array (n_boot, n_groups,
+    len(keys)))`` (for the differences between pairs of groups).
     """
     n_attributes = len(names)
     plan = _Plan(arranged.codes[:n_attributes], names, seed, stratify, "bootstrap")
@@ -204,6 +206,8 @@ def bootstrap(arranged: _engine.Arranged, names: Sequence[Any], valid_groups: li
 
     with Progress(n_boot * len(plan.jobs), "bootstrap", progress, unit="resample") as bar:
         _run(n_boot * len(plan.jobs), one, bar)
+    if keep is not None:
+        keep.update({name: (keys, draws) for name, draws in zip(names, group_draws)})
     by_group = [_percentiles(d, level) for d in group_draws]
     summaries = [_percentiles(d, level) for d in summary_draws]
     return by_group, summaries, columns, [d.sum(axis=0) for d in empty_draws]
@@ -211,13 +215,15 @@ def bootstrap(arranged: _engine.Arranged, names: Sequence[Any], valid_groups: li
 
 def permutation_pvalues(arranged: _engine.Arranged, attribute: int, valid_groups: list[int],
                         observed: dict[str, float], summarize: Callable, n_permutations: int,
-                        seed: np.uint64, threshold: float, progress: Progress | None = None) -> dict[str, float]:
+                        seed: np.uint64, threshold: float, progress: Progress | None = None,
+                        keep: list | None = None) -> dict[str, float]:
     """p-value of each gap of one attribute under shuffled group labels.
 
     Group labels are permuted among the attribute's present samples; the best-F1 threshold, which
     depends on those samples only, stays the observed one. p = (1 + #{permuted >= observed}) /
     (1 + n_permutations), with ``eod`` compared as ``1 - eod``. ``seed`` is the attribute's stream
-    (see :func:`stream`).
+    (see :func:`stream`). With ``keep``, ``(keys, array (n_permutations, n_groups, len(keys)))`` of
+    the permuted group values is appended to it (for the differences between pairs of groups).
     """
     from .kernels import resampling
 
@@ -225,12 +231,18 @@ def permutation_pvalues(arranged: _engine.Arranged, attribute: int, valid_groups
     sizes = arranged.sizes[attribute:attribute + 1]
     wanted = {"auc", "bce", "ece", "acc@best_f1", "tpr@best_f1", "tnr@best_f1"}
     draws = np.full((n_permutations, len(GAP_COLUMNS)), np.nan)
+    keys = sorted(wanted)
+    g = int(sizes[0])
+    group_values = np.full((n_permutations, g, len(keys)), np.nan) if keep is not None else None
 
     def one(p: int) -> None:
         codes = np.empty((1, len(row)), row.dtype)
         resampling.permuted_codes(row, seed, p, codes[0])
         grouping = _engine.measure(arranged.with_codes(codes, sizes), wanted, fixed_best=threshold,
                                    parallel=False)[0]
+        if group_values is not None:
+            for j, key in enumerate(keys):
+                group_values[p, :, j] = grouping.values[key][:g]
         valid = [i for i in valid_groups if grouping.positives[i] > 0 and grouping.negatives[i] > 0]
         if len(valid) < 2:
             return
@@ -239,6 +251,8 @@ def permutation_pvalues(arranged: _engine.Arranged, attribute: int, valid_groups
         draws[p] = [summary[c] for c in GAP_COLUMNS]
 
     _run(n_permutations, one, progress)
+    if keep is not None:
+        keep.append((keys, group_values))
     return _p_values(draws, GAP_COLUMNS, observed)
 
 

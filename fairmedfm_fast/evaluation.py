@@ -293,10 +293,10 @@ def evaluate(y_true: Any, y_score: Any, sensitive_features: Any, *, pos_label: A
         seed = _resample.seed_from(random_state)
         if n_boot:
             report.ci = _intervals(arranged, results, n_boot, float(ci), seed, threshold, stratify, progress,
-                                   warnings)
+                                   warnings, report.replicates)
         if n_permutations:
-            report.p_values = _resample.with_adjusted(_p_values(arranged, results, n_permutations, seed, progress),
-                                                      p_adjust)
+            report.p_values = _resample.with_adjusted(
+                _p_values(arranged, results, n_permutations, seed, progress, report.replicates), p_adjust)
     return report
 
 
@@ -366,12 +366,14 @@ def _count(value: Any, name: str) -> int:
 
 
 def _intervals(arranged, results: list[AttributeResult], n_boot: int, level: float, seed, threshold,
-               stratify: str | None, progress: bool | None, warnings: list[str]) -> dict:
+               stratify: str | None, progress: bool | None, warnings: list[str], replicates: dict) -> dict:
     import pandas as pd
 
+    kept: dict = {}
     by_group, summaries, columns, empty = _resample.bootstrap(
         arranged, [r.name for r in results], [r.valid for r in results], summarize, n_boot, level, seed, threshold,
-        stratify, progress)
+        stratify, progress, kept)
+    _keep(replicates, "boot", results, kept)
     keys = [*_resample.INTERVAL_METRICS, *(m + _engine.BEST for m in _resample.INTERVAL_METRICS)]
     group_rows, summary_rows = [], {}
     for result, bounds, summary_bounds, n_empty in zip(results, by_group, summaries, empty):
@@ -398,7 +400,17 @@ def _intervals(arranged, results: list[AttributeResult], n_boot: int, level: flo
     return {"level": level, "n_boot": n_boot, "stratify": stratify, "summary": summary, "by_group": groups}
 
 
-def _p_values(arranged, results: list[AttributeResult], n_permutations: int, seed, progress: bool | None):
+def _keep(replicates: dict, kind: str, results: list[AttributeResult], kept: dict) -> None:
+    """Resampled values of the evaluable groups, by (kind, attribute, metric), for report.pairwise()."""
+    for result in results:
+        if result.name in kept and len(result.valid) >= 2:
+            keys, values = kept[result.name]
+            for j, key in enumerate(keys):
+                replicates[(kind, result.name, key)] = values[:, result.valid, j]
+
+
+def _p_values(arranged, results: list[AttributeResult], n_permutations: int, seed, progress: bool | None,
+              replicates: dict):
     import pandas as pd
 
     rows = {}
@@ -409,8 +421,10 @@ def _p_values(arranged, results: list[AttributeResult], n_permutations: int, see
                 rows[result.name] = {}
                 continue
             stream = _resample.stream(seed, "permutation", result.name)
+            kept: list = []
             rows[result.name] = _resample.permutation_pvalues(arranged, k, result.valid, result.summary, summarize,
-                                                              n_permutations, stream, result.threshold, bar)
+                                                              n_permutations, stream, result.threshold, bar, kept)
+            _keep(replicates, "perm", [result], {result.name: kept[0]})
     frame = pd.DataFrame.from_dict(rows, orient="index", columns=list(_resample.GAP_COLUMNS))
     frame.index.name = "attribute"
     return frame

@@ -57,6 +57,9 @@ class FairnessReport:
         self._attribute_overall = attribute_overall
         self.ci: dict[str, Any] | None = None
         self.p_values: pd.DataFrame | None = None
+        #: Resampled values of the evaluable groups, {(kind, attribute, metric): array (resamples,
+        #: groups)} with kind "boot" or "perm", kept by evaluate for :meth:`pairwise`.
+        self.replicates: dict[tuple[str, str, str], np.ndarray] = {}
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dictionary (NaN becomes None), one entry per attribute (per task and attribute
@@ -160,7 +163,8 @@ class FairnessReport:
             Indexed by (attribute, group, other), with ``difference`` = the value of ``group`` minus
             the value of ``other`` over groups that are not skipped; ``difference_lo`` /
             ``difference_hi`` (bootstrap percentile interval) and ``p_value`` (permutation test)
-            when the report was made with ``n_boot`` / ``n_permutations``. One attribute's matrix:
+            when :func:`~fairmedfm_fast.evaluate` made the report with ``n_boot`` /
+            ``n_permutations`` (segmentation reports give the differences only). One attribute's matrix:
             ``report.pairwise("auc").loc["race", "difference"].unstack()``.
         """
         from ._pairwise import pairwise

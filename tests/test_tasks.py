@@ -164,3 +164,32 @@ def test_pairwise_heat_map():
     assert len(images) == 2
     site = images[1].get_array()
     assert site.shape == (4, 4) and np.allclose(np.diag(site), 0)
+
+
+def test_pairwise_intervals_and_p_values_come_from_the_resamples():
+    rng = np.random.default_rng(4)
+    n = 3000
+    site = rng.choice(["a", "b", "c"], n)
+    y = rng.integers(0, 2, n)
+    noise = np.where(site == "c", 0.9, 0.4)  # site c is much worse
+    p = np.clip(0.5 * y + noise * rng.random(n), 0, 1)
+    report = _quiet(fm.evaluate, y, p, {"site": site}, n_boot=200, n_permutations=200, random_state=0)
+    table = report.pairwise("auc")
+    assert {"difference_lo", "difference_hi", "p_value"} <= set(table.columns)
+    boot = report.replicates[("boot", "site", "auc")]
+    # The replicates are those behind the per-group intervals of report.ci ...
+    lo, hi = np.percentile(boot[:, 2], [2.5, 97.5])
+    assert report.ci["by_group"].loc[("site", "c"), ["auc_lo", "auc_hi"]].tolist() == pytest.approx([lo, hi])
+    # ... and a pair's interval is the percentile interval of the paired differences.
+    expected = np.percentile(boot[:, 0] - boot[:, 2], [2.5, 97.5])
+    assert table.loc[("site", "a", "c"), ["difference_lo", "difference_hi"]].tolist() == pytest.approx(expected)
+    assert table.loc[("site", "a", "a"), ["difference_lo", "difference_hi"]].tolist() == [0.0, 0.0]
+    assert table.loc[("site", "a", "c"), "difference_lo"] > 0  # the planted gap is found
+    assert table.loc[("site", "a", "c"), "p_value"] == table.loc[("site", "c", "a"), "p_value"]
+    assert table.loc[("site", "a", "c"), "p_value"] == pytest.approx(1 / 201)
+    assert table.loc[("site", "a", "b"), "p_value"] > 0.05  # a and b come from the same model
+    perm = report.replicates[("perm", "site", "auc")]
+    null = perm[:, 0] - perm[:, 1]
+    observed = table.loc[("site", "a", "b"), "difference"]
+    assert table.loc[("site", "a", "b"), "p_value"] == pytest.approx(
+        (1 + np.count_nonzero(np.abs(null) >= abs(observed) - 1e-12)) / (1 + len(null)))
