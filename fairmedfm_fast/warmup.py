@@ -19,8 +19,6 @@ fails on it): a new kernel needs a workload that calls the public function using
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
 import os
 import sys
 import tempfile
@@ -28,7 +26,8 @@ import time
 import warnings
 from collections.abc import Callable
 
-KERNEL_MODULES = ("_slots", "ranking", "calibration", "curves", "resampling", "segmentation")
+KERNEL_MODULES = ("_slots", "sorting", "sweeps", "ranking", "calibration", "curves", "resampling", "segmentation",
+                  "surface", "voxels")
 
 # Every dtype a mask may reach the kernels in (booleans are counted as uint8, float16 as float32).
 MASK_DTYPES = ("bool", "uint8", "int8", "uint16", "int16", "uint32", "int32", "uint64", "int64", "float32",
@@ -132,6 +131,37 @@ def _segmentation_scores() -> None:
     fm.segmentation_fairness(dice, groups)
 
 
+def _surface_distances() -> None:
+    """evaluate_segmentation with the surface metrics (HD95, HD, ASSD, NSD) on small 2-D and 3-D masks,
+    with resampling."""
+    import numpy as np
+
+    import fairmedfm_fast as fm
+
+    rng = np.random.default_rng(0)
+    for shape in ((3, 12, 12), (3, 8, 8, 8)):
+        true = rng.random(shape) < 0.4
+        pred = true ^ (rng.random(shape) < 0.1)
+        fm.evaluate_segmentation({"g": ["a", "b", "a"]}, pred_masks=pred, true_masks=true,
+                                 metrics=["dice", "hd95", "hd", "assd", "nsd"], nsd_tolerance=1.0,
+                                 n_boot=2, n_permutations=2, random_state=0)
+
+
+def _voxel_maps() -> None:
+    """evaluate_voxels on float32, float64, float16 and uint8 maps, in one window and in several."""
+    import numpy as np
+
+    import fairmedfm_fast as fm
+
+    rng = np.random.default_rng(0)
+    masks = rng.random((4, 16, 16)) < 0.3
+    groups = {"g": ["a", "b", "a", "b"]}
+    for dtype in ("float32", "float64", "float16"):
+        maps = (0.5 * rng.random((4, 16, 16)) + 0.4 * masks).astype(dtype)
+        fm.evaluate_voxels(maps, masks, groups)
+    fm.evaluate_voxels((255 * rng.random((4, 16, 16))).astype(np.uint8), masks, groups, max_memory=2000)
+
+
 def _masks(pred_dtype: str, true_dtypes: tuple[str, ...]) -> Callable[[], None]:
     """Dice from ``pred_dtype`` masks against masks of ``true_dtypes``: small ones (one block), a large
     one (its own kernel call; read-only too, as memory-mapped .npy files are, when the dtypes are
@@ -191,11 +221,13 @@ def _mask_files() -> None:
 
 
 def _command_line() -> None:
-    """``fairmedfm-fast score`` on CSV and Parquet tables (scores reach the kernels as Arrow arrays)."""
+    """``fairmedfm-fast score`` on CSV and Parquet tables (scores reach the kernels as Arrow arrays), in
+    child processes: the cache on disk is shared, and this module stays below the command line."""
+    import subprocess
+    import sys
+
     import numpy as np
     import pandas as pd
-
-    from fairmedfm_fast import cli
 
     y, p, groups, rng = _data()
     with tempfile.TemporaryDirectory(prefix="fairmedfm_fast_warmup_") as folder:
@@ -205,12 +237,14 @@ def _command_line() -> None:
         table.assign(prob=p.astype(np.float32)).to_parquet(parquet)
         runs = [[csv, "--task", "cls"], [parquet, "--task", "cls"], [csv, "--task", "seg"],
                 [csv, "--task", "cls", "--bootstrap", "2", "--permutations", "2"]]
+        # The child imports this very package (installed or a checkout), whatever its working folder.
+        here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [here, os.environ.get("PYTHONPATH")]))}
         for arguments in runs:
-            errors = io.StringIO()
-            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(errors):
-                status = cli.main(["score", *arguments])
-            if status != 0:
-                raise RuntimeError(f"fairmedfm-fast score {' '.join(arguments)}: {errors.getvalue()}")
+            done = subprocess.run([sys.executable, "-m", "fairmedfm_fast", "score", *arguments], capture_output=True,
+                                  text=True, cwd=folder, env=env)
+            if done.returncode != 0:
+                raise RuntimeError(f"fairmedfm-fast score {' '.join(arguments)}: {done.stderr.strip()}")
 
 
 def _dask() -> None:
@@ -239,6 +273,8 @@ WORKLOADS: dict[str, Callable[[], None]] = {
     "segmentation from Dice scores": _segmentation_scores,
     **{f"Dice of {pred} masks": _masks(pred, trues) for pred, trues in _MASK_PAIRS.items()},
     "masks from files": _mask_files,
+    "surface distances": _surface_distances,
+    "voxel maps": _voxel_maps,
     "command line": _command_line,
     "fairmedfm_fast.dask": _dask,
 }

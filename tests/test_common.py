@@ -300,7 +300,6 @@ NOT_METRICS = {
     "FairnessReport": "the result type; its methods are tested in test_api_surface.py",
     "MaskFileError": "the error type of unreadable mask files; tested in test_hardening.py",
     "dask.read_parquet": "reads a Parquet dataset into a Dask frame; no metric",
-    "dask.score_command": "the command-line adapter of --engine dask; tested in test_dask.py",
 }
 
 

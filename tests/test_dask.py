@@ -17,6 +17,7 @@ dd = pytest.importorskip("dask.dataframe")
 distributed = pytest.importorskip("distributed")
 
 import fairmedfm_fast as fm  # noqa: E402
+from fairmedfm_fast import _cli_dask  # noqa: E402
 from fairmedfm_fast import dask as fdask  # noqa: E402
 
 
@@ -357,7 +358,7 @@ def test_command_line_score_on_a_cluster(client, tmp_path):
     args = cli.build_parser().parse_args(["score", str(tmp_path / "*.parquet"), "--label", "y", "--score", "p",
                                           "--sensitive", "sex", "site", "--intersectional", "--threshold", "0.4"])
     args.scheduler = client.scheduler.address
-    report, notes = fdask.score_command(args)
+    report, notes = _cli_dask.score_command(args)
     assert "left out 2 rows with a missing label or score" in notes
     kept = frame.dropna(subset=["p"])
     expected = fm.evaluate(kept["y"], kept["p"], kept[["sex", "site"]], intersectional=True, threshold=0.4)
@@ -365,7 +366,7 @@ def test_command_line_score_on_a_cluster(client, tmp_path):
     assert_same_report(report, expected)
     args.bootstrap = 10
     with pytest.raises(ValueError, match="--bootstrap does not apply to classification with --engine dask"):
-        fdask.score_command(args)
+        _cli_dask.score_command(args)
 
 
 def test_command_line_masks_on_a_cluster(client, tmp_path):
@@ -376,7 +377,7 @@ def test_command_line_masks_on_a_cluster(client, tmp_path):
     args = cli.build_parser().parse_args(["score", str(tmp_path / "masks.parquet"), "--pred-mask", "pred",
                                           "--true-mask", "true", "--sensitive", "sex", "site"])
     args.scheduler = client.scheduler.address
-    report, notes = fdask.score_command(args)
+    report, notes = _cli_dask.score_command(args)
     assert "segmentation: masks from the columns 'pred' and 'true'" in notes
     expected = fm.evaluate_segmentation(table[["sex", "site"]], pred_masks=[tmp_path / p for p in table["pred"]],
                                         true_masks=[tmp_path / p for p in table["true"]])

@@ -353,7 +353,7 @@ def test_missing_scores_are_called_missing_in_the_api():
 
 def test_missing_scores_on_the_command_line_in_memory_and_on_dask(tmp_path, capsys):
     distributed = pytest.importorskip("distributed")
-    from fairmedfm_fast import dask as fdask
+    from fairmedfm_fast import _cli_dask
 
     rng = np.random.default_rng(5)
     n = 400
@@ -370,7 +370,7 @@ def test_missing_scores_on_the_command_line_in_memory_and_on_dask(tmp_path, caps
     with distributed.LocalCluster(n_workers=1, processes=False, dashboard_address=None) as cluster:
         args = cli.build_parser().parse_args(argv + ["--engine", "dask"])
         args.scheduler = cluster.scheduler_address
-        report, notes = fdask.score_command(args)
+        report, notes = _cli_dask.score_command(args)
     assert "left out 4 rows with a missing label or score" in notes
     printed = json.loads(out)["sex"]
     for key, value in report.to_dict()["attributes"]["sex"]["summary"].items():
