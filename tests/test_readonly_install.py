@@ -29,7 +29,7 @@ import numpy as np
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
     import fairmedfm_fast as fm
-    from fairmedfm_fast.kernels import _config, ranking, segmentation
+    from fairmedfm_fast.kernels import _config, segmentation, sweeps
     rng = np.random.default_rng(0)
     y = np.tile([0, 1], 500)
     p = np.clip(0.3 * y + 0.7 * rng.random(1000), 0, 1)
@@ -39,7 +39,7 @@ with warnings.catch_warnings(record=True) as caught:
     masks = (rng.random((4, 8, 8, 8)) < 0.3).astype(np.uint8)
     report = fm.evaluate_segmentation({"sex": ["F", "M", "F", "M"]}, pred_masks=masks, true_masks=masks[::-1])
     result["dice_gap"] = report.summary.loc["sex", "delta_dice"]
-kernels = [ranking.rank_statistics, segmentation.overlap_counts]
+kernels = [sweeps.ranked_sums, segmentation.overlap_counts]
 result["compiled"] = sum(sum(k.stats.cache_misses.values()) for k in kernels)
 result["loaded"] = sum(sum(k.stats.cache_hits.values()) for k in kernels)
 result["cache"] = [_config.cache_location(k) for k in kernels]
@@ -107,11 +107,11 @@ def _install(site: Path, prebuilt: bool) -> None:
     shutil.copytree(ROOT / "fairmedfm_fast", package, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(ROOT / "kernels", package / "kernels", ignore=shutil.ignore_patterns("__pycache__"))
     if prebuilt:
-        from fairmedfm_fast.kernels import _config, ranking, segmentation
+        from fairmedfm_fast.kernels import _config, segmentation, sweeps
 
         target = package / "kernels" / "__pycache__"
         target.mkdir()
-        for kernel in (ranking.rank_statistics, segmentation.overlap_counts):
+        for kernel in (sweeps.ranked_sums, segmentation.overlap_counts):
             if _config.cache_location(kernel) is None:
                 pytest.skip("this process has no kernel cache to copy")
             for cached in Path(_config.cache_location(kernel)).glob("*.nb[ic]"):
