@@ -15,6 +15,7 @@ from ._config import inline_kernel, kernel
 
 _BITS = 11  # digit width: 2048 buckets, whose write positions stay in cache
 _RADIX = 1 << _BITS
+_WIDEST = 13  # the second level's widest digit: 8192 buckets, a 64 KiB count table
 
 
 @kernel
@@ -110,17 +111,19 @@ def _insertion(keys, pays, start, stop):
 
 
 @kernel
-def _scatter(keys, pays, to_keys, to_pays, start, stop, low, shift, counts):
-    # Stable scatter of keys[start:stop] (payloads alongside) into to_keys[start:stop] by the 11-bit
-    # digit of (key - low) at ``shift``; ``counts`` (_RADIX + 1,) receives the buckets' bounds.
-    mask = np.uint64(_RADIX - 1)
-    counts[:] = 0
+def _scatter(keys, pays, to_keys, to_pays, start, stop, low, shift, bits, counts):
+    # Stable scatter of keys[start:stop] (payloads alongside) into to_keys[start:stop] by the
+    # ``bits``-bit digit of (key - low) at ``shift``; ``counts`` (at least 2**bits + 1,) receives the
+    # buckets' bounds.
+    radix = 1 << bits
+    mask = np.uint64(radix - 1)
+    counts[:radix + 1] = 0
     for i in range(start, stop):
         counts[np.intp(((keys[i] - low) >> shift) & mask) + 1] += 1
     counts[0] = start
-    for bucket in range(_RADIX):
+    for bucket in range(radix):
         counts[bucket + 1] += counts[bucket]
-    starts = counts[:_RADIX].copy()
+    starts = counts[:radix].copy()
     for i in range(start, stop):
         key = keys[i]
         bucket = np.intp(((key - low) >> shift) & mask)
@@ -133,8 +136,8 @@ def _scatter(keys, pays, to_keys, to_pays, start, stop, low, shift, counts):
 @kernel
 def _sort_records(keys, pays, keys2, pays2):
     # Stable sort of the keys, each payload moving with its key, in place: most-significant-digit
-    # radix sort on (key - smallest key), with ``keys2``/``pays2`` as scratch, 11 bits a level for
-    # two levels (the second one inside each bucket, in cache), then runs of at most 32 by insertion
+    # radix sort on (key - smallest key), with ``keys2``/``pays2`` as scratch, 11 bits then up to 13
+    # (the second level inside each bucket, as wide as the bucket is large), then runs of at most 32 by insertion
     # sort and longer ones by an LSD radix sort on the bits below. Keys and payloads live in separate
     # arrays, so that a 32-bit payload moves 12 bytes a sample instead of 16.
     n = keys.shape[0]
@@ -155,11 +158,11 @@ def _sort_records(keys, pays, keys2, pays2):
     if n_bits == 0:  # every key equal
         return
     first = np.empty(_RADIX + 1, np.int64)
-    second = np.empty(_RADIX + 1, np.int64)
+    second = np.empty((1 << _WIDEST) + 1, np.int64)
     table = np.empty((8, 256), np.int64)
     positions = np.empty(256, np.int64)
     shift1 = n_bits - _BITS if n_bits > _BITS else 0
-    _scatter(keys, pays, keys2, pays2, 0, n, low, np.uint64(shift1), first)
+    _scatter(keys, pays, keys2, pays2, 0, n, low, np.uint64(shift1), min(n_bits, _BITS), first)
     # the scratch arrays hold the first-level buckets; every bucket ends sorted in keys/pays
     for bucket in range(_RADIX):
         start = first[bucket]
@@ -173,11 +176,16 @@ def _sort_records(keys, pays, keys2, pays2):
             if shift1 > 0:
                 _insertion(keys, pays, start, stop)
             continue
-        shift2 = shift1 - _BITS if shift1 > _BITS else 0
-        _scatter(keys2, pays2, keys, pays, start, stop, low, np.uint64(shift2), second)
+        # the second level's width grows with the bucket, for about 8 keys a sub-bucket
+        bits = 1
+        while bits < _WIDEST and (m >> (bits + 3)) > 0:
+            bits += 1
+        bits = min(bits, shift1)
+        shift2 = shift1 - bits
+        _scatter(keys2, pays2, keys, pays, start, stop, low, np.uint64(shift2), bits, second)
         if shift2 == 0:
             continue
-        for sub in range(_RADIX):
+        for sub in range(1 << bits):
             begin = second[sub]
             end = second[sub + 1]
             if end - begin <= 1:
