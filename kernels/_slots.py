@@ -35,3 +35,15 @@ def neumaier_add(sums, compensations, index, value):
     else:
         compensations[index] += (value - updated) + total
     sums[index] = updated
+
+
+@inline_kernel
+def neumaier_step(total, compensation, value):
+    """``(total + value, compensation)`` updated by Neumaier's compensated summation (for running
+    sums kept in local variables)."""
+    updated = total + value
+    if abs(total) >= abs(value):
+        compensation += (total - updated) + value
+    else:
+        compensation += (value - updated) + total
+    return updated, compensation

@@ -16,7 +16,7 @@ are exact; weighted sums (float64) otherwise, samples of weight 0 being absent.
 import numpy as np
 
 from ._config import kernel
-from ._slots import neumaier_add, slot_offsets
+from ._slots import neumaier_add, neumaier_step, slot_offsets
 from ._weights import counters, weight_of
 from .ranking import f1_at
 
@@ -117,12 +117,7 @@ def ranked_sums(sorted_scores, sorted_labels, sorted_codes, n_groups, loss_terms
                 if with_loss:
                     term = w * loss_terms[i]
                     neumaier_add(loss, compensation, slot, term)
-                    total = o_loss + term
-                    if abs(o_loss) >= abs(term):
-                        o_comp += (o_loss - total) + term
-                    else:
-                        o_comp += (term - total) + o_loss
-                    o_loss = total
+                    o_loss, o_comp = neumaier_step(o_loss, o_comp, term)
                 if tied:
                     block_pos[slot] += pw
                     block_neg[slot] += nw
@@ -189,8 +184,6 @@ def ranked_bins(sorted_scores, sorted_labels, sorted_codes, n_groups, n_pos, n_n
     n_bins = max(edges.shape[1] - 1, 1)
     with_bins = edges.shape[0] == n_slots and edges.shape[1] > 1
     thresholds = np.full(n_groupings, np.nan)
-    slot_pos = counters(weights, n_slots)
-    slot_neg = counters(weights, n_slots)
     pos_at = counters(weights, n_slots)
     neg_at = counters(weights, n_slots)
     bin_count = counters(weights, n_slots * n_bins)
@@ -201,60 +194,109 @@ def ranked_bins(sorted_scores, sorted_labels, sorted_codes, n_groups, n_pos, n_n
     for k in range(n_groupings):  # one grouping at a time: its sweep state in local variables
         first = offsets[k]
         overall = first + n_groups[k]
+        # The best F1 so far, where its block ends and the overall counts up to there (selected
+        # without a branch: while F1 climbs, whether a block beats the best is a coin toss).
         best = -np.inf
-        pos_below = slot_pos[overall]  # zero, of the counters' type
-        neg_below = pos_below
-        start = 0
-        while start < n:
-            value = sorted_scores[start]
-            stop = start + 1
-            while stop < n and sorted_scores[stop] == value:
-                stop += 1
-            block_pos = pos_below - pos_below
-            block_neg = block_pos
-            present = False
-            for i in range(start, stop):
-                code = sorted_codes[k, i]
-                if code < 0:
-                    continue
-                w = weight_of(weights, i)
-                if w == 0:
-                    continue
+        best_stop = 0
+        best_start = 0
+        start = 0  # the current tie block's first sample
+        zero = pos_at[overall]  # zero, of the counters' type
+        pos_below = zero
+        neg_below = zero
+        best_pos = zero
+        best_neg = zero
+        block_pos = zero
+        block_neg = zero
+        present = False
+        # The overall slot's current ECE bin, in local variables (each sample updates it).
+        o_bin = 0
+        o_count = zero
+        o_labels = 0.0
+        o_sum = 0.0
+        o_comp = 0.0
+        o_lower = edges[overall, 0] if with_bins else 0.0
+        o_upper = edges[overall, 1] if with_bins else 0.0
+        for i in range(n):
+            value = sorted_scores[i]
+            code = sorted_codes[k, i]
+            w = weight_of(weights, i)
+            if code >= 0 and w != 0:
                 present = True
                 pw = w * (1 if sorted_labels[i] != 0 else 0)
-                nw = w - pw
                 block_pos += pw
-                block_neg += nw
-                slot = first + code
-                if with_f1:
-                    slot_pos[slot] += pw
-                    slot_neg[slot] += nw
+                block_neg += w - pw
                 if with_bins:
-                    score = np.float64(sorted_scores[i])
-                    for cell_slot in (slot, overall):
-                        b = current[cell_slot]
-                        while b < n_bins - 1 and score > edges[cell_slot, b + 1]:
-                            b += 1
-                        current[cell_slot] = b
-                        if score > edges[cell_slot, b] and score <= edges[cell_slot, b + 1]:
-                            cell = cell_slot * n_bins + b
-                            bin_count[cell] += w
-                            bin_labels[cell] += w * float(sorted_labels[i])
-                            neumaier_add(sums, compensation, cell, w * score)
+                    score = np.float64(value)
+                    slot = first + code
+                    b = current[slot]
+                    while b < n_bins - 1 and score > edges[slot, b + 1]:
+                        b += 1
+                    current[slot] = b
+                    if score > edges[slot, b] and score <= edges[slot, b + 1]:
+                        cell = slot * n_bins + b
+                        bin_count[cell] += w
+                        bin_labels[cell] += w * float(sorted_labels[i])
+                        neumaier_add(sums, compensation, cell, w * score)
+                    if score > o_upper and o_bin < n_bins - 1:
+                        cell = overall * n_bins + o_bin
+                        bin_count[cell] = o_count
+                        bin_labels[cell] = o_labels
+                        sums[cell] = o_sum
+                        compensation[cell] = o_comp
+                        o_count = zero
+                        o_labels = 0.0
+                        o_sum = 0.0
+                        o_comp = 0.0
+                        while o_bin < n_bins - 1 and score > edges[overall, o_bin + 1]:
+                            o_bin += 1
+                        o_lower = edges[overall, o_bin]
+                        o_upper = edges[overall, o_bin + 1]
+                    if score > o_lower and score <= o_upper:
+                        o_count += w
+                        o_labels += w * float(sorted_labels[i])
+                        o_sum, o_comp = neumaier_step(o_sum, o_comp, w * score)
+            if i + 1 < n and sorted_scores[i + 1] == value:
+                continue
+            # the end of a tie block
             if with_f1 and present:
                 # F1 at threshold `value` (predicted positive: score >= value) counts this block.
-                f1 = f1_at(n_pos[k] - pos_below, n_neg[k] - neg_below, n_pos[k])
+                tp = n_pos[k] - pos_below
+                predicted = float(tp) + float(n_neg[k] - neg_below)
+                # F1 <= 2 TP / (predicted + positives) (within rounding): most blocks cannot beat
+                # the best, which a multiplication shows without F1's three divisions.
+                if 2.0 * float(tp) * (1.0 + 1e-11) < best * (predicted + float(n_pos[k])):
+                    f1 = -np.inf
+                else:
+                    f1 = f1_at(tp, n_neg[k] - neg_below, n_pos[k])
                 pos_below += block_pos
                 neg_below += block_neg
-                if f1 > best:
-                    best = f1
-                    thresholds[k] = value
-                    for slot in range(first, overall):  # counts at or below the best threshold so far
-                        pos_at[slot] = slot_pos[slot]
-                        neg_at[slot] = slot_neg[slot]
-                    pos_at[overall] = pos_below
-                    neg_at[overall] = neg_below
-            start = stop
+                better = f1 > best
+                best = f1 if better else best
+                best_stop = i + 1 if better else best_stop
+                best_start = start if better else best_start
+                best_pos = pos_below if better else best_pos
+                best_neg = neg_below if better else best_neg
+            block_pos = zero
+            block_neg = zero
+            present = False
+            start = i + 1
+        if with_bins:
+            cell = overall * n_bins + o_bin
+            bin_count[cell] = o_count
+            bin_labels[cell] = o_labels
+            sums[cell] = o_sum
+            compensation[cell] = o_comp
+        if best_stop > 0:
+            thresholds[k] = sorted_scores[best_start]
+            pos_at[overall] = best_pos
+            neg_at[overall] = best_neg
+            for i in range(best_stop):  # each group's counts at or below the best threshold
+                code = sorted_codes[k, i]
+                w = weight_of(weights, i)
+                if code >= 0 and w != 0:
+                    pw = w * (1 if sorted_labels[i] != 0 else 0)
+                    pos_at[first + code] += pw
+                    neg_at[first + code] += w - pw
     shape = (n_slots, n_bins)
     return (thresholds, pos_at, neg_at, bin_count.reshape(shape), bin_labels.reshape(shape),
             (sums + compensation).reshape(shape))

@@ -81,3 +81,20 @@ def test_engine_arrange_carries_like_argsort(dtype):
     np.testing.assert_array_equal(arranged.labels, labels[expected])
     for k, row in enumerate(rows):
         np.testing.assert_array_equal(arranged.codes[k], row[expected])
+
+
+@settings(max_examples=25, deadline=None)
+@given(kind=st.sampled_from(["uniform", "clustered", "low-bits", "normal", "ties"]), n=st.integers(2_000, 40_000),
+       n_rows=st.sampled_from([1, 3, 4, 7]), seed=st.integers(0, 2**16))
+def test_large_buckets(kind, n, n_rows, seed):
+    """Inputs whose first-level buckets hold thousands of keys: the second level's width grows with
+    the bucket, then runs go to insertion or LSD sorts; 32- and 64-bit payloads."""
+    rng = np.random.default_rng(seed)
+    scores = {"uniform": lambda: rng.random(n),
+              "clustered": lambda: rng.choice([0.1, 0.5, 0.9], n) + rng.random(n) * 1e-9,
+              "low-bits": lambda: (np.uint64(np.array(0.75).view(np.uint64))
+                                   + rng.integers(0, 1 << 20, n).astype(np.uint64)).view(np.float64),
+              "normal": lambda: rng.standard_normal(n) * 4,
+              "ties": lambda: np.round(rng.random(n), 3)}[kind]()
+    _check(scores, *_payload(n, n_rows, seed))
+    _check(scores.astype(np.float32), *_payload(n, n_rows, seed + 1))

@@ -82,3 +82,32 @@ def test_integer_weights_equal_repeated_samples(case, data):
     for got, expected in zip([*weighted[0], *weighted[1]], [*plain[0], *plain[1]]):
         np.testing.assert_allclose(np.asarray(got, np.float64), np.asarray(expected, np.float64), rtol=1e-12,
                                    atol=1e-12, equal_nan=True)
+
+
+@settings(deadline=None, max_examples=60)
+@given(case=cases(max_n=80), data=st.data())
+def test_best_f1_sweep_matches_ranking_kernel(case, data):
+    """ranked_bins's F1 sweep (which rules out most blocks by a bound before dividing, and counts
+    the groups below the best threshold after the sweep) against ranking.best_f1_thresholds, with
+    real-valued weights: the same thresholds and the same counts below them, bit for bit."""
+    from fairmedfm_fast.kernels import ranking
+
+    scores, labels, codes, _ = _sorted(case, np.float64)
+    weights = np.array(data.draw(st.lists(st.sampled_from([0.0, 0.3, 1.0, 2.5]), min_size=case.n,
+                                          max_size=case.n)), np.float64)
+    for w in (None, weights):
+        count, positives = sweeps.ranked_sums(scores, labels, codes, case.n_groups, np.empty(0),
+                                              np.zeros((len(case.n_groups), 0), np.int64), w)[:2]
+        overall = np.cumsum(case.n_groups + 1) - 1
+        n_pos, n_neg = positives[overall], (count - positives)[overall]
+        best, pos_at, neg_at = sweeps.ranked_bins(scores, labels, codes, case.n_groups, n_pos, n_neg,
+                                                  np.empty((0, 1)), True, w)[:3]
+        expected = ranking.best_f1_thresholds(scores, labels, codes, n_pos, n_neg, None, None, w)[0]
+        np.testing.assert_array_equal(best, expected)
+        for k, slot, mask in case.slots():
+            below = mask[np.argsort(case.scores, kind="stable")] & (scores <= best[k])
+            ww = np.ones(case.n) if w is None else w
+            y = labels.astype(bool)
+            if not np.isnan(best[k]):
+                assert pos_at[slot] == pytest.approx(ww[below & y].sum(), rel=1e-12, abs=1e-12)
+                assert neg_at[slot] == pytest.approx(ww[below & ~y].sum(), rel=1e-12, abs=1e-12)
