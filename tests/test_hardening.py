@@ -91,13 +91,18 @@ def test_main_exits_like_fairmedfm_main(tmp_path, capsys):
 
 
 def test_console_entry_point_still_exits_with_the_status(tmp_path, monkeypatch):
-    codes = []
+    import atexit
+
+    codes, handlers_run = [], []
     monkeypatch.setattr(cli.os, "_exit", codes.append)
+    # cli.run runs the exit handlers before os._exit; running this process's real ones here would
+    # shut down pools that later tests use (dask's default thread pool registers one).
+    monkeypatch.setattr(atexit, "_run_exitfuncs", lambda: handlers_run.append(True))
     monkeypatch.setattr(cli.sys, "argv", ["fairmedfm-fast", "score", str(tmp_path / "missing.csv")])
     cli.run()
     monkeypatch.setattr(cli.sys, "argv", ["fairmedfm-fast", "--version"])
     cli.run()
-    assert codes == [2, 0]
+    assert codes == [2, 0] and handlers_run == [True, True]
 
 
 # ------------------------------------------------------------------------------------------------
