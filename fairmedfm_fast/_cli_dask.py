@@ -21,7 +21,7 @@ from ._columns import (
 
 def score_command(args: Any):
     """The report and the notes to print for the parsed ``score`` namespace ``args``, as
-    ``cli.score`` returns them. PATH is a Parquet file, a directory of them or a glob; every worker
+    ``_score.score`` returns them. PATH is a Parquet file, a directory of them or a glob; every worker
     must be able to read it."""
     from . import dask as fdask
     from .segmentation import evaluate_segmentation as in_memory_segmentation

@@ -7,6 +7,8 @@ find the same columns and pick the same task. Standard library only at import ti
 """
 from __future__ import annotations
 
+PROG = "fairmedfm-fast"  # the command's name, in its messages
+
 # Column roles and the names (after lower-casing; spaces, dots and dashes read as "_") that find them.
 ROLE_NAMES = {
     "label": ("label", "labels", "y_true", "ytrue", "y", "target", "targets", "truth", "true_label",
