@@ -193,10 +193,10 @@ def attribute_values(column, categorical: bool):
     else:
         codes = indices.to_numpy(zero_copy_only=False)
     if not categorical:  # categories in group order, as evaluate orders values
-        from ._inputs import _order_key
+        from ._groups import order_key
 
         values = categories.to_pylist()
-        order = sorted(range(len(values)), key=lambda i: _order_key(values[i]))
+        order = sorted(range(len(values)), key=lambda i: order_key(values[i]))
         rank = np.empty(len(values) + 1, dtype=np.min_scalar_type(-len(values) - 1))
         rank[order] = np.arange(len(values))
         rank[-1] = -1  # a missing value (code -1) stays missing

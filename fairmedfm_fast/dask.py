@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from . import _engine, _inputs
+from . import _engine, _groups, _inputs
 from ._progress import Progress, check
 from .evaluation import _as_python, _attribute_result, check_threshold, classification_report, transform_note
 from .report import FairnessReport
@@ -85,8 +85,8 @@ def _attribute_column(part: pd.DataFrame, name: str) -> pd.Series:
 def _local_codes(values: pd.Series, name: str, spec: Any) -> tuple[np.ndarray, list[str]] | None:
     """Codes and present group names of one partition of an attribute (None: too many numbers)."""
     if spec is not None:
-        return _inputs._binned(values, spec, name)
-    return _inputs._encode_values(values, _inputs.MAX_NUMERIC_GROUPS if _inputs._is_numeric(values) else None)
+        return _groups.binned(values, spec, name)
+    return _groups.encode_values(values, _groups.MAX_NUMERIC_GROUPS if _groups.is_numeric(values) else None)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -131,7 +131,7 @@ def _survey(part: pd.DataFrame, columns: _Columns) -> dict[str, Any]:
     for name in columns.sensitive:
         values = _attribute_column(part, name)
         is_categorical = isinstance(values.dtype, pd.CategoricalDtype)
-        categories.append([_inputs.group_name(v) for v in values.cat.categories.tolist()] if is_categorical
+        categories.append([_groups.group_name(v) for v in values.cat.categories.tolist()] if is_categorical
                           else None)
         encoded = _local_codes(values, name, columns.bins.get(name))
         if encoded is None:  # a numeric attribute with too many values to be groups
@@ -157,7 +157,7 @@ def _value_counts(part: pd.DataFrame, names: list[str]) -> dict[str, pd.Series |
     counts = {}
     for name in names:
         values = _attribute_column(part, name)
-        _inputs._binned(values, [0.0], name)  # only its check that the values are numbers
+        _groups.binned(values, [0.0], name)  # only its check that the values are numbers
         numeric = pd.to_numeric(values, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
         found = pd.Series(numeric[~np.isnan(numeric)]).value_counts(sort=False)
         counts[name] = found if len(found) <= _QUANTILE_VALUES else None
@@ -277,10 +277,10 @@ def _plan(surveys: list[dict], columns: _Columns, meta: pd.DataFrame, score_type
         parts = [s["groups"][j] for s in surveys]
         spec = columns.bins.get(name)
         present = set().union(*(p for p in parts if p))
-        numeric = spec is None and _inputs._is_numeric(meta[name])
-        if any(p is None for p in parts) or (numeric and len(present) > _inputs.MAX_NUMERIC_GROUPS):
+        numeric = spec is None and _groups.is_numeric(meta[name])
+        if any(p is None for p in parts) or (numeric and len(present) > _groups.MAX_NUMERIC_GROUPS):
             raise ValueError(
-                f"attribute {name!r} looks continuous (more than {_inputs.MAX_NUMERIC_GROUPS} distinct "
+                f"attribute {name!r} looks continuous (more than {_groups.MAX_NUMERIC_GROUPS} distinct "
                 f"numbers); group it with bins={{{name!r}: [40, 60]}} (cut points) or bins={{{name!r}: 4}} "
                 "(quantile groups)")
         missing.append(sum(s["missing"][j] for s in surveys))
@@ -312,14 +312,14 @@ def _global_order(name: str, column: pd.Series, present: set[str], cut_points: l
     """
     if cut_points is not None:
         edges = sorted(float(edge) for edge in cut_points)
-        _, full = _inputs._binned(pd.Series([-np.inf, *edges]), list(edges), name)
+        _, full = _groups.binned(pd.Series([-np.inf, *edges]), list(edges), name)
         return [label for label in full if label in present]
     dtype = column.dtype
     if not isinstance(dtype, pd.CategoricalDtype) or has_missing:
-        return sorted(present, key=_inputs._order_key)
+        return sorted(present, key=_groups.order_key)
     known = [] if dtype.categories is None else list(dtype.categories)
     if known and "__UNKNOWN_CATEGORIES__" not in known:
-        names = [_inputs.group_name(value) for value in known]
+        names = [_groups.group_name(value) for value in known]
     else:
         names = [label for part in categories if part for label in part]
     ordered: list[str] = []
@@ -548,11 +548,11 @@ def _check_columns(ddf: Any, label: Any, score: Any, sensitive: Any, bins: Any) 
         raise ValueError(f"bins names attribute(s) {unknown} that sensitive does not list; the attributes are "
                          f"{sensitive}")
     for name, spec in bins.items():
-        _inputs._binned(pd.Series([0.0]), spec, name)  # checks the spec itself
+        _groups.binned(pd.Series([0.0]), spec, name)  # checks the spec itself
     return sensitive, bins
 
 
-def evaluate(ddf: Any, *, label: str, score: str, sensitive: str | Sequence[str], bins: _inputs.Bins | None = None,
+def evaluate(ddf: Any, *, label: str, score: str, sensitive: str | Sequence[str], bins: _groups.Bins | None = None,
              intersectional: bool = False, pos_label: Any = None, score_type: str = "auto",
              threshold: float | None = None, npartitions: int | None = None,
              progress: bool | None = None) -> FairnessReport:
@@ -671,12 +671,12 @@ def _report(plan: _Plan, groupings: list[_engine.Grouping], metadata: dict[str, 
     """The report of ``fairmedfm_fast.evaluate`` from the groupings (its assembly, step by step)."""
     warnings = transform_note(metadata)
     n = metadata["n_samples"]
-    attributes = [_inputs.Attribute(name, np.empty(0, np.intp), groups)
+    attributes = [_groups.Attribute(name, np.empty(0, np.intp), groups)
                   for name, groups in zip(plan.columns.sensitive, plan.groups)]
     if plan.combined:
-        names = _inputs.intersection_names([tuple(plan.groups[j][i] for j, i in enumerate(cell))
+        names = _groups.intersection_names([tuple(plan.groups[j][i] for j, i in enumerate(cell))
                                             for cell in plan.combined], list(plan.columns.sensitive))
-        attributes.append(_inputs.Attribute(" & ".join(plan.columns.sensitive), np.empty(0, np.intp), names))
+        attributes.append(_groups.Attribute(" & ".join(plan.columns.sensitive), np.empty(0, np.intp), names))
     complete = len(groupings) - 1 if plan.all_samples else next(
         k for k, grouping in enumerate(groupings) if int(grouping.count[-1]) == n)
     overall = {key: _as_python(values[-1]) for key, values in groupings[complete].values.items()}
@@ -745,7 +745,7 @@ def _partition_dice(part: pd.DataFrame, pred_mask: str, true_mask: str, base: st
 def evaluate_segmentation(ddf: Any, *, sensitive: str | Sequence[str], dice: str | None = None,
                           pred_mask: str | None = None, true_mask: str | None = None, label: Any = None,
                           mask_threshold: float = 0.5, empty_score: float = 1.0, base: str | None = None,
-                          bins: _inputs.Bins | None = None, intersectional: bool = False,
+                          bins: _groups.Bins | None = None, intersectional: bool = False,
                           dice_function: DiceFunction | None = None, **options: Any) -> FairnessReport:
     """Fairness of a segmentation model from a Dask DataFrame of mask paths (or Dice scores).
 

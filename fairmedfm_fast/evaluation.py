@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _engine, _inputs, _progress, _resample
+from . import _engine, _groups, _inputs, _progress, _resample
 from .report import FairnessReport, group_frame, summary_frame
 
 __all__ = ["FairnessReport", "evaluate"]
@@ -84,7 +84,7 @@ def _as_python(value: Any) -> Any:
     return float(value)
 
 
-def assess(prepared: Prepared, attributes: list[_inputs.Attribute], warnings: list[str],
+def assess(prepared: Prepared, attributes: list[_groups.Attribute], warnings: list[str],
            wanted: set[str] | None = None, with_overall: bool = True, threshold: float | None = None,
            weights: np.ndarray | None = None, presort: _engine.Presort | None = None,
            min_group_size: int | None = None) -> tuple[list[AttributeResult], dict, _engine.Arranged]:
@@ -116,7 +116,7 @@ def assess(prepared: Prepared, attributes: list[_inputs.Attribute], warnings: li
     return results, overall, arranged
 
 
-def _attribute_result(attribute: _inputs.Attribute, grouping: _engine.Grouping, n_samples: int,
+def _attribute_result(attribute: _groups.Attribute, grouping: _engine.Grouping, n_samples: int,
                       warnings: list[str], min_group_size: int | None = None) -> AttributeResult:
     name, g = attribute.name, attribute.n_groups
     n = int(grouping.count[g])
@@ -193,7 +193,7 @@ def summarize(overall: Mapping[str, float], groups: Mapping[str, Sequence[float]
 
 
 def evaluate(y_true: Any, y_score: Any, sensitive_features: Any, *, pos_label: Any = None,
-             score_type: str = "auto", score_column: int | None = None, bins: _inputs.Bins | None = None,
+             score_type: str = "auto", score_column: int | None = None, bins: _groups.Bins | None = None,
              intersectional: bool = False, threshold: float | None = None, sample_weight: Any = None,
              n_boot: int = 0, ci: float = 0.95, n_permutations: int = 0,
              random_state: Any = None, min_group_size: int | None = None, stratify: str | None = "attribute",
@@ -273,7 +273,7 @@ def evaluate(y_true: Any, y_score: Any, sensitive_features: Any, *, pos_label: A
     if not (isinstance(ci, (float, int)) and 0 < ci < 1):
         raise ValueError(f"ci must be a coverage strictly between 0 and 1, such as 0.95; got {_inputs.shown(ci)}")
     presort = _engine.Presort(prepared.scores)  # sorts while the attributes are coded
-    attributes = _inputs.encode_attributes(sensitive_features, n, bins, intersectional)
+    attributes = _groups.encode_attributes(sensitive_features, n, bins, intersectional)
     check_resampling(attributes, n_boot, n_permutations, 2 * len(_resample.INTERVAL_METRICS) + 13)
     warnings.extend(transform_note(prepared.metadata))
     require_both_labels(prepared.labels)
@@ -343,13 +343,13 @@ def sample_weights(sample_weight: Any, n: int) -> np.ndarray | None:
                          "weight per sample")
     if not np.isfinite(weights).all() or (weights < 0).any():
         raise ValueError("sample_weight must be finite and non-negative; "
-                         f"got values such as {_inputs._preview(weights[~np.isfinite(weights) | (weights < 0)])}")
+                         f"got values such as {_inputs.preview(weights[~np.isfinite(weights) | (weights < 0)])}")
     if not weights.any():
         raise ValueError("sample_weight is zero for every sample; at least one sample needs weight")
     return weights
 
 
-def check_resampling(attributes: list[_inputs.Attribute], n_boot: int, n_permutations: int, per_group: int) -> None:
+def check_resampling(attributes: list[_groups.Attribute], n_boot: int, n_permutations: int, per_group: int) -> None:
     """A ValueError naming ``n_boot`` or ``n_permutations`` when their results would not fit in memory:
     ``per_group`` float64 values per group and resample (and as many summary values per attribute),
     ``len(_resample.GAP_COLUMNS)`` per permutation."""

@@ -12,7 +12,7 @@ import math
 import warnings
 from typing import Any
 
-from . import _engine, _inputs, _metric_registry
+from . import _engine, _groups, _metric_registry
 from .evaluation import assess, prepare, require_both_labels, transform_note
 
 __all__ = [
@@ -23,7 +23,7 @@ __all__ = [
 
 
 def _classification(column: str, y_true: Any, y_score: Any, sensitive_features: Any, pos_label: Any,
-                    score_type: str, score_column: int | None, bins: _inputs.Bins | None,
+                    score_type: str, score_column: int | None, bins: _groups.Bins | None,
                     sample_weight: Any = None, threshold: float | None = None,
                     min_group_size: int | None = None) -> float:
     from .evaluation import check_min_group_size
@@ -35,7 +35,7 @@ def _classification(column: str, y_true: Any, y_score: Any, sensitive_features: 
     presort = None
     if _engine.needs_sort(_metric_registry.needs(column), prepared.threshold):
         presort = _engine.Presort(prepared.scores)  # sorts while the attribute is coded
-    attribute = _inputs.one_attribute(sensitive_features, len(prepared.labels), bins)
+    attribute = _groups.one_attribute(sensitive_features, len(prepared.labels), bins)
     notes.extend(transform_note(prepared.metadata))
     require_both_labels(prepared.labels)
     result = assess(prepared, [attribute], notes, wanted=_metric_registry.needs(column), with_overall=False,
@@ -48,7 +48,7 @@ def _classification(column: str, y_true: Any, y_score: Any, sensitive_features: 
 
 
 def auc_gap(y_true: Any, y_score: Any, *, sensitive_features: Any, pos_label: Any = None, score_type: str = "auto",
-            score_column: int | None = None, bins: _inputs.Bins | None = None, sample_weight: Any = None,
+            score_column: int | None = None, bins: _groups.Bins | None = None, sample_weight: Any = None,
             min_group_size: int | None = None) -> float:
     """Largest minus smallest group ROC AUC (0 is fair).
 
@@ -78,7 +78,7 @@ def auc_gap(y_true: Any, y_score: Any, *, sensitive_features: Any, pos_label: An
 
 def worst_group_auc(y_true: Any, y_score: Any, *, sensitive_features: Any, pos_label: Any = None,
                     score_type: str = "auto", score_column: int | None = None,
-                    bins: _inputs.Bins | None = None, sample_weight: Any = None,
+                    bins: _groups.Bins | None = None, sample_weight: Any = None,
             min_group_size: int | None = None) -> float:
     """Lowest group ROC AUC (higher is better). Parameters as in :func:`auc_gap`."""
     return _classification("worst-auc", y_true, y_score, sensitive_features, pos_label, score_type, score_column,
@@ -87,7 +87,7 @@ def worst_group_auc(y_true: Any, y_score: Any, *, sensitive_features: Any, pos_l
 
 def accuracy_gap(y_true: Any, y_score: Any, *, sensitive_features: Any, pos_label: Any = None,
                  score_type: str = "auto", score_column: int | None = None,
-                 bins: _inputs.Bins | None = None, sample_weight: Any = None, threshold: float | None = None,
+                 bins: _groups.Bins | None = None, sample_weight: Any = None, threshold: float | None = None,
                  min_group_size: int | None = None) -> float:
     """Largest minus smallest group accuracy at the best overall F1 threshold (0 is fair).
 
@@ -99,7 +99,7 @@ def accuracy_gap(y_true: Any, y_score: Any, *, sensitive_features: Any, pos_labe
 
 
 def bce_gap(y_true: Any, y_score: Any, *, sensitive_features: Any, pos_label: Any = None, score_type: str = "auto",
-            score_column: int | None = None, bins: _inputs.Bins | None = None, sample_weight: Any = None,
+            score_column: int | None = None, bins: _groups.Bins | None = None, sample_weight: Any = None,
             min_group_size: int | None = None) -> float:
     """Largest minus smallest group binary cross-entropy (0 is fair). Parameters as in :func:`auc_gap`."""
     return _classification("bce-gap", y_true, y_score, sensitive_features, pos_label, score_type, score_column,
@@ -107,7 +107,7 @@ def bce_gap(y_true: Any, y_score: Any, *, sensitive_features: Any, pos_label: An
 
 
 def ece_gap(y_true: Any, y_score: Any, *, sensitive_features: Any, pos_label: Any = None, score_type: str = "auto",
-            score_column: int | None = None, bins: _inputs.Bins | None = None, sample_weight: Any = None,
+            score_column: int | None = None, bins: _groups.Bins | None = None, sample_weight: Any = None,
             min_group_size: int | None = None) -> float:
     """Largest minus smallest group expected calibration error (0 is fair).
 
@@ -119,7 +119,7 @@ def ece_gap(y_true: Any, y_score: Any, *, sensitive_features: Any, pos_label: An
 
 def equal_opportunity_difference(y_true: Any, y_score: Any, *, sensitive_features: Any, pos_label: Any = None,
                                  score_type: str = "auto", score_column: int | None = None,
-                                 bins: _inputs.Bins | None = None, sample_weight: Any = None, threshold: float | None = None,
+                                 bins: _groups.Bins | None = None, sample_weight: Any = None, threshold: float | None = None,
                  min_group_size: int | None = None) -> float:
     """Largest minus smallest group true positive rate at the best-F1 threshold (``eo``; 0 is fair).
 
@@ -130,7 +130,7 @@ def equal_opportunity_difference(y_true: Any, y_score: Any, *, sensitive_feature
 
 def equalized_odds_score(y_true: Any, y_score: Any, *, sensitive_features: Any, pos_label: Any = None,
                          score_type: str = "auto", score_column: int | None = None,
-                         bins: _inputs.Bins | None = None, sample_weight: Any = None, threshold: float | None = None,
+                         bins: _groups.Bins | None = None, sample_weight: Any = None, threshold: float | None = None,
                  min_group_size: int | None = None) -> float:
     """``1 - (TPR gap + TNR gap) / 2`` at the best-F1 threshold (``eod``; 1 is fair).
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _inputs
+from . import _groups, _inputs
 from .report import FairnessReport, group_frame, summary_frame
 
 __all__ = [
@@ -211,7 +211,7 @@ def _finite(scores: np.ndarray, warnings: list[str]) -> np.ndarray:
     return finite
 
 
-def _assess(scores: np.ndarray, finite: np.ndarray, attributes: list[_inputs.Attribute],
+def _assess(scores: np.ndarray, finite: np.ndarray, attributes: list[_groups.Attribute],
             warnings: list[str], min_group_size: int | None = None) -> _Assessment:
     from .evaluation import too_small
 
@@ -260,7 +260,7 @@ def _by_group_frame(rows: list[dict[str, Any]]):
 
 def evaluate_segmentation(sensitive_features: Any, *, dice: Any = None, pred_masks: Any = None,
                           true_masks: Any = None, label: Any = None, mask_threshold: float = 0.5,
-                          empty_score: float = 1.0, bins: _inputs.Bins | None = None,
+                          empty_score: float = 1.0, bins: _groups.Bins | None = None,
                           intersectional: bool = False, n_boot: int = 0, ci: float = 0.95,
                           n_permutations: int = 0, random_state: Any = None, min_group_size: int | None = None,
                           stratify: str | None = "attribute", p_adjust: str | None = None,
@@ -366,7 +366,7 @@ def evaluate_segmentation(sensitive_features: Any, *, dice: Any = None, pred_mas
                                                    progress=progress)
         warnings.extend(values.warnings)
     finite = _finite(scores, warnings)
-    attributes = _inputs.encode_attributes(sensitive_features, len(scores), bins, intersectional)
+    attributes = _groups.encode_attributes(sensitive_features, len(scores), bins, intersectional)
     kept = scores[finite]
     overall = {"mean_dice": float(kept.mean()) if len(kept) else math.nan, "n": len(kept)}
     result = _assess(scores, finite, attributes, warnings, min_group_size)
@@ -438,7 +438,7 @@ def _metric_summary(metric: str, mean: float, means: np.ndarray) -> dict[str, fl
 
 
 def _add_metrics(result: _Assessment, overall: dict[str, Any], metrics: dict[str, np.ndarray], finite: np.ndarray,
-                 attributes: list[_inputs.Attribute], wanted: list[str], min_group_size: int | None = None) -> None:
+                 attributes: list[_groups.Attribute], wanted: list[str], min_group_size: int | None = None) -> None:
     """Add each non-Dice metric's group means and summary columns to the Dice assessment (and drop
     the Dice columns when Dice was not asked for). Groups under ``min_group_size`` samples stay out
     of the summaries and have no means, as for Dice."""
@@ -473,7 +473,7 @@ def _add_metrics(result: _Assessment, overall: dict[str, Any], metrics: dict[str
 
 
 def _resampled_metrics(report: FairnessReport, metrics: dict[str, np.ndarray], finite: np.ndarray,
-                       attributes: list[_inputs.Attribute], result: _Assessment, n_boot: Any, ci: Any,
+                       attributes: list[_groups.Attribute], result: _Assessment, n_boot: Any, ci: Any,
                        n_permutations: Any, random_state: Any, min_group_size: int | None, stratify: str | None,
                        progress: bool | None) -> None:
     """Bootstrap intervals and permutation p-values of every non-Dice metric, beside Dice's: the
@@ -513,7 +513,7 @@ def _resampled_metrics(report: FairnessReport, metrics: dict[str, np.ndarray], f
 
 
 def _resampled(report: FairnessReport, dice: np.ndarray, code_rows: list[np.ndarray],
-               attributes: list[_inputs.Attribute], result: _Assessment, n_boot: Any, ci: Any,
+               attributes: list[_groups.Attribute], result: _Assessment, n_boot: Any, ci: Any,
                n_permutations: Any, random_state: Any, min_group_size: int | None, stratify: str | None,
                progress: bool | None, summarize: Any = _summary) -> None:
     """Bootstrap intervals and permutation p-values on the report (see :func:`evaluate_segmentation`)."""
@@ -600,7 +600,7 @@ def _one_number(column: str, dice: Any, sensitive_features: Any, bins: Any, mask
         from ._masks import _Masks
 
         n = len(pred_masks) if isinstance(pred_masks, (list, tuple)) else len(_Masks(pred_masks, "pred_masks"))
-    attribute = _inputs.one_attribute(sensitive_features, n, bins)
+    attribute = _groups.one_attribute(sensitive_features, n, bins)
     scores, _ = _scores(dice, pred_masks, true_masks, options.get("label"), options.get("mask_threshold", 0.5),
                         options.get("empty_score", 1.0), notes=notes)
     warnings: list[str] = []
@@ -616,7 +616,7 @@ def _one_number(column: str, dice: Any, sensitive_features: Any, bins: Any, mask
     return float(result.summaries[attribute.name].get(column, math.nan))
 
 
-def dice_gap(dice: Any = None, *, sensitive_features: Any, bins: _inputs.Bins | None = None,
+def dice_gap(dice: Any = None, *, sensitive_features: Any, bins: _groups.Bins | None = None,
              min_group_size: int | None = None, **masks: Any) -> float:
     """Largest minus smallest group mean Dice (``delta_dice``; 0 is fair).
 
@@ -642,20 +642,20 @@ def dice_gap(dice: Any = None, *, sensitive_features: Any, bins: _inputs.Bins | 
     return _one_number("delta_dice", dice, sensitive_features, bins, masks, min_group_size)
 
 
-def worst_group_dice(dice: Any = None, *, sensitive_features: Any, bins: _inputs.Bins | None = None,
+def worst_group_dice(dice: Any = None, *, sensitive_features: Any, bins: _groups.Bins | None = None,
                      min_group_size: int | None = None, **masks: Any) -> float:
     """Lowest group mean Dice (``min_dice``; higher is better). Parameters as in :func:`dice_gap`."""
     return _one_number("min_dice", dice, sensitive_features, bins, masks, min_group_size)
 
 
-def dice_std(dice: Any = None, *, sensitive_features: Any, bins: _inputs.Bins | None = None,
+def dice_std(dice: Any = None, *, sensitive_features: Any, bins: _groups.Bins | None = None,
              min_group_size: int | None = None, **masks: Any) -> float:
     """Population standard deviation of the group mean Dice scores (``std_dice``; 0 is fair).
     Parameters as in :func:`dice_gap`."""
     return _one_number("std_dice", dice, sensitive_features, bins, masks, min_group_size)
 
 
-def dice_skewness(dice: Any = None, *, sensitive_features: Any, bins: _inputs.Bins | None = None,
+def dice_skewness(dice: Any = None, *, sensitive_features: Any, bins: _groups.Bins | None = None,
                   min_group_size: int | None = None, **masks: Any) -> float:
     """``(1 - worst group Dice) / (1 - best group Dice)`` (``skewness_dice``; 1 is fair).
 
@@ -665,7 +665,7 @@ def dice_skewness(dice: Any = None, *, sensitive_features: Any, bins: _inputs.Bi
     return _one_number("skewness_dice", dice, sensitive_features, bins, masks, min_group_size)
 
 
-def equity_scaled_dice(dice: Any = None, *, sensitive_features: Any, bins: _inputs.Bins | None = None,
+def equity_scaled_dice(dice: Any = None, *, sensitive_features: Any, bins: _groups.Bins | None = None,
                        min_group_size: int | None = None, **masks: Any) -> float:
     """Mean Dice divided by 1 + the standard deviation of the group means (``es_dice``; higher is
     better). Parameters as in :func:`dice_gap`."""

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from . import _inputs
+from . import _groups, _inputs
 from ._threads import resolve_n_jobs
 from .evaluation import evaluate
 from .report import FairnessReport
@@ -23,7 +23,7 @@ __all__ = ["evaluate_tasks"]
 
 
 def evaluate_tasks(y_true: Any, y_score: Any, sensitive_features: Any, *, pos_label: Any = None,
-                   bins: _inputs.Bins | None = None, intersectional: bool = False, n_jobs: int | None = None,
+                   bins: _groups.Bins | None = None, intersectional: bool = False, n_jobs: int | None = None,
                    **options: Any) -> FairnessReport:
     """Fairness of several tasks (labels or models) across the same groups, in one call.
 
@@ -69,8 +69,8 @@ def evaluate_tasks(y_true: Any, y_score: Any, sensitive_features: Any, *, pos_la
     n = len(score_columns[0])
     if "sample_weight" in paired:
         options["sample_weight"] = _inputs.to_numpy(paired["sample_weight"], "sample_weight")
-    attributes = _inputs.encode_attributes(paired["sensitive_features"], n, bins, intersectional)
-    coded = _inputs.CodedAttributes(tuple(attributes))  # each task's evaluate takes them as they are
+    attributes = _groups.encode_attributes(paired["sensitive_features"], n, bins, intersectional)
+    coded = _groups.CodedAttributes(tuple(attributes))  # each task's evaluate takes them as they are
 
     skipped: dict[str, str] = {}
     runnable = []

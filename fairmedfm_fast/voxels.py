@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _engine, _inputs, _masks
+from . import _engine, _groups, _masks
 from ._threads import executor, resolve_n_jobs
 from .evaluation import attribute_result, check_threshold, classification_report
 from .report import FairnessReport
@@ -124,7 +124,7 @@ class VoxelAccumulator:
     one report that equals the report of all maps together.
     """
 
-    def __init__(self, sensitive_features: Any, *, bins: _inputs.Bins | None = None, intersectional: bool = False,
+    def __init__(self, sensitive_features: Any, *, bins: _groups.Bins | None = None, intersectional: bool = False,
                  threshold: float | None = None, n_jobs: int | None = None, _window: tuple[int, int] | None = None,
                  _capacity: int = 0):
         self._layout = _Layout(sensitive_features, bins, intersectional)
@@ -314,7 +314,7 @@ class _Layout:
 
     def __init__(self, sensitive_features: Any, bins: Any, intersectional: bool):
         self.n_images = _rows(sensitive_features)
-        attributes = _inputs.encode_attributes(sensitive_features, self.n_images, bins, intersectional)
+        attributes = _groups.encode_attributes(sensitive_features, self.n_images, bins, intersectional)
         self.attributes = attributes
         rows = [attribute.codes for attribute in attributes]
         sizes = [attribute.n_groups for attribute in attributes]
@@ -675,7 +675,7 @@ def _progress_bar(progress: Any, total: int | None):
 
 
 def evaluate_voxels(score_maps: Any, true_masks: Any, sensitive_features: Any, *, roi_masks: Any = None,
-                    bins: _inputs.Bins | None = None, intersectional: bool = False, threshold: float | None = None,
+                    bins: _groups.Bins | None = None, intersectional: bool = False, threshold: float | None = None,
                     max_memory: Any = None, n_jobs: int | None = None, progress: Any = None) -> FairnessReport:
     """Voxel-level fairness: :func:`fairmedfm_fast.evaluate` on every voxel of every map, exactly.
 

@@ -12,7 +12,7 @@ import pyarrow.feather as feather
 import pytest
 
 from fairmedfm_fast import _tables
-from fairmedfm_fast._inputs import group_name
+from fairmedfm_fast._groups import group_name
 from fairmedfm_fast._tables import TableError, key_strings, open_table
 
 TRICKY_CSV = """\

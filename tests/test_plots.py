@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from sklearn.metrics import roc_curve
 
 import fairmedfm_fast
-from fairmedfm_fast import _inputs, _pictures
+from fairmedfm_fast import _groups, _pictures
 from fairmedfm_fast.kernels.curves import roc_points
 from fairmedfm_fast.report import FairnessReport, group_frame, summary_frame
 
@@ -56,7 +56,7 @@ def _seg_report(n=300, seed=5):
     age[:7] = None
     dice = np.clip(rng.beta(8, 2, n) - 0.1 * (scanner == "GE"), 0, 1)
     dice[7:10] = np.nan
-    attributes = _inputs.encode_attributes({"scanner": scanner, "age": age}, n)
+    attributes = _groups.encode_attributes({"scanner": scanner, "age": age}, n)
     summaries, rows = {}, []
     for attribute in attributes:
         keep = (attribute.codes >= 0) & ~np.isnan(dice)
