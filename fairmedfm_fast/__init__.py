@@ -81,7 +81,7 @@ if TYPE_CHECKING:
 
 
 # An unreadable mask file (a ValueError naming the sample, the path and the reader's reason).
-_WHERE["MaskFileError"] = "_masks"
+_WHERE["MaskFileError"] = "_mask_files"
 __all__.append("MaskFileError")
 
 _SUBMODULES = ("metrics", "evaluation", "group_metrics", "report", "segmentation", "dask", "tasks", "voxels")

@@ -1,9 +1,9 @@
-"""Masks: reading them, the foreground rule, per-sample Dice and per-label Dice.
+"""Masks: per-sample Dice and per-label Dice, counted on a thread pool.
 
 From whatever the user has (a list of arrays or tensors, a stacked array, file paths in a list or
 a pandas Series) to the three voxel counts per sample that Dice needs. The counting itself is in
-:mod:`fairmedfm_fast.kernels.segmentation`; this module decides, per mask, which values are
-foreground (as an interval in the mask's own dtype, see the kernel module), flattens each pair of
+:mod:`fairmedfm_fast.kernels.segmentation`; reading mask files and the foreground rule (an interval
+in the mask's own dtype) are :mod:`fairmedfm_fast._mask_files`. This module flattens each pair of
 masks into views with the same element order, and spreads the work over a thread pool (the
 kernels release the GIL): across samples, and across chunks of a single large volume.
 
@@ -16,22 +16,19 @@ Fortran-ordered), one is copied into the other's order.
 from __future__ import annotations
 
 import math
-import os
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ._inputs import shown, to_numpy
+from ._mask_files import REAL_TYPES, Rule, foreground_rule, is_path, kernel_array, load_mask, numpy_foreground
 from ._progress import Progress
 from ._threads import executor, resolve_n_jobs
 
-#: File name endings read with Pillow.
-IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff")
 # Work is cut into pieces of at least this many bytes before it is given to threads.
 _MIN_TASK_BYTES = 1 << 22
 # Pairs of masks smaller than this are copied end to end (at most _MAX_GROUP per copy), so that
@@ -40,135 +37,17 @@ _SMALL_PAIR_BYTES = 1 << 15
 _MAX_GROUP = 256
 # At most this many bytes of such copies exist at a time.
 _COPY_BUDGET = 1 << 28
-_REAL_TYPES = (bool, int, float, np.bool_, np.integer, np.floating)
 
 
 # ---------------------------------------------------------------------------------------------
-# Reading
+# One mask per sample
 # ---------------------------------------------------------------------------------------------
-
-def _optional(module: str, purpose: str):
-    import importlib
-
-    try:
-        return importlib.import_module(module)
-    except ImportError:
-        package = {"PIL": "pillow"}.get(module.split(".")[0], module.split(".")[0])
-        raise ImportError(f"reading {purpose} needs the optional dependency {package!r}: pip install {package} "
-                          '(or pip install ".[io]" in a clone of fairmedfm_fast)') from None
-
-
-class MaskFileError(ValueError):
-    """A mask file that exists but cannot be read as a mask (corrupt, truncated, empty, not numbers)."""
-
 
 class ShapeMismatch(ValueError):
     """The two masks of a sample have different shapes."""
 
 
-def read_mask_file(path: str | os.PathLike, where: str = "mask") -> np.ndarray:
-    """The array in a mask file, squeezed; ``.npy`` files are memory-mapped (read-only).
-
-    ``.npz``: the first array. Images (Pillow): the first channel of colour images. NIfTI
-    (nibabel): the data with the header's scaling applied. ``where`` names the sample in errors:
-    FileNotFoundError for a missing file (as fairmedfm), :class:`MaskFileError` with the reader's
-    reason for a file that cannot be read as a mask.
-    """
-    path = Path(path)
-    if not path.exists():
-        raise FileNotFoundError(f"{where}: mask file not found: {path}")
-    if path.is_dir():
-        raise MaskFileError(f"{where}: {path} is a folder, not a mask file")
-    try:
-        array = _read_array(path, where)
-    except (ImportError, MemoryError, MaskFileError):
-        raise
-    except Exception as error:  # noqa: BLE001 - whatever the reader says about this file
-        reason = " ".join(str(error).split()) or "no details"
-        raise MaskFileError(f"{where}: cannot read the mask file {path} ({type(error).__name__}: {reason}); "
-                            "check that the file is complete and was written as a mask") from None
-    if array.dtype.kind not in "biuf":
-        raise MaskFileError(f"{where}: the mask file {path} holds {array.dtype} values, not numbers")
-    return array
-
-
-def _read_array(path: Path, where: str) -> np.ndarray:
-    name = path.name.lower()
-    if name.endswith(".npy"):
-        try:
-            array = np.load(path, mmap_mode="r")
-        except ValueError:  # e.g. an object array, which cannot be memory-mapped
-            array = np.load(path)
-        return np.squeeze(np.asarray(array))
-    if name.endswith(".npz"):
-        with np.load(path) as data:
-            if not data.files:
-                raise MaskFileError(f"{where}: {path} holds no arrays; save the mask with numpy.savez")
-            return np.squeeze(data[data.files[0]])
-    if name.endswith((".nii", ".nii.gz")):
-        nibabel = _optional("nibabel", "NIfTI masks")
-        array = _gzipped_nifti(nibabel, path) if name.endswith(".gz") else None
-        if array is None:
-            array = np.asanyarray(nibabel.load(str(path)).dataobj)
-        return np.squeeze(array)
-    if name.endswith(IMAGE_SUFFIXES):
-        image = _optional("PIL.Image", "image masks")
-        with image.open(path) as opened:
-            array = np.asarray(opened)
-        return array if array.ndim == 2 else array[..., 0]
-    raise MaskFileError(f"{where}: unsupported mask file {path}; use .npy, .npz, .png, .jpg, .jpeg, .bmp, .gif, "
-                     ".tif, .tiff, .nii or .nii.gz")
-
-
-def _gzipped_nifti(nibabel, path: Path) -> np.ndarray | None:
-    """The data of a ``.nii.gz`` image decompressed in one call, or None to let nibabel read it.
-
-    The whole file is inflated in C without the GIL, so threads read files in parallel (nibabel's
-    streamed reading takes the GIL back every few kilobytes). The output buffer is allocated once
-    at the size the gzip trailer announces: growing it step by step (as ``gzip.decompress`` does)
-    costs ~3x the time in page faults, which two threads also contend for. The header is
-    nibabel's; unscaled data (the usual case for masks) is a read-only view of the decompressed
-    bytes, exactly the array nibabel would return, without its copy.
-    """
-    import gzip
-    import zlib
-
-    try:
-        raw = path.read_bytes()
-        announced = int.from_bytes(raw[-4:], "little") if len(raw) >= 18 else 0
-        data = zlib.decompress(raw, 31, max(announced, 1 << 16))
-        if len(data) % (1 << 32) != announced:  # several gzip members: let gzip join them
-            data = gzip.decompress(raw)
-    except (OSError, EOFError, zlib.error):
-        return None
-    image_class = None
-    for byteorder in ("little", "big"):
-        image_class = image_class or {348: nibabel.Nifti1Image, 540: nibabel.Nifti2Image}.get(
-            int.from_bytes(data[:4], byteorder))
-    if image_class is None:
-        return None
-    proxy = image_class.from_bytes(data).dataobj
-    shape, dtype = tuple(proxy.shape), np.dtype(proxy.dtype)
-    count = math.prod(shape)
-    unscaled = (getattr(proxy, "slope", None) == 1 and getattr(proxy, "inter", None) == 0
-                and getattr(proxy, "order", None) in ("C", "F"))
-    if not unscaled or not count or proxy.offset + count * dtype.itemsize > len(data):
-        return np.asanyarray(proxy)
-    return np.frombuffer(data, dtype, count, proxy.offset).reshape(shape, order=proxy.order)
-
-
-def _is_path(value: Any) -> bool:
-    return isinstance(value, (str, os.PathLike))
-
-
-def load_mask(value: Any, where: str) -> np.ndarray:
-    """One mask from a file path, an array, a tensor or a nested list, squeezed."""
-    if _is_path(value):
-        return read_mask_file(value, where)
-    return np.squeeze(to_numpy(value, where))
-
-
-class _Masks:
+class Masks:
     """One mask per sample: either a stacked numeric array or a list of items (arrays or paths)."""
 
     def __init__(self, masks: Any, name: str):
@@ -177,7 +56,7 @@ class _Masks:
         if masks is None:
             raise ValueError(f"{name} is missing: pass one mask per sample (a list, a stacked array or a "
                              "column of file paths)")
-        if _is_path(masks):
+        if is_path(masks):
             raise ValueError(f"{name} is the single path {str(masks)!r}; pass one mask per sample: a list, "
                              "a stacked array or a column of file paths")
         self.name = name
@@ -215,7 +94,7 @@ class _Masks:
         return None
 
     def has_paths(self) -> bool:
-        return self.items is not None and any(type(item) is not np.ndarray and _is_path(item)
+        return self.items is not None and any(type(item) is not np.ndarray and is_path(item)
                                               for item in self.items)
 
     def load(self, i: int) -> np.ndarray:
@@ -223,136 +102,6 @@ class _Masks:
         if type(item) is np.ndarray and item.ndim:
             return item.squeeze() if 1 in item.shape else item
         return load_mask(item, f"{self.name}[{i}]")
-
-
-# ---------------------------------------------------------------------------------------------
-# The foreground rule as intervals in the kernel's dtype
-# ---------------------------------------------------------------------------------------------
-
-def kernel_array(mask: np.ndarray) -> np.ndarray | None:
-    """``mask`` in a dtype the kernels take (a view where possible), or None for the NumPy path."""
-    if type(mask) is not np.ndarray:
-        mask = np.asarray(mask)  # drops ndarray subclasses such as numpy.memmap (no copy)
-    dtype = mask.dtype
-    if dtype.kind not in "biuf":
-        return None
-    if not dtype.isnative:
-        mask = mask.astype(dtype.newbyteorder("="))
-    if dtype.kind == "b":
-        return mask.view(np.uint8)
-    if dtype.kind == "f":
-        if dtype.itemsize == 2:
-            return mask.astype(np.float32)
-        if dtype.itemsize not in (4, 8):
-            return None
-    return mask
-
-
-def _float_at_least(dtype: np.dtype, value: float):
-    """The smallest value of float ``dtype`` that is >= ``value`` (NaN stays NaN)."""
-    with np.errstate(over="ignore"):
-        x = dtype.type(value)
-    if float(x) < value:
-        x = np.nextafter(x, dtype.type(np.inf))
-    return x
-
-
-def _float_at_most(dtype: np.dtype, value: float):
-    """The largest value of float ``dtype`` that is <= ``value`` (NaN stays NaN)."""
-    with np.errstate(over="ignore"):
-        x = dtype.type(value)
-    if float(x) > value:
-        x = np.nextafter(x, dtype.type(-np.inf))
-    return x
-
-
-@dataclass
-class Rule:
-    """Foreground rule of one mask for the kernels.
-
-    ``kind`` is ``"interval"`` (foreground when ``low <= v <= high``) or ``"probability"`` (a
-    float prediction: ``v >= low`` if every value is within [0, 1], else ``v > 0``, ``high``
-    being the dtype's smallest positive value).
-    """
-
-    kind: str
-    low: Any
-    high: Any
-
-
-def _empty(dtype: np.dtype) -> Rule:
-    """A rule no value satisfies."""
-    return Rule("interval", dtype.type(1), dtype.type(0))
-
-
-def _compared_as_float(array_dtype: np.dtype, value: Any) -> float | None:
-    """``value`` as NumPy compares it with an array of ``array_dtype`` (NEP 50: a Python float
-    next to float32 values is a float32), exactly in float64; None when that is not a float."""
-    try:
-        common = np.result_type(array_dtype, value)
-    except (TypeError, ValueError, OverflowError):
-        return None
-    if common.kind != "f" or common.itemsize > 8:
-        return None
-    with np.errstate(over="ignore"):
-        return float(common.type(value))
-
-
-def label_rule(array_dtype: np.dtype, kernel_dtype: np.dtype, label: Any) -> Rule | None:
-    """``mask == label`` as an interval, or None where only NumPy can say (e.g. a string label)."""
-    if not isinstance(label, _REAL_TYPES):
-        return None
-    if kernel_dtype.kind in "iu":
-        info = np.iinfo(kernel_dtype)
-        if isinstance(label, (bool, int, np.bool_, np.integer)):
-            value = int(label)
-        else:
-            number = float(label)
-            if not math.isfinite(number) or not number.is_integer():
-                return _empty(kernel_dtype)
-            if abs(number) >= 2.0 ** 53 and kernel_dtype.itemsize == 8:
-                return None  # float64 rounding of large integers: leave it to NumPy
-            value = int(number)
-        if info.min <= value <= info.max:
-            return Rule("interval", kernel_dtype.type(value), kernel_dtype.type(value))
-        return _empty(kernel_dtype)
-    number = _compared_as_float(array_dtype, label)
-    if number is None:
-        return None
-    return Rule("interval", _float_at_least(kernel_dtype, number), _float_at_most(kernel_dtype, number))
-
-
-def foreground_rule(array_dtype: np.dtype, kernel_dtype: np.dtype, label: Any, threshold: Any,
-                    prediction: bool) -> Rule | None:
-    """The foreground rule of a mask (see the module and SEMANTICS.md), None for the NumPy path."""
-    if label is not None:
-        return label_rule(array_dtype, kernel_dtype, label)
-    if kernel_dtype.kind in "iu":
-        if array_dtype.kind == "b":
-            return Rule("interval", kernel_dtype.type(1), kernel_dtype.type(1))
-        return Rule("interval", kernel_dtype.type(1), kernel_dtype.type(np.iinfo(kernel_dtype).max))
-    smallest_positive = np.nextafter(kernel_dtype.type(0), kernel_dtype.type(1))
-    if not prediction:
-        return Rule("interval", smallest_positive, kernel_dtype.type(np.inf))
-    if not isinstance(threshold, _REAL_TYPES):
-        raise ValueError(f"mask_threshold={shown(threshold)} must be a number: probability masks are foreground "
-                         "where they are >= mask_threshold")
-    number = _compared_as_float(array_dtype, threshold)
-    if number is None:
-        return None
-    return Rule("probability", _float_at_least(kernel_dtype, number), smallest_positive)
-
-
-def numpy_foreground(mask: np.ndarray, label: Any, threshold: Any, prediction: bool) -> np.ndarray:
-    """The foreground rule written with NumPy, for dtypes and labels the kernels do not take."""
-    mask = np.asarray(mask)
-    if label is not None:
-        return np.asarray(mask == label)
-    if mask.dtype == bool:
-        return mask
-    if (prediction and mask.dtype.kind == "f" and mask.size and mask.min() >= 0 and mask.max() <= 1):
-        return mask >= threshold
-    return mask > 0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -627,7 +376,7 @@ def overlap_counts(pred_masks: Any, true_masks: Any, *, label: Any = None, mask_
                    n_jobs: Any = None, progress: bool | None = None) -> np.ndarray:
     """``|P|, |T|, |P and T|`` per sample, int64 array of shape (n_samples, 3); ``progress``: a bar
     of the files read (see :mod:`fairmedfm_fast._progress`)."""
-    preds, trues = _Masks(pred_masks, "pred_masks"), _Masks(true_masks, "true_masks")
+    preds, trues = Masks(pred_masks, "pred_masks"), Masks(true_masks, "true_masks")
     if len(preds) != len(trues):
         raise ValueError(f"pred_masks has {len(preds)} masks but true_masks has {len(trues)}; pass one "
                          "predicted and one ground-truth mask per sample")
@@ -647,7 +396,7 @@ def overlap_counts(pred_masks: Any, true_masks: Any, *, label: Any = None, mask_
         try:
             return prepare_pair(i, preds.load(i), trues.load(i), label, mask_threshold, cache)
         except ShapeMismatch as error:
-            files = [f"{m.name}[{i}] = {m.items[i]}" for m in (preds, trues) if m.items is not None and _is_path(m.items[i])]
+            files = [f"{m.name}[{i}] = {m.items[i]}" for m in (preds, trues) if m.items is not None and is_path(m.items[i])]
             raise ShapeMismatch(f"{error} ({'; '.join(files)})" if files else str(error)) from None
 
     from_files = preds.has_paths() or trues.has_paths()
@@ -730,7 +479,7 @@ def dice_from_counts(counts: np.ndarray, empty_score: Any) -> np.ndarray:
 
 
 def check_empty_score(empty_score: Any) -> None:
-    if not isinstance(empty_score, _REAL_TYPES):
+    if not isinstance(empty_score, REAL_TYPES):
         raise ValueError(f"empty_score={shown(empty_score)} must be a number: the Dice given to a sample whose "
                          "predicted and ground-truth masks are both empty (1.0 or 0.0)")
 
@@ -755,7 +504,7 @@ def map_pairs(function, pred_masks: Any, true_masks: Any, n_jobs: Any = None,
     ground truth of sample ``i``: a path or an array); the error of the lowest failing sample is
     raised, and a progress bar appears as for Dice (see :mod:`fairmedfm_fast._progress`).
     """
-    preds, trues = _Masks(pred_masks, "pred_masks"), _Masks(true_masks, "true_masks")
+    preds, trues = Masks(pred_masks, "pred_masks"), Masks(true_masks, "true_masks")
     if len(preds) != len(trues):
         raise ValueError(f"pred_masks has {len(preds)} masks but true_masks has {len(trues)}; pass one "
                          "predicted and one ground-truth mask per sample")
@@ -768,13 +517,6 @@ def map_pairs(function, pred_masks: Any, true_masks: Any, n_jobs: Any = None,
     return _in_order(one, n, min(resolve_n_jobs(n_jobs), max(n, 1)), Progress(n, "reading masks", progress, "pair"))
 
 
-def nifti_spacing(path: Any) -> tuple[float, ...] | None:
-    """Voxel size (header zooms) of the axes longer than 1 of a ``.nii``/``.nii.gz`` file; None for
-    anything else. Only the header is read."""
-    if not _is_path(path) or not str(path).lower().endswith((".nii", ".nii.gz")):
-        return None
-    header = _optional("nibabel", "NIfTI masks").load(str(path)).header
-    return tuple(float(z) for size, z in zip(header.get_data_shape(), header.get_zooms()) if size != 1)
 def mask_notes(counts: np.ndarray, pred_masks: Any, true_masks: Any, label: Any, empty_score: Any,
                sample: int = 16) -> list[str]:
     """Warnings about Dice from masks that would otherwise pass unnoticed: a ``label`` found in no
@@ -791,7 +533,7 @@ def mask_notes(counts: np.ndarray, pred_masks: Any, true_masks: Any, label: Any,
                      f"empty_score={shown(empty_score)}")
     if label is None:
         for masks, name in ((true_masks, "true_masks"), (pred_masks, "pred_masks")):
-            found = _several_labels(_Masks(masks, name), min(n, sample))
+            found = _several_labels(Masks(masks, name), min(n, sample))
             if found:
                 notes.append(f"{found}; without label= every non-zero value is foreground, so these labels were "
                              "merged into one: pass label= to evaluate one class")
@@ -799,7 +541,7 @@ def mask_notes(counts: np.ndarray, pred_masks: Any, true_masks: Any, label: Any,
     return notes
 
 
-def _several_labels(masks: _Masks, limit: int) -> str | None:
+def _several_labels(masks: Masks, limit: int) -> str | None:
     """``"true_masks[3] holds the labels [1, 2]"`` for the first of ``limit`` masks with more than one
     non-zero value (integers, or whole-number floats above 1), else None."""
     for i in range(limit):

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _masks
+from . import _mask_files, _masks
 
 #: Metrics that ``evaluate_segmentation(metrics=...)`` knows, in report order.
 METRICS = ("dice", "hd95", "hd", "assd", "nsd")
@@ -72,7 +72,7 @@ def check_options(metrics: Any, percentile: Any, nsd_tolerance: Any, hd_definiti
 def _spacing_of(i: int, spacing: Any, item: Any, ndim: int) -> np.ndarray:
     """The voxel size of sample ``i``: from ``spacing``, else the ground truth's NIfTI header, else 1."""
     if spacing is None:
-        header = _masks.nifti_spacing(item)
+        header = _mask_files.nifti_spacing(item)
         values = np.ones(ndim) if header is None else np.asarray(header, np.float64)
         where = f"the NIfTI header of true_masks[{i}]"
     else:
@@ -98,12 +98,12 @@ def _spacing_of(i: int, spacing: Any, item: Any, ndim: int) -> np.ndarray:
 
 def _foreground(mask: np.ndarray, label: Any, threshold: Any, prediction: bool):
     """``mask`` in a kernel dtype and its foreground interval (low, high)."""
-    array = _masks.kernel_array(mask)
+    array = _mask_files.kernel_array(mask)
     rule = None
     if array is not None:
-        rule = _masks.foreground_rule(mask.dtype, array.dtype, label, threshold, prediction)
+        rule = _mask_files.foreground_rule(mask.dtype, array.dtype, label, threshold, prediction)
     if rule is None:
-        array = np.ascontiguousarray(_masks.numpy_foreground(mask, label, threshold, prediction)).view(np.uint8)
+        array = np.ascontiguousarray(_mask_files.numpy_foreground(mask, label, threshold, prediction)).view(np.uint8)
         return array, np.uint8(1), np.uint8(1)
     if rule.kind == "probability":
         from .kernels import surface

@@ -597,9 +597,9 @@ def _one_number(column: str, dice: Any, sensitive_features: Any, bins: Any, mask
     elif pred_masks is None:
         raise ValueError("pass dice (one score per sample), or both pred_masks and true_masks")
     else:
-        from ._masks import _Masks
+        from ._masks import Masks
 
-        n = len(pred_masks) if isinstance(pred_masks, (list, tuple)) else len(_Masks(pred_masks, "pred_masks"))
+        n = len(pred_masks) if isinstance(pred_masks, (list, tuple)) else len(Masks(pred_masks, "pred_masks"))
     attribute = _groups.one_attribute(sensitive_features, n, bins)
     scores, _ = _scores(dice, pred_masks, true_masks, options.get("label"), options.get("mask_threshold", 0.5),
                         options.get("empty_score", 1.0), notes=notes)

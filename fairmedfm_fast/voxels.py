@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _engine, _groups, _masks
+from . import _engine, _groups, _mask_files
 from ._threads import executor, resolve_n_jobs
 from .evaluation import attribute_result, check_threshold, classification_report
 from .report import FairnessReport
@@ -162,14 +162,14 @@ class VoxelAccumulator:
         """
         index = self._image_index(image_index)
         where = f"score_map of image {index}"
-        scores = _masks.load_mask(score_map, where)
-        truth = _masks.load_mask(true_mask, f"true_mask of image {index}")
+        scores = _mask_files.load_mask(score_map, where)
+        truth = _mask_files.load_mask(true_mask, f"true_mask of image {index}")
         if scores.shape != truth.shape:
             raise ValueError(f"image {index}: score map shape {scores.shape} differs from true mask shape "
                              f"{truth.shape}; pass a mask of the map's shape")
         roi = None
         if roi_mask is not None:
-            roi = _masks.load_mask(roi_mask, f"roi_mask of image {index}")
+            roi = _mask_files.load_mask(roi_mask, f"roi_mask of image {index}")
             if roi.shape != scores.shape:
                 raise ValueError(f"image {index}: roi mask shape {roi.shape} differs from score map shape "
                                  f"{scores.shape}; pass an ROI of the map's shape")
@@ -730,11 +730,11 @@ def evaluate_voxels(score_maps: Any, true_masks: Any, sensitive_features: Any, *
 
     def count(i: int, score_map: Any, true_mask: Any, roi: Any) -> None:
         voxels, _ = _kernels()
-        scores = _masks.load_mask(score_map, f"score_map of image {i}")
+        scores = _mask_files.load_mask(score_map, f"score_map of image {i}")
         bits, mode = _score_bits(scores, f"score_map of image {i}")
         roi_bytes = np.empty(0, np.uint8)
         if roi is not None:
-            roi_bytes = _nonzero_bytes(_masks.load_mask(roi, f"roi_mask of image {i}"), f"roi_mask of image {i}")
+            roi_bytes = _nonzero_bytes(_mask_files.load_mask(roi, f"roi_mask of image {i}"), f"roi_mask of image {i}")
             if roi_bytes.size != bits.size:
                 raise ValueError(f"image {i}: roi mask has {roi_bytes.size} voxels but the score map has {bits.size}; "
                                  "pass an ROI of the map's shape")

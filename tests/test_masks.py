@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from fairmedfm_fast import _masks, _threads
+from fairmedfm_fast import _mask_files, _masks, _threads
 from fairmedfm_fast.kernels import segmentation as kernels
 from fairmedfm_fast.segmentation import dice_per_label, dice_scores
 
@@ -362,9 +362,9 @@ def test_small_masks_are_counted_in_groups(monkeypatch):
 @pytest.mark.parametrize("label", [None, 1, 2.0, 0.5, 300])
 def test_rule_bounds_have_the_mask_dtype(dtype, label):
     # so that the kernels compare in the mask's own type (no widening, one compiled version)
-    kernel_dtype = _masks.kernel_array(np.zeros(1, dtype)).dtype
+    kernel_dtype = _mask_files.kernel_array(np.zeros(1, dtype)).dtype
     for prediction in (True, False):
-        rule = _masks.foreground_rule(np.dtype(dtype), kernel_dtype, label, 0.5, prediction)
+        rule = _mask_files.foreground_rule(np.dtype(dtype), kernel_dtype, label, 0.5, prediction)
         assert type(rule.low) is kernel_dtype.type and type(rule.high) is kernel_dtype.type
 
 
@@ -452,13 +452,13 @@ def test_nifti_2_and_corrupt_gzip(tmp_path):
 
     volume = rng.integers(0, 3, (6, 5, 4)).astype(np.int16)
     nibabel.save(nibabel.Nifti2Image(volume, np.eye(4)), str(tmp_path / "two.nii.gz"))
-    np.testing.assert_array_equal(_masks.read_mask_file(tmp_path / "two.nii.gz"), volume)
+    np.testing.assert_array_equal(_mask_files.read_mask_file(tmp_path / "two.nii.gz"), volume)
     # unscaled data: a read-only view of the decompressed bytes, as nibabel's array
-    read = _masks.read_mask_file(tmp_path / "two.nii.gz")
+    read = _mask_files.read_mask_file(tmp_path / "two.nii.gz")
     assert read.dtype == np.int16 and not read.flags.writeable
     big = nibabel.Nifti1Image(volume, np.eye(4), header=nibabel.Nifti1Header(endianness=">"))
     nibabel.save(big, str(tmp_path / "big.nii.gz"))
-    read = _masks.read_mask_file(tmp_path / "big.nii.gz")
+    read = _mask_files.read_mask_file(tmp_path / "big.nii.gz")
     expected = oracle.read_array_file(tmp_path / "big.nii.gz")
     assert read.dtype == expected.dtype and read.dtype.byteorder == ">"
     np.testing.assert_array_equal(read, volume)
@@ -467,8 +467,8 @@ def test_nifti_2_and_corrupt_gzip(tmp_path):
     (tmp_path / "plain.nii.gz").write_bytes((tmp_path / "plain.nii").read_bytes())  # not gzipped
     with pytest.raises(Exception):  # noqa: B017 - the oracle raises whatever its reader raises
         oracle.read_array_file(tmp_path / "plain.nii.gz")
-    with pytest.raises(_masks.MaskFileError, match="plain.nii.gz .*not a gzip file"):  # one type for bad files
-        _masks.read_mask_file(tmp_path / "plain.nii.gz")
+    with pytest.raises(_mask_files.MaskFileError, match="plain.nii.gz .*not a gzip file"):  # one type for bad files
+        _mask_files.read_mask_file(tmp_path / "plain.nii.gz")
 
 
 def test_nifti_gzip_with_several_members(tmp_path):
@@ -482,7 +482,7 @@ def test_nifti_gzip_with_several_members(tmp_path):
     nibabel.save(nibabel.Nifti1Image(volume, np.eye(4)), str(tmp_path / "one.nii"))
     raw = (tmp_path / "one.nii").read_bytes()
     (tmp_path / "two.nii.gz").write_bytes(gzip.compress(raw[:200]) + gzip.compress(raw[200:]))
-    np.testing.assert_array_equal(_masks.read_mask_file(tmp_path / "two.nii.gz"), volume)
+    np.testing.assert_array_equal(_mask_files.read_mask_file(tmp_path / "two.nii.gz"), volume)
     np.testing.assert_array_equal(oracle.read_array_file(tmp_path / "two.nii.gz"), volume)
 
 
@@ -496,7 +496,7 @@ def test_files_mixed_with_arrays_and_many_files_in_threads(tmp_path):
 
 def test_npy_files_are_memory_mapped(tmp_path):
     path = _write(tmp_path / "m.npy", binary((1, 6, 7)))
-    array = _masks.read_mask_file(path)
+    array = _mask_files.read_mask_file(path)
     assert array.shape == (6, 7)
     assert not array.flags.writeable  # a read-only memory map, not a copy
 
