@@ -58,7 +58,7 @@ class Arranged:
         return Arranged(self.scores, self.labels, codes, sizes, self.weights, self.is_sorted, self.log_loss)
 
 
-def _code_dtype(largest: int) -> np.dtype:
+def code_dtype(largest: int) -> np.dtype:
     for dtype in (np.int8, np.int16, np.int32):
         if largest < np.iinfo(dtype).max:
             return np.dtype(dtype)
@@ -195,7 +195,7 @@ def arrange(scores: np.ndarray, labels: np.ndarray, code_rows: list[np.ndarray],
     these same scores, if the caller started it.
     """
     sizes = np.asarray(n_groups, dtype=np.int64)
-    code_type = _code_dtype(int(sizes.max(initial=1)))
+    code_type = code_dtype(int(sizes.max(initial=1)))
     codes = np.empty((len(code_rows), len(scores)), code_type)
     if sort and (presort is None or not presort.threaded) and _carries(len(scores), labels, code_type,
                                                                        len(code_rows), weights):

@@ -31,7 +31,7 @@ import pandas as pd
 
 from . import _engine, _groups, _inputs
 from ._progress import Progress, check
-from .evaluation import _as_python, _attribute_result, check_threshold, classification_report, transform_note
+from .evaluation import as_python, attribute_result, check_threshold, classification_report, transform_note
 from .report import FairnessReport
 
 __all__ = ["evaluate", "evaluate_segmentation", "read_parquet"]
@@ -296,7 +296,7 @@ def _plan(surveys: list[dict], columns: _Columns, meta: pd.DataFrame, score_type
         cells = {combo for s in surveys for combo in s["combos"]}
         combined = sorted(tuple(position[j][g] for j, g in enumerate(cell)) for cell in cells)
         sizes.append(len(combined))
-    plan = _Plan(columns, mode, dtype, groups, combined, _engine._code_dtype(max(sizes, default=1)),
+    plan = _Plan(columns, mode, dtype, groups, combined, _engine.code_dtype(max(sizes, default=1)),
                  all_samples=all(m > 0 for m in missing))
     return plan, {**label_info, **score_info, "n_samples": n}
 
@@ -679,8 +679,8 @@ def _report(plan: _Plan, groupings: list[_engine.Grouping], metadata: dict[str, 
         attributes.append(_groups.Attribute(" & ".join(plan.columns.sensitive), np.empty(0, np.intp), names))
     complete = len(groupings) - 1 if plan.all_samples else next(
         k for k, grouping in enumerate(groupings) if int(grouping.count[-1]) == n)
-    overall = {key: _as_python(values[-1]) for key, values in groupings[complete].values.items()}
-    results = [_attribute_result(attribute, grouping, n, warnings) for attribute, grouping in zip(attributes, groupings)]
+    overall = {key: as_python(values[-1]) for key, values in groupings[complete].values.items()}
+    results = [attribute_result(attribute, grouping, n, warnings) for attribute, grouping in zip(attributes, groupings)]
     return classification_report(results, overall, warnings, metadata)
 
 

@@ -78,7 +78,7 @@ class AttributeResult:
     threshold: float  # decision threshold of the @best_f1 metrics
 
 
-def _as_python(value: Any) -> Any:
+def as_python(value: Any) -> Any:
     if isinstance(value, np.integer):
         return int(value)
     return float(value)
@@ -109,14 +109,14 @@ def assess(prepared: Prepared, attributes: list[_groups.Attribute], warnings: li
     groupings = _engine.measure(arranged, wanted, fixed_best=threshold)
     overall = {}
     if with_overall:
-        overall = {key: _as_python(values[-1]) for key, values in groupings[complete].values.items()}
+        overall = {key: as_python(values[-1]) for key, values in groupings[complete].values.items()}
     results = []
     for attribute, grouping in zip(attributes, groupings):
-        results.append(_attribute_result(attribute, grouping, len(labels), warnings, min_group_size))
+        results.append(attribute_result(attribute, grouping, len(labels), warnings, min_group_size))
     return results, overall, arranged
 
 
-def _attribute_result(attribute: _groups.Attribute, grouping: _engine.Grouping, n_samples: int,
+def attribute_result(attribute: _groups.Attribute, grouping: _engine.Grouping, n_samples: int,
                       warnings: list[str], min_group_size: int | None = None) -> AttributeResult:
     name, g = attribute.name, attribute.n_groups
     n = int(grouping.count[g])
@@ -143,8 +143,8 @@ def _attribute_result(attribute: _groups.Attribute, grouping: _engine.Grouping, 
         warnings.append(f"{name}: fewer than two groups have both labels, so the attribute has no summary "
                         "metrics")
     else:
-        overall = {key: _as_python(values[g]) for key, values in grouping.values.items()}
-        by_group = {i: {key: _as_python(values[i]) for key, values in grouping.values.items()} for i in valid}
+        overall = {key: as_python(values[g]) for key, values in grouping.values.items()}
+        by_group = {i: {key: as_python(values[i]) for key, values in grouping.values.items()} for i in valid}
         per_metric = {key: [by_group[i][key] for i in valid] for key in grouping.values}
         summary.update(summarize(overall, per_metric))
     return AttributeResult(name, n, attribute.groups, [int(c) for c in grouping.count[:g]], valid, skipped,
@@ -265,8 +265,8 @@ def evaluate(y_true: Any, y_score: Any, sensitive_features: Any, *, pos_label: A
                                            score_column, warnings, sample_weight, threshold)
     n = len(prepared.labels)
     threshold, weights = prepared.threshold, prepared.weights
-    n_boot = _count(n_boot, "n_boot")
-    n_permutations = _count(n_permutations, "n_permutations")
+    n_boot = check_count(n_boot, "n_boot")
+    n_permutations = check_count(n_permutations, "n_permutations")
     min_group_size = check_min_group_size(min_group_size)
     _resample.check_options(stratify, p_adjust)
     progress = _progress.check(progress)
@@ -359,7 +359,7 @@ def check_resampling(attributes: list[_groups.Attribute], n_boot: int, n_permuta
                          "n_permutations=1000")
 
 
-def _count(value: Any, name: str) -> int:
+def check_count(value: Any, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
         raise ValueError(f"{name} must be a non-negative integer (0 turns it off), got {_inputs.shown(value)}")
     return int(value)
@@ -438,6 +438,3 @@ def _by_group_frame(rows: list[dict[str, Any]]):
     index = pd.MultiIndex.from_arrays([[], []], names=["attribute", "group"])
     return pd.DataFrame({"n": pd.Series([], dtype=np.int64), "skipped": pd.Series([], dtype=object)}, index=index)
 
-
-#: Public name of the per-attribute result builder, for the other evaluators (voxels).
-attribute_result = _attribute_result

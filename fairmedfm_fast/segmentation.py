@@ -520,9 +520,9 @@ def _resampled(report: FairnessReport, dice: np.ndarray, code_rows: list[np.ndar
     import pandas as pd
 
     from . import _progress, _resample
-    from .evaluation import _count, check_resampling
+    from .evaluation import check_count, check_resampling
 
-    n_boot, n_permutations = _count(n_boot, "n_boot"), _count(n_permutations, "n_permutations")
+    n_boot, n_permutations = check_count(n_boot, "n_boot"), check_count(n_permutations, "n_permutations")
     check_resampling(attributes, n_boot, n_permutations, 8)
     if not (isinstance(ci, (float, int)) and 0 < ci < 1):
         raise ValueError(f"ci must be a coverage strictly between 0 and 1, such as 0.95; got {_inputs.shown(ci)}")
