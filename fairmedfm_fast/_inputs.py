@@ -89,6 +89,8 @@ def shown(value: Any) -> str:
 
 
 def preview(values: Any, limit: int = 6) -> str:
+    """The first ``limit`` values as error messages show them: ``[0.2, 1.5, ...]`` (NumPy scalars as
+    Python values). The one preview of values in the package."""
     values = list(values[:limit + 1])
     shown = ", ".join(repr(v.item() if isinstance(v, np.generic) else v) for v in values[:limit])
     return f"[{shown}{', ...' if len(values) > limit else ''}]"

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from ._inputs import shown, to_numpy
+from ._inputs import preview, shown, to_numpy
 from ._mask_files import REAL_TYPES, Rule, foreground_rule, is_path, kernel_array, load_mask, numpy_foreground
 from ._progress import Progress
 from ._threads import executor, resolve_n_jobs
@@ -553,13 +553,8 @@ def _several_labels(masks: Masks, limit: int) -> str | None:
             continue
         if np.any((mask > 0) & (mask < high)):
             labels = np.unique(mask[mask > 0])
-            return f"{masks.name}[{i}] holds the labels {_preview_values(labels)}"
+            return f"{masks.name}[{i}] holds the labels {preview(labels)}"
     return None
-
-
-def _preview_values(values: np.ndarray, limit: int = 6) -> str:
-    shown_values = ", ".join(shown(v) for v in values[:limit])
-    return f"[{shown_values}{', ...' if len(values) > limit else ''}]"
 
 
 # ---------------------------------------------------------------------------------------------

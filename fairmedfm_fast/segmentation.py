@@ -39,11 +39,6 @@ def _caller_stacklevel() -> int:
     return level
 
 
-def _preview(values: np.ndarray, limit: int = 6) -> str:
-    shown = ", ".join(repr(v.item() if isinstance(v, np.generic) else v) for v in values[:limit])
-    return f"[{shown}{', ...' if len(values) > limit else ''}]"
-
-
 def _warn(message: str, category: type[Warning] = UserWarning) -> None:
     _warnings.warn(message, category, stacklevel=_caller_stacklevel())
 
@@ -182,7 +177,7 @@ def _scores(dice: Any, pred_masks: Any, true_masks: Any, label: Any, mask_thresh
             return values.astype(np.float64).ravel(), {}
         except (TypeError, ValueError):
             raise ValueError(f"dice must hold numbers in [0, 1], got dtype {values.dtype} with values "
-                             f"{_preview(values.ravel())}") from None
+                             f"{_inputs.preview(values.ravel())}") from None
     if pred_masks is not None and true_masks is not None:
         from . import _masks
 
@@ -206,8 +201,8 @@ def _finite(scores: np.ndarray, warnings: list[str]) -> np.ndarray:
     outside = finite & ((scores < 0) | (scores > 1))
     if outside.any():
         where = np.flatnonzero(outside)
-        raise ValueError(f"dice must hold values in [0, 1]; samples {_preview(where)} have "
-                         f"{_preview(scores[where])}")
+        raise ValueError(f"dice must hold values in [0, 1]; samples {_inputs.preview(where)} have "
+                         f"{_inputs.preview(scores[where])}")
     return finite
 
 
@@ -684,7 +679,7 @@ def _legacy(dice: np.ndarray, group: Sequence[Any]) -> dict[str, Any]:
                          "sample")
     values, codes = np.unique(group_array, return_inverse=True)
     if len(values) < 2:
-        raise ValueError(f"group has the single value {_preview(values)}; fairness compares at least "
+        raise ValueError(f"group has the single value {_inputs.preview(values)}; fairness compares at least "
                          "two groups")
     counts, means = _group_summary(dice, codes.ravel(), len(values))
     return {"summary": _summary(float(dice.mean()), means),
@@ -713,8 +708,8 @@ def segmentation_fairness(dice: Any, group: Sequence[Any]) -> dict[str, Any]:
     scores = np.asarray(dice, dtype=np.float64).ravel()
     if np.isnan(scores).any() or (scores < 0).any() or (scores > 1).any():
         bad = np.flatnonzero(np.isnan(scores) | (scores < 0) | (scores > 1))
-        raise ValueError(f"dice must hold values in [0, 1] (no NaN); samples {_preview(bad)} have "
-                         f"{_preview(scores[bad])}")
+        raise ValueError(f"dice must hold values in [0, 1] (no NaN); samples {_inputs.preview(bad)} have "
+                         f"{_inputs.preview(scores[bad])}")
     result = _legacy(scores, group)
     if not math.isfinite(result["summary"]["skewness_dice"]):
         result["summary"]["skewness_dice"] = None
