@@ -2,13 +2,13 @@
 self-contained HTML page.
 
 The curves come from the kernels, over the arrays that :func:`fairmedfm_fast.evaluate` already sorted
-(the report keeps references to them in ``report._curve_data``: the engine's ``Arranged`` sorted
+(``evaluate`` passes references to them to the report as ``curve_data``: the engine's ``Arranged`` sorted
 scores, labels, codes and weights, the attributes, and each attribute's ``@best_f1`` decision
 threshold): :func:`kernels.curves.roc_points` for every group's ROC points,
 ``ranking.rank_statistics`` and ``ranking.confusion_above`` for the AUC and the operating points, and
 the calibration kernels for the ECE bins. Nothing is sorted again and nothing is recomputed with
 scikit-learn, so a curve's area is the report's AUC and its bins give the report's ECE.
-Segmentation reports keep ``report._dice_data = (dice, attributes)`` for the Dice distributions.
+Segmentation reports get ``dice_data=(dice, attributes)`` for the Dice distributions.
 
 matplotlib is optional (``pip install matplotlib``) and imported on first use; figures are
 ``matplotlib.figure.Figure`` objects, never pyplot windows, so they work on any backend.
@@ -579,8 +579,9 @@ def _format(value: Any) -> str:
     return str(value)
 
 
-def render_html(report, figures: bool | Iterable[str] = True, dpi: int = 100) -> str:
-    """The report as one HTML page: warnings, tables and PNG figures inlined as base64."""
+def render_html(report, figures: bool | Iterable[str] = True, dpi: int = 100, notes: Sequence[str] = ()) -> str:
+    """The report as one HTML page: ``notes`` (what the command line said about its input),
+    warnings, tables and PNG figures inlined as base64."""
     from ._version import __version__
 
     if figures is True:
@@ -605,7 +606,6 @@ def render_html(report, figures: bool | Iterable[str] = True, dpi: int = 100) ->
              f"<h1>{html.escape(title)}</h1>",
              f'<p class="note">Made by fairmedfm_fast {html.escape(str(__version__))}; '
              f"{len(report.summary)} attribute(s).</p>"]
-    notes = getattr(report, "_notes", None)  # what the command line said about its input
     if notes:
         items = "".join(f"<li>{html.escape(str(message))}</li>" for message in notes)
         parts += ["<h2>Notes</h2>", f'<ul class="notes">{items}</ul>']
@@ -661,8 +661,9 @@ _CAPTIONS = {
 }
 
 
-def write_html(report, path: str | Path | None, figures: bool | Iterable[str] = True, dpi: int = 100) -> str:
-    text = render_html(report, figures, dpi)
+def write_html(report, path: str | Path | None, figures: bool | Iterable[str] = True, dpi: int = 100,
+               notes: Sequence[str] = ()) -> str:
+    text = render_html(report, figures, dpi, notes)
     if path is not None:
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -265,8 +265,10 @@ def _run(args) -> int:
             if args.plot:
                 _write_plot(report, args.plot, args.plot_kind)
             if args.html:
-                report._notes = list(notes)  # the page shows them before the warnings
-                _write_file(args.html, "--html", lambda path: report.to_html(path))
+                from ._pictures import write_html
+
+                # the page shows the notes before the warnings
+                _write_file(args.html, "--html", lambda path: write_html(report, path, notes=notes))
     except _OutputError as exc:
         return _error(str(exc))
     except (ValueError, OSError, ImportError, NotImplementedError) as exc:

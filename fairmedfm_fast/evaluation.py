@@ -286,9 +286,9 @@ def evaluate(y_true: Any, y_score: Any, sensitive_features: Any, *, pos_label: A
         metadata["sample_weight"] = True
     if min_group_size is not None:
         metadata["min_group_size"] = min_group_size
-    report = classification_report(results, overall, warnings, metadata)
     # References (no copies) for report.plot(): the sorted arrays, the attributes, the @best_f1 thresholds.
-    report._curve_data = (arranged, attributes, [result.threshold for result in results])
+    report = classification_report(results, overall, warnings, metadata,
+                                   curve_data=(arranged, attributes, [result.threshold for result in results]))
     if n_boot or n_permutations:
         seed = _resample.seed_from(random_state)
         if n_boot:
@@ -301,7 +301,7 @@ def evaluate(y_true: Any, y_score: Any, sensitive_features: Any, *, pos_label: A
 
 
 def classification_report(results: list[AttributeResult], overall: dict[str, Any], warnings: list[str],
-                          metadata: dict[str, Any]) -> FairnessReport:
+                          metadata: dict[str, Any], *, curve_data: tuple | None = None) -> FairnessReport:
     """The report of :func:`evaluate` from the per-attribute results."""
     summaries: dict[str, dict[str, Any]] = {}
     rows: list[dict[str, Any]] = []
@@ -313,7 +313,7 @@ def classification_report(results: list[AttributeResult], overall: dict[str, Any
             rows.append({"attribute": result.name, "group": group, "n": result.counts[i],
                          **result.by_group.get(i, {}), "skipped": result.skipped.get(i)})
     return FairnessReport("cls", summary_frame(summaries), _by_group_frame(rows), overall, attribute_overall,
-                          warnings, metadata)
+                          warnings, metadata, curve_data=curve_data)
 
 
 def check_threshold(threshold: Any) -> float | None:

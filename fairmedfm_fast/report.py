@@ -42,11 +42,16 @@ class FairnessReport:
     tasks : dict of str -> FairnessReport or None
         For a report of :func:`~fairmedfm_fast.evaluate_tasks`: each task's own report (its
         ``summary``, ``by_group``, ``ci`` and ``p_values`` are the rows of that task here).
+
+    The keyword-only ``curve_data``, ``dice_data`` and ``metric_data`` hand :meth:`plot` the
+    per-sample values it draws; :func:`~fairmedfm_fast.evaluate` and
+    :func:`~fairmedfm_fast.evaluate_segmentation` pass them (references, not copies).
     """
 
     def __init__(self, task: str, summary: pd.DataFrame, by_group: pd.DataFrame, overall: dict[str, Any],
                  attribute_overall: dict[str, dict[str, Any]], warnings: list[str], metadata: dict[str, Any],
-                 *, tasks: dict[str, FairnessReport] | None = None):
+                 *, tasks: dict[str, FairnessReport] | None = None, curve_data: tuple | None = None,
+                 dice_data: tuple | None = None, metric_data: dict[str, np.ndarray] | None = None):
         self.task = task
         self.tasks = tasks
         self.summary = summary
@@ -60,6 +65,12 @@ class FairnessReport:
         #: Resampled values of the evaluable groups, {(kind, attribute, metric): array (resamples,
         #: groups)} with kind "boot" or "perm", kept by evaluate for :meth:`pairwise`.
         self.replicates: dict[tuple[str, str, str], np.ndarray] = {}
+        # Per-sample data for the pictures (fairmedfm_fast._pictures), references and no copies:
+        # (the engine's Arranged, the attributes, each attribute's @best_f1 threshold) from evaluate;
+        # (per-sample Dice, the attributes) and {metric: per-sample values} from evaluate_segmentation.
+        self._curve_data = curve_data
+        self._dice_data = dice_data
+        self._metric_data = metric_data
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dictionary (NaN becomes None), one entry per attribute (per task and attribute

@@ -369,11 +369,10 @@ def evaluate_segmentation(sensitive_features: Any, *, dice: Any = None, pred_mas
         metadata["min_group_size"] = min_group_size
     if values is not None:
         _add_metrics(result, overall, values.metrics, finite, attributes, wanted, min_group_size)
+    # per-sample Dice for report.plot("dice"), and the per-sample values of every requested metric
     report = FairnessReport("seg", summary_frame(result.summaries), _by_group_frame(result.rows), overall, {},
-                            warnings, metadata)
-    report._dice_data = (scores, attributes)  # per-sample Dice for report.plot("dice")
-    if values is not None:
-        report._metric_data = values.metrics  # per-sample values of every requested metric
+                            warnings, metadata, dice_data=(scores, attributes),
+                            metric_data=values.metrics if values is not None else None)
     if n_boot or n_permutations:
         options = (min_group_size, stratify, progress)
         if values is None or "dice" in wanted:

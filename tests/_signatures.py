@@ -7,7 +7,7 @@ EXTENSIONS = {
     "evaluate": ("threshold", "sample_weight", "n_boot", "ci", "n_permutations", "random_state", *_TRUST),
     "evaluate_segmentation": ("n_boot", "ci", "n_permutations", "random_state", *_TRUST, "metrics", "spacing",
                               "percentile", "nsd_tolerance", "hd_definition", "empty_distance"),
-    "FairnessReport": ("tasks",),
+    "FairnessReport": ("tasks", "curve_data", "dice_data", "metric_data"),
     "auc_gap": ("sample_weight", "min_group_size"),
     "worst_group_auc": ("sample_weight", "min_group_size"),
     "bce_gap": ("sample_weight", "min_group_size"),

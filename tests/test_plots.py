@@ -67,8 +67,7 @@ def _seg_report(n=300, seed=5):
                   "mean_dice": means[g], "skipped": None} for g, name in enumerate(attribute.groups)]
     made = FairnessReport("seg", summary_frame(summaries), group_frame(rows),
                           {"mean_dice": float(np.nanmean(dice)), "n": n - 3}, {},
-                          ["3 samples have a NaN Dice score and were left out"], {})
-    made._dice_data = (dice, attributes)
+                          ["3 samples have a NaN Dice score and were left out"], {}, dice_data=(dice, attributes))
     return made, dice, attributes
 
 
