@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from . import _engine, _groups, _mask_files
+from ._progress import Progress
 from ._threads import executor, resolve_n_jobs
 from .evaluation import attribute_result, check_threshold, classification_report
 from .report import FairnessReport
@@ -624,7 +625,7 @@ def _stack_or_list(values: Any, name: str) -> Any:
 def _run_all(source: _Source, n_images: int, work: Callable[[int, Any, Any, Any], None], n_jobs: int,
              progress: Any) -> None:
     """``work(i, score_map, true_mask, roi)`` for every image, on ``n_jobs`` threads."""
-    bar = _progress_bar(progress, source.length)
+    bar = Progress(source.length, "reading maps", bool(progress), "map")  # a bar only when asked
     seen = 0
 
     def checked(item):
@@ -639,8 +640,7 @@ def _run_all(source: _Source, n_images: int, work: Callable[[int, Any, Any, Any]
             for item in source.items():
                 checked(item)
                 seen += 1
-                if bar is not None:
-                    bar.update(1)
+                bar.update(1)
         else:
             pool = executor(n_jobs)
             pending = []
@@ -649,29 +649,16 @@ def _run_all(source: _Source, n_images: int, work: Callable[[int, Any, Any, Any]
                 if len(pending) >= 2 * n_jobs:
                     pending.pop(0).result()
                     seen += 1
-                    if bar is not None:
-                        bar.update(1)
+                    bar.update(1)
             for future in pending:
                 future.result()
                 seen += 1
-                if bar is not None:
-                    bar.update(1)
+                bar.update(1)
     finally:
-        if bar is not None:
-            bar.close()
+        bar.close()
     if seen != n_images:
         raise ValueError(f"score_maps has {seen} maps but sensitive_features has {n_images} rows; pass one row of "
                          "attributes per image")
-
-
-def _progress_bar(progress: Any, total: int | None):
-    if not progress:
-        return None
-    try:
-        from tqdm import tqdm
-    except ImportError:
-        return None
-    return tqdm(total=total, unit="map")
 
 
 def evaluate_voxels(score_maps: Any, true_masks: Any, sensitive_features: Any, *, roi_masks: Any = None,
