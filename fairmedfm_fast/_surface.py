@@ -144,22 +144,12 @@ def measure_pair(i: int, pred: np.ndarray, true: np.ndarray, item: Any, label: A
     spacing = _spacing_of(i, options.spacing, item, pred.ndim) if pred.ndim else np.ones(0)
     pred, true, spacing3 = _as_volumes(i, pred, true, spacing)
     row[7] = math.sqrt(sum((n * s) ** 2 for n, s in zip(pred.shape, spacing3)))
-    p_box, t_box = np.zeros(6, np.int64), np.zeros(6, np.int64)
-    row[0] = n_pred = surface.foreground_box(pred, p_low, p_high, p_box)
-    row[1] = n_true = surface.foreground_box(true, t_low, t_high, t_box)
-    if n_pred == 0 or n_true == 0:
-        row[2] = 0
-        return row
-    box = np.concatenate([np.minimum(p_box, t_box)[0::2, None], np.maximum(p_box, t_box)[1::2, None]], axis=1)
-    box = box.ravel()
-    crop = tuple(int(box[2 * a + 1] - box[2 * a]) for a in range(3))
-    a, b = np.empty(crop, np.uint8), np.empty(crop, np.uint8)
-    surface.crop_foreground(pred, p_low, p_high, box, a)
-    surface.crop_foreground(true, t_low, t_high, box, b)
-    row[2] = surface.both_count(a, b)
-    d_pred, d_true = surface.surface_distances(a, b, spacing3, ndim)
-    surface.surface_summary(d_pred, d_true, options.percentile / 100, options.nsd_tolerance,
-                            options.hd_definition == "monai", row[3:7])
+    counts = np.empty(3, np.int64)
+    a, b = surface.crop_pair(pred, p_low, p_high, true, t_low, t_high, counts)
+    row[:3] = counts
+    if counts[0] and counts[1]:
+        surface.surface_measures(a, b, spacing3, ndim, options.percentile / 100, options.nsd_tolerance,
+                                 options.hd_definition == "monai", row[3:7])
     return row
 
 
