@@ -8,6 +8,7 @@ voxel counts of Dice. Definitions and empty-mask conventions: docs/segmentation-
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,10 +70,24 @@ def check_options(metrics: Any, percentile: Any, nsd_tolerance: Any, hd_definiti
     return [m for m in METRICS if m in wanted]
 
 
-def _spacing_of(i: int, spacing: Any, item: Any, ndim: int) -> np.ndarray:
+def _file_spacing(true: np.ndarray, item: Any) -> tuple[float, ...] | None:
+    """``nifti_spacing(item)``, read from the header in memory when ``true`` was read from the
+    ``.nii.gz`` file ``item`` as a view of its decompressed bytes (header first; see
+    ``read_mask_file``): the file is not opened and inflated again while holding the GIL."""
+    if isinstance(item, (str, os.PathLike)) and str(item).lower().endswith(".nii.gz"):
+        base = true
+        while isinstance(base, np.ndarray):
+            base = base.base
+        plain = _masks.plain_nifti1(base) if isinstance(base, bytes) else None
+        if plain is not None and math.prod(plain[0]) == true.size:
+            return tuple(z for size, z in zip(plain[0], plain[4]) if size != 1)
+    return _masks.nifti_spacing(item)
+
+
+def _spacing_of(i: int, spacing: Any, item: Any, ndim: int, true: Any = None) -> np.ndarray:
     """The voxel size of sample ``i``: from ``spacing``, else the ground truth's NIfTI header, else 1."""
     if spacing is None:
-        header = _masks.nifti_spacing(item)
+        header = _file_spacing(true, item)
         values = np.ones(ndim) if header is None else np.asarray(header, np.float64)
         where = f"the NIfTI header of true_masks[{i}]"
     else:
@@ -135,13 +150,14 @@ def measure_pair(i: int, pred: np.ndarray, true: np.ndarray, item: Any, label: A
     from .kernels import surface
 
     row = np.full(len(_COLUMNS), np.nan)
+    given = true
     pred, p_low, p_high = _foreground(pred, label, threshold, prediction=True)
     true, t_low, t_high = _foreground(true, label, threshold, prediction=False)
     ndim = max(pred.ndim, 1)
     if ndim > 3:
         raise ValueError(f"sample {i}: the masks have shape {pred.shape}; surface distances take 2-D or 3-D masks "
                          "(axes of length 1 are dropped)")
-    spacing = _spacing_of(i, options.spacing, item, pred.ndim) if pred.ndim else np.ones(0)
+    spacing = _spacing_of(i, options.spacing, item, pred.ndim, given) if pred.ndim else np.ones(0)
     pred, true, spacing3 = _as_volumes(i, pred, true, spacing)
     row[7] = math.sqrt(sum((n * s) ** 2 for n, s in zip(pred.shape, spacing3)))
     counts = np.empty(3, np.int64)

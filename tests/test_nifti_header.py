@@ -108,3 +108,25 @@ def test_declined_headers_still_read_through_nibabel(tmp_path):
     assert _masks.plain_nifti1(bytes(raw)) is None
     assert _masks.nifti_spacing(path) == (pytest.approx(0.8), 1.5, 2.5)
     np.testing.assert_array_equal(_masks.read_mask_file(path), np.asanyarray(nibabel.load(str(path)).dataobj))
+
+
+def test_surface_spacing_comes_from_the_header_already_read(tmp_path, monkeypatch):
+    from fairmedfm_fast import _surface
+
+    volume = np.zeros((6, 5, 1, 4), np.uint8)
+    volume[1:4, 1:3, 0, 1:3] = 1
+    image = nibabel.Nifti1Image(volume, np.diag([0.7, 1.25, 3.0, 1.0]))
+    path = tmp_path / "true.nii.gz"
+    nibabel.save(image, str(path))
+    expected = _masks.nifti_spacing(path)
+    array = _masks.read_mask_file(path)
+    calls = []
+    monkeypatch.setattr(_masks, "nifti_spacing", lambda item: calls.append(item))
+    assert _surface._file_spacing(array, str(path)) == expected and not calls  # no second read of the file
+    assert _surface._file_spacing(np.array(array), str(path)) is None and calls  # a copy: the file is read
+    scaled = nibabel.Nifti1Image(volume.astype(np.float32), np.eye(4))
+    scaled.header.set_slope_inter(2.0, 0.0)
+    nibabel.save(scaled, str(tmp_path / "scaled.nii.gz"))
+    calls.clear()
+    _surface._file_spacing(_masks.read_mask_file(tmp_path / "scaled.nii.gz"), tmp_path / "scaled.nii.gz")
+    assert calls  # scaled data is a new array: the header is read from the file
