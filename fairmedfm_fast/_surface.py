@@ -8,6 +8,7 @@ voxel counts of Dice. Definitions and empty-mask conventions: docs/segmentation-
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,10 +70,24 @@ def check_options(metrics: Any, percentile: Any, nsd_tolerance: Any, hd_definiti
     return [m for m in METRICS if m in wanted]
 
 
-def _spacing_of(i: int, spacing: Any, item: Any, ndim: int) -> np.ndarray:
+def _file_spacing(true: np.ndarray, item: Any) -> tuple[float, ...] | None:
+    """``nifti_spacing(item)``, read from the header in memory when ``true`` was read from the
+    ``.nii.gz`` file ``item`` as a view of its decompressed bytes (header first; see
+    ``read_mask_file``): the file is not opened and inflated again while holding the GIL."""
+    if isinstance(item, (str, os.PathLike)) and str(item).lower().endswith(".nii.gz"):
+        base = true
+        while isinstance(base, np.ndarray):
+            base = base.base
+        plain = _mask_files.plain_nifti1(base) if isinstance(base, bytes) else None
+        if plain is not None and math.prod(plain[0]) == true.size:
+            return tuple(z for size, z in zip(plain[0], plain[4]) if size != 1)
+    return _mask_files.nifti_spacing(item)
+
+
+def _spacing_of(i: int, spacing: Any, item: Any, ndim: int, true: Any = None) -> np.ndarray:
     """The voxel size of sample ``i``: from ``spacing``, else the ground truth's NIfTI header, else 1."""
     if spacing is None:
-        header = _mask_files.nifti_spacing(item)
+        header = _file_spacing(true, item)
         values = np.ones(ndim) if header is None else np.asarray(header, np.float64)
         where = f"the NIfTI header of true_masks[{i}]"
     else:
@@ -135,31 +150,22 @@ def measure_pair(i: int, pred: np.ndarray, true: np.ndarray, item: Any, label: A
     from .kernels import surface
 
     row = np.full(len(_COLUMNS), np.nan)
+    given = true
     pred, p_low, p_high = _foreground(pred, label, threshold, prediction=True)
     true, t_low, t_high = _foreground(true, label, threshold, prediction=False)
     ndim = max(pred.ndim, 1)
     if ndim > 3:
         raise ValueError(f"sample {i}: the masks have shape {pred.shape}; surface distances take 2-D or 3-D masks "
                          "(axes of length 1 are dropped)")
-    spacing = _spacing_of(i, options.spacing, item, pred.ndim) if pred.ndim else np.ones(0)
+    spacing = _spacing_of(i, options.spacing, item, pred.ndim, given) if pred.ndim else np.ones(0)
     pred, true, spacing3 = _as_volumes(i, pred, true, spacing)
     row[7] = math.sqrt(sum((n * s) ** 2 for n, s in zip(pred.shape, spacing3)))
-    p_box, t_box = np.zeros(6, np.int64), np.zeros(6, np.int64)
-    row[0] = n_pred = surface.foreground_box(pred, p_low, p_high, p_box)
-    row[1] = n_true = surface.foreground_box(true, t_low, t_high, t_box)
-    if n_pred == 0 or n_true == 0:
-        row[2] = 0
-        return row
-    box = np.concatenate([np.minimum(p_box, t_box)[0::2, None], np.maximum(p_box, t_box)[1::2, None]], axis=1)
-    box = box.ravel()
-    crop = tuple(int(box[2 * a + 1] - box[2 * a]) for a in range(3))
-    a, b = np.empty(crop, np.uint8), np.empty(crop, np.uint8)
-    surface.crop_foreground(pred, p_low, p_high, box, a)
-    surface.crop_foreground(true, t_low, t_high, box, b)
-    row[2] = surface.both_count(a, b)
-    d_pred, d_true = surface.surface_distances(a, b, spacing3, ndim)
-    surface.surface_summary(d_pred, d_true, options.percentile / 100, options.nsd_tolerance,
-                            options.hd_definition == "monai", row[3:7])
+    counts = np.empty(3, np.int64)
+    a, b = surface.crop_pair(pred, p_low, p_high, true, t_low, t_high, counts)
+    row[:3] = counts
+    if counts[0] and counts[1]:
+        surface.surface_measures(a, b, spacing3, ndim, options.percentile / 100, options.nsd_tolerance,
+                                 options.hd_definition == "monai", row[3:7])
     return row
 
 

@@ -98,6 +98,33 @@ def both_count(a, b):
     return total
 
 
+@kernel
+def crop_pair(pred, p_low, p_high, true, t_low, t_high, counts):
+    """The foreground of two 3-D C-contiguous masks of one shape over the bounding box of their
+    union, as uint8 0/1 arrays (shape (0, 0, 0) when either mask is empty), in one call.
+
+    ``counts`` (int64, 3) is written with the foreground voxels of ``pred``, of ``true`` and of both.
+    """
+    p_box = np.zeros(6, np.int64)
+    t_box = np.zeros(6, np.int64)
+    counts[0] = foreground_box(pred, p_low, p_high, p_box)
+    counts[1] = foreground_box(true, t_low, t_high, t_box)
+    counts[2] = 0
+    if counts[0] == 0 or counts[1] == 0:
+        return np.zeros((0, 0, 0), np.uint8), np.zeros((0, 0, 0), np.uint8)
+    box = np.empty(6, np.int64)
+    for axis in range(3):
+        box[2 * axis] = min(p_box[2 * axis], t_box[2 * axis])
+        box[2 * axis + 1] = max(p_box[2 * axis + 1], t_box[2 * axis + 1])
+    shape = (box[1] - box[0], box[3] - box[2], box[5] - box[4])
+    a = np.empty(shape, np.uint8)
+    b = np.empty(shape, np.uint8)
+    crop_foreground(pred, p_low, p_high, box, a)
+    crop_foreground(true, t_low, t_high, box, b)
+    counts[2] = both_count(a, b)
+    return a, b
+
+
 @inline_kernel
 def _surface(mask, ndim):
     """Surface voxels (uint8) of a uint8 0/1 mask: foreground with a background or outside face
@@ -337,6 +364,14 @@ def surface_distances(a, b, spacing, ndim, search_budget=8):
     d_ab = _directed(sa, sb, spacing, field, plane_used, search_budget)
     d_ba = _directed(sb, sa, spacing, field, plane_used, search_budget)
     return d_ab, d_ba
+
+
+@kernel
+def surface_measures(a, b, spacing, ndim, q, tolerance, directed, out):
+    """:func:`surface_summary` of :func:`surface_distances` (two non-empty masks) in one call, so
+    that no distance array goes back to Python between them."""
+    d_ab, d_ba = surface_distances(a, b, spacing, ndim)
+    surface_summary(d_ab, d_ba, q, tolerance, directed, out)
 
 
 @inline_kernel

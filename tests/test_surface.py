@@ -248,6 +248,43 @@ def test_nifti_spacing_from_header(tmp_path):
     np.testing.assert_allclose(in_memory._metric_data["assd"], report._metric_data["assd"], rtol=0, atol=TOLERANCE)
 
 
+def test_nifti_spacing_reads_the_header_nibabel_load_reads(tmp_path):
+    # nifti_spacing parses the leading bytes only; its zooms must be nibabel.load's, checks and fixes included
+    import gzip
+    import struct
+
+    nibabel = pytest.importorskip("nibabel")
+    from fairmedfm_fast import _mask_files
+
+    volume = np.zeros((5, 4, 1, 3), np.uint8)
+    files = {}
+    for name, image in (("one", nibabel.Nifti1Image(volume, np.diag([0.8, 1.5, 2.5, 1.0]))),
+                        ("two", nibabel.Nifti2Image(volume, np.diag([0.7, 0.9, 3.0, 1.0]))),
+                        ("big", nibabel.Nifti1Image(volume, np.diag([0.5, 0.6, 0.7, 1.0]),
+                                                    header=nibabel.Nifti1Header(endianness=">")))):
+        nibabel.save(image, str(tmp_path / f"{name}.nii"))
+        files[name] = (tmp_path / f"{name}.nii").read_bytes()
+    raw = bytearray(files["one"])
+    raw[76 + 4:76 + 16] = struct.pack("<3f", -0.8, 0.0, 2.5)  # pixdim[1:4]: nibabel fixes to abs, and 0 to 1
+    files["fixed"] = bytes(raw)
+    paths = []
+    for name, data in files.items():
+        for suffix, content in ((".nii", data), (".nii.gz", gzip.compress(data))):
+            path = tmp_path / f"{name}-x{suffix}"
+            path.write_bytes(content)
+            paths.append(path)
+    long_name = tmp_path / "named.nii.gz"  # a gzip header longer than the bytes first read
+    with open(long_name, "wb") as handle, gzip.GzipFile("x" * 9000, "wb", fileobj=handle) as stream:
+        stream.write(files["two"])
+    paths.append(long_name)
+    for path in paths:
+        header = nibabel.load(str(path)).header
+        expected = tuple(float(z) for size, z in zip(header.get_data_shape(), header.get_zooms()) if size != 1)
+        assert _mask_files.nifti_spacing(path) == expected, path.name
+        assert _mask_files.nifti_spacing(str(path)) == expected
+    assert _mask_files.nifti_spacing(tmp_path / "fixed-x.nii.gz")[:2] == (pytest.approx(0.8), 1.0)
+
+
 def test_bootstrap_and_permutations_cover_every_metric():
     preds, trues, sex = _cohort(12, seed=7)
     report = fm.evaluate_segmentation({"sex": sex}, pred_masks=preds, true_masks=trues, metrics=["dice", "assd"],

@@ -5,8 +5,9 @@
 2. 20 pairs of 128^3 masks from ``.nii.gz`` through ``evaluate_segmentation`` with Dice, HD95,
    ASSD and NSD, with 1 and with 2 threads (``FAIRMEDFM_FAST_N_JOBS``).
 
-Usage: ``python benchmarks/scripts/surface_vs_medpy.py [SIDE] [N_FILES] [FILE_SIDE]`` (default 256 20 128).
-Times are the best of a few runs; the load average is printed, since other jobs depress ratios.
+Usage: ``python benchmarks/scripts/surface_vs_medpy.py [SIDE] [N_FILES] [FILE_SIDE] [ROUNDS]`` (default 256 20
+128 5). Part 1 times are the best of a few runs; part 2 runs 1 and 2 threads interleaved for ROUNDS rounds and
+prints each round's ratio with the load average and CPU/wall, since other jobs on the machine depress ratios.
 """
 import os
 import sys
@@ -45,6 +46,7 @@ def main() -> None:
     side = int(sys.argv[1]) if len(sys.argv) > 1 else 256
     n_files = int(sys.argv[2]) if len(sys.argv) > 2 else 20
     file_side = int(sys.argv[3]) if len(sys.argv) > 3 else 128
+    rounds = int(sys.argv[4]) if len(sys.argv) > 4 else 5
     from medpy.metric import binary as medpy
 
     print(f"load average before: {os.getloadavg()}")
@@ -81,13 +83,27 @@ def main() -> None:
             return fm.evaluate_segmentation({"sex": groups}, pred_masks=preds, true_masks=trues,
                                             metrics=["dice", "hd95", "assd", "nsd"], nsd_tolerance=2.0)
 
-        timings = {}
+        # 1 and 2 threads interleaved (order alternating), since other jobs on the machine come and go:
+        # each round prints its ratio beside the load average and the process's CPU time per wall second
         for threads in ("1", "2"):
             os.environ["FAIRMEDFM_FAST_N_JOBS"] = threads
             evaluate()
-            timings[threads], report = best(evaluate, 3)
+        walls = {"1": [], "2": []}
+        for r in range(rounds):
+            line = []
+            for threads in (("1", "2") if r % 2 == 0 else ("2", "1")):
+                os.environ["FAIRMEDFM_FAST_N_JOBS"] = threads
+                cpu, start = time.process_time(), time.perf_counter()
+                report = evaluate()
+                wall = time.perf_counter() - start
+                walls[threads].append(wall)
+                line.append(f"{threads}t {wall:.3f} s (cpu/wall {(time.process_time() - cpu) / wall:.2f})")
+            print(f"  round {r}: {', '.join(sorted(line))}; ratio {walls['1'][-1] / walls['2'][-1]:.2f}x; "
+                  f"load {os.getloadavg()[0]:.2f}")
+        ratios = sorted(a / b for a, b in zip(walls["1"], walls["2"]))
         print(f"{n_files} pairs of {file_side}^3 .nii.gz, evaluate_segmentation (dice, hd95, assd, nsd): "
-              f"1 thread {timings['1']:.2f} s, 2 threads {timings['2']:.2f} s, ratio {timings['1'] / timings['2']:.2f}x")
+              f"best 1 thread {min(walls['1']):.2f} s, best 2 threads {min(walls['2']):.2f} s, ratio of bests "
+              f"{min(walls['1']) / min(walls['2']):.2f}x, median round ratio {ratios[len(ratios) // 2]:.2f}x")
         print(report.summary.T.to_string())
     print(f"load average after: {os.getloadavg()}")
 
