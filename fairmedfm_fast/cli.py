@@ -25,6 +25,7 @@ from ._arrow_inputs import (
     text_labels,
     typed_pos_label,
 )
+from ._cli_tasks import check_tasks, render, score_tasks
 from ._columns import (
     UsageError,
     choose_task,
@@ -113,10 +114,14 @@ def build_parser() -> argparse.ArgumentParser:
                       help="cls (binary classification) or seg (segmentation); default: from the columns")
 
     cls = score.add_argument_group("classification")
-    cls.add_argument("--label", "--label-col", dest="label", metavar="COLUMN", help="the ground-truth column")
+    cls.add_argument("--label", "--label-col", dest="label", nargs="+", metavar="COLUMN",
+                     help="the ground-truth column (with --tasks: several, or a pattern such as 'y_*')")
     cls.add_argument("--score", "--prob-col", dest="score", nargs="+", metavar="COLUMN",
                      help="the score column (a probability or logit of the positive class), or one column "
-                     "per class")
+                     "per class (with --tasks: one per --label, or a pattern such as 'p_*')")
+    cls.add_argument("--tasks", action="store_true",
+                     help="score several tasks in one call: --label a b --score pa pb, or --label 'y_*' "
+                     "--score 'p_*' (paired by what '*' stands for), or one --label for several --score models")
     cls.add_argument("--pos-label", metavar="VALUE",
                      help="the positive class, when the labels are not 0/1 or true/false")
     cls.add_argument("--score-type", choices=["auto", "probability", "logit"], default="auto",
@@ -147,8 +152,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     more = score.add_argument_group("beyond fairmedfm score")
     more.add_argument("--metrics", nargs="+", metavar="M",
-                      help="segmentation from masks: any of dice hd95 hd assd nsd, per group (e.g. --metrics dice "
+                      help="classification: any of ap brier selection_rate fpr fnr beside fairmedfm's metrics; "
+                      "segmentation from masks: any of dice hd95 hd assd nsd, per group (e.g. --metrics dice "
                       "hd95 nsd --nsd-tolerance 2); default: Dice only")
+    more.add_argument("--pairwise", metavar="METRIC",
+                      help="also print, per attribute, the difference of METRIC (e.g. auc) between every pair of "
+                      "groups (with intervals and p-values under --bootstrap and --permutations)")
     more.add_argument("--nsd-tolerance", type=float, metavar="MM", help="NSD tolerance, in the unit of the spacing")
     more.add_argument("--percentile", type=float, metavar="P", help="percentile of the hd95 column (default 95)")
     more.add_argument("--spacing", type=float, nargs="+", metavar="S",
@@ -217,6 +226,7 @@ def score(args):
     from . import _tables
 
     path = args.predictions or args.input
+    check_tasks(args)
     if path is None:
         raise UsageError(f"give the predictions table, e.g. {PROG} score predictions.csv --sensitive sex")
     if args.engine == "dask":
@@ -233,6 +243,10 @@ def score(args):
     notes = []
 
     sensitive, bins = sensitive_and_bins(args, columns, notes)
+    if args.tasks:
+        report = score_tasks(args, layout, sensitive, bins, notes, _read)
+        report.metadata["input"] = str(path)
+        return report, layout.notes + notes
     task, label, scores, dice, pred_mask, true_mask = choose_task(args, columns)
 
     if args.score_map:
@@ -441,7 +455,7 @@ def _run(args) -> int:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the report carries its warnings; stderr gets them once
             report, notes = score(args)
-            text = _render(report, args.format)  # before any output, so that a failure is one line
+            text = render(report, args.format, args.pairwise, _render)  # before any output: a failure is one line
             if args.output:
                 _write(report, args.output)
             if args.plot:
