@@ -335,13 +335,14 @@ class _quiet:
 def dice_intervals(dice: np.ndarray, code_rows: list[np.ndarray], names: Sequence[Any], sizes: list[int],
                    summarize: Callable, n_boot: int, level: float, seed: np.uint64,
                    valid_groups: list[np.ndarray] | None = None, stratify: str | None = "attribute",
-                   progress: bool | None = None):
+                   progress: bool | None = None, keep: dict | None = None):
     """Percentile intervals of each group's mean Dice and of each summary column.
 
     ``dice`` holds the finite scores; ``code_rows`` the attributes' codes of those samples;
     ``valid_groups`` (boolean per group, default: every group) the groups that enter the summary.
     Returns, per attribute, (n_groups, 2) bounds, (n_columns, 2) bounds, the column names, and
-    per attribute the number of resamples in which each group had no sample.
+    per attribute the number of resamples in which each group had no sample. With ``keep``, each
+    attribute's resampled group means go there (``keep[name]``: array (n_boot, n_groups)).
     """
     plan = _Plan(code_rows, names, seed, stratify, "bootstrap")
     columns = list(summarize(0.5, np.array([0.25, 0.75])))
@@ -370,6 +371,8 @@ def dice_intervals(dice: np.ndarray, code_rows: list[np.ndarray], names: Sequenc
 
     with Progress(n_boot * len(plan.jobs), "bootstrap", progress, unit="resample") as bar:
         _run(n_boot * len(plan.jobs), one, bar)
+    if keep is not None:
+        keep.update(zip(names, group_draws))
     groups = [_percentiles(d, level) for d in group_draws]
     summaries = [_percentiles(d, level) for d in summary_draws]
     return groups, summaries, columns, [d.sum(axis=0) for d in empty_draws]
@@ -377,31 +380,38 @@ def dice_intervals(dice: np.ndarray, code_rows: list[np.ndarray], names: Sequenc
 
 def dice_permutation_pvalues(dice: np.ndarray, codes: np.ndarray, n_groups: int, observed: dict[str, float],
                              summarize: Callable, n_permutations: int, seed: np.uint64,
-                             valid: np.ndarray | None = None, progress: Progress | None = None
-                             ) -> dict[str, float]:
+                             valid: np.ndarray | None = None, progress: Progress | None = None,
+                             keep: list | None = None) -> dict[str, float]:
     """p-values of ``delta_dice`` and ``std_dice`` under group labels shuffled among the samples.
 
     ``seed`` is the attribute's stream (see :func:`stream`); ``valid`` (boolean per group) the groups
-    that enter the summary (default: every group with samples).
+    that enter the summary (default: every group with samples). With ``keep``, the permuted group
+    means (array (n_permutations, n_groups)) are appended to it.
     """
     from .kernels import resampling
 
     columns = ("delta_dice", "std_dice")
     draws = np.full((n_permutations, len(columns)), np.nan)
+    means = np.full((n_permutations, n_groups), np.nan) if keep is not None else None
 
     def one(p: int) -> None:
         shuffled = np.empty_like(codes)
         resampling.permuted_codes(codes, seed, p, shuffled)
-        keep = shuffled >= 0
-        counts = np.bincount(shuffled[keep], minlength=n_groups)
-        sums = np.bincount(shuffled[keep], weights=dice[keep], minlength=n_groups)
+        present_sample = shuffled >= 0
+        counts = np.bincount(shuffled[present_sample], minlength=n_groups)
+        sums = np.bincount(shuffled[present_sample], weights=dice[present_sample], minlength=n_groups)
+        if means is not None:
+            with np.errstate(invalid="ignore", divide="ignore"):
+                means[p] = sums / counts
         present = counts > 0
         if valid is not None:
             present &= valid
-        summary = summarize(float(dice[keep].mean()), sums[present] / counts[present])
+        summary = summarize(float(dice[present_sample].mean()), sums[present] / counts[present])
         draws[p] = [summary[c] for c in columns]
 
     _run(n_permutations, one, progress)
+    if keep is not None:
+        keep.append(means)
     out = {}
     for j, column in enumerate(columns):
         value = observed.get(column, np.nan)

@@ -225,3 +225,45 @@ def test_dask_backend_matches_evaluate():
         assert_close(distributed.summary, memory.summary)
     with pytest.raises(ValueError, match="metrics="):
         fmd.evaluate(dd.from_pandas(frame, npartitions=2), label="y", score="p", sensitive="sex", metrics=["x"])
+
+
+# --- report.pairwise() intervals and p-values for segmentation --------------------------------------
+
+def test_segmentation_pairwise_intervals_follow_the_bootstrap():
+    rng = np.random.default_rng(0)
+    n = 400
+    site = rng.choice(["a", "b", "c", "d"], n)
+    site[:3] = "e"  # skipped by min_group_size: left out of the pairs and of the replicates
+    report = _quiet(fm.evaluate_segmentation, {"site": site, "sex": rng.choice(["F", "M"], n)},
+                    dice=rng.random(n), n_boot=60, n_permutations=40, random_state=1, min_group_size=5)
+    pairs = report.pairwise()
+    assert {"difference_lo", "difference_hi", "p_value"} <= set(pairs.columns)
+    assert "e" not in pairs.loc["site"].index.get_level_values("group")
+    means = report.by_group.loc["site", "mean_dice"]
+    assert abs(pairs.loc[("site", "a", "c"), "difference"] - (means["a"] - means["c"])) <= 1e-12
+    # Each kept column is its group's resampled mean: its percentiles are the group's interval.
+    draws = report.replicates[("boot", "site", "mean_dice")]
+    bounds = np.percentile(draws, [2.5, 97.5], axis=0).T
+    expected = report.ci["by_group"].loc["site"].loc[["a", "b", "c", "d"], ["mean_dice_lo", "mean_dice_hi"]]
+    assert_close(bounds, expected.to_numpy())
+    p = pairs["p_value"].dropna()
+    assert ((p > 0) & (p <= 1)).all()
+
+
+def test_segmentation_pairwise_intervals_of_surface_metrics():
+    rng = np.random.default_rng(1)
+    n = 40
+    true = [np.zeros((12, 12), bool) for _ in range(n)]
+    pred = [np.zeros((12, 12), bool) for _ in range(n)]
+    for i in range(n):
+        a, b = rng.integers(2, 6, 2)
+        true[i][a:a + 5, b:b + 5] = True
+        c, d = np.clip([a, b] + rng.integers(-2, 3, 2), 0, 7)
+        pred[i][c:c + 5, d:d + 5] = True
+    report = _quiet(fm.evaluate_segmentation, {"sex": rng.choice(["F", "M"], n)}, pred_masks=pred,
+                    true_masks=true, metrics=["dice", "hd95"], n_boot=30, n_permutations=30, random_state=0)
+    metric = next(c for c in report.by_group.columns if "hd95" in c)
+    pairs = report.pairwise(metric)
+    assert {"difference_lo", "difference_hi", "p_value"} <= set(pairs.columns)
+    off = pairs.loc[("sex", "F", "M")]
+    assert off["difference_lo"] <= off["difference_hi"]
