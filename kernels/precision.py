@@ -55,6 +55,20 @@ def precision_sums(sorted_scores, sorted_labels, sorted_codes, n_groups, pos_abo
             start = stop - 1
             while start > 0 and sorted_scores[start - 1] == sorted_scores[stop - 1]:
                 start -= 1
+            if start == stop - 1:  # one sample (the usual case): no block sums, and no branch on its label
+                code = sorted_codes[k, start]
+                w = weight_of(weights, start)
+                if code >= 0 and w != 0:
+                    pw = w * (1 if sorted_labels[start] != 0 else 0)
+                    slot = first + code
+                    tp[slot] += pw
+                    fp[slot] += w - pw
+                    neumaier_add(sums, compensation, slot, pw * (tp[slot] / (tp[slot] + fp[slot])))
+                    o_tp += pw
+                    o_fp += w - pw
+                    o_sum, o_comp = neumaier_step(o_sum, o_comp, pw * (o_tp / (o_tp + o_fp)))
+                stop = start
+                continue
             o_block_pos = o_tp - o_tp
             o_block_neg = o_block_pos
             for i in range(start, stop):
