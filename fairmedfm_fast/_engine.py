@@ -374,8 +374,9 @@ def _optional_sums(arranged: Arranged, base: set[str], weights: np.ndarray | Non
     if "ap" in base:
         from .kernels import precision
 
+        none = np.empty(0, np.int64 if weights is None else np.float64)  # no counts above: the counters' type
         sums["precision"] = precision.precision_sums(arranged.scores, arranged.labels, arranged.codes,
-                                                     arranged.sizes, _NO_LOSS, _NO_LOSS, weights)
+                                                     arranged.sizes, none, none, weights)
     return sums
 
 
