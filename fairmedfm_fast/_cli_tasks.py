@@ -15,18 +15,10 @@ from ._columns import UsageError, extensions, preview, require
 
 
 def check_tasks(args) -> None:
-    """Check ``--tasks`` against the other options; without it, ``args.label`` becomes one column
-    name (or None), as the single-task commands read it."""
-    if args.tasks:
-        if args.engine == "dask":
-            raise UsageError("--tasks needs --engine memory (the Dask engine scores one task)")
-        return
-    labels = args.label
-    if labels is not None and not isinstance(labels, str):
-        if len(labels) > 1:
-            raise UsageError(f"--label names {len(labels)} columns; add --tasks to score each label with its "
-                             "--score column, or name one label column")
-        args.label = labels[0]
+    """Check ``--tasks`` against the other options (without it, ``_columns.choose_task`` reads
+    ``--label`` as one column)."""
+    if args.tasks and args.engine == "dask":
+        raise UsageError("--tasks needs --engine memory (the Dask engine scores one task)")
 
 
 def _matches(pattern: str, columns, option: str) -> dict[str, str]:
