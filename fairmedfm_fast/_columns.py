@@ -169,6 +169,16 @@ def sensitive_and_bins(args, columns, notes):
     return sensitive, bins
 
 
+def one_label(labels):
+    """``--label`` of a single-task call: one column name, or None (several need ``--tasks``)."""
+    if labels is None or isinstance(labels, str):
+        return labels
+    if len(labels) > 1:
+        raise UsageError(f"--label names {len(labels)} columns; add --tasks to score each label with its "
+                         "--score column, or name one label column")
+    return labels[0]
+
+
 def choose_task(args, columns):
     """The task of a ``score`` call and the columns it uses: ``(task, label, scores, dice, pred_mask,
     true_mask)``, from the options given and the usual column names. ``--task auto`` takes
@@ -177,7 +187,7 @@ def choose_task(args, columns):
     dice = args.dice or find_column(columns, "dice", required=False)
     pred_mask = args.pred_mask or find_column(columns, "pred_mask", required=False)
     true_mask = args.true_mask or find_column(columns, "true_mask", required=False)
-    label = args.label or find_column(columns, "label", required=False)
+    label = one_label(args.label) or find_column(columns, "label", required=False)
     scores = args.score or find_scores(columns)
     task = args.task
     if task == "auto" and not getattr(args, "score_map", None):

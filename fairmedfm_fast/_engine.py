@@ -18,6 +18,8 @@ THRESHOLD_METRICS = _metric_registry.THRESHOLD_NAMES
 BEST = _metric_registry.BEST
 ECE_BINS = 10
 all_keys = _metric_registry.all_keys
+#: Every per-group key, in report order (the default ones, then the opt-in ones).
+KEY_ORDER = _metric_registry.KEY_ORDER
 
 
 @dataclass
@@ -311,7 +313,7 @@ def measure(arranged: Arranged, wanted: set[str] | None = None, threshold: float
         confusion = {suffix: (pos_above[:, j], neg_above[:, j]) for j, (suffix, _) in enumerate(columns)}
     ece = calibrated.result()[1]
     return from_counts(sizes, count, positives, negatives, thresholds, keys, u2=u2, loss_sums=loss_sums,
-                       ece=ece, confusion=confusion, totals=totals[0])
+                       ece=ece, confusion=confusion, totals=totals[0], extra=_optional_sums(arranged, base, weights))
 
 
 def _sweep(arranged: Arranged, keys: set[str], base: set[str], at_half: bool, at_best: bool, threshold: float,
@@ -352,28 +354,48 @@ def _sweep(arranged: Arranged, keys: set[str], base: set[str], at_half: bool, at
         if "ece" in base:
             ece = calibration.calibration_error(bin_count, bin_labels, bin_scores, 0)
     return from_counts(sizes, count, positives, negatives, thresholds, keys, u2=u2 if "auc" in base else None,
-                       loss_sums=loss if "bce" in base else None, ece=ece, confusion=confusion, totals=totals)
+                       loss_sums=loss if "bce" in base else None, ece=ece, confusion=confusion, totals=totals,
+                       extra=_optional_sums(arranged, base, weights))
 
 
 _NO_LOSS = np.empty(0)
 _NO_EDGES = np.empty((0, 1))
 
 
+def _optional_sums(arranged: Arranged, base: set[str], weights: np.ndarray | None) -> dict[str, np.ndarray]:
+    """The per-slot sums of the opt-in metrics in ``base``: summed squared errors (Brier) in a
+    streaming pass, and summed precision (average precision) in one pass down the sorted order."""
+    sums: dict[str, np.ndarray] = {}
+    if "brier" in base:
+        from .kernels import calibration
+
+        errors = np.square(arranged.labels - arranged.scores.astype(np.float64))
+        sums["squared_error"] = calibration.slot_sums(errors, arranged.codes, arranged.sizes, weights)
+    if "ap" in base:
+        from .kernels import precision
+
+        none = np.empty(0, np.int64 if weights is None else np.float64)  # no counts above: the counters' type
+        sums["precision"] = precision.precision_sums(arranged.scores, arranged.labels, arranged.codes,
+                                                     arranged.sizes, none, none, weights)
+    return sums
+
+
 def from_counts(sizes: np.ndarray, count: np.ndarray, positives: np.ndarray, negatives: np.ndarray,
                 thresholds: np.ndarray, keys: set[str], u2: np.ndarray | None = None,
                 loss_sums: np.ndarray | None = None, ece: np.ndarray | None = None,
                 confusion: dict[str, tuple[np.ndarray, np.ndarray]] | None = None,
-                totals: np.ndarray | None = None) -> list[Grouping]:
+                totals: np.ndarray | None = None, extra: dict[str, np.ndarray] | None = None) -> list[Grouping]:
     """Per-slot metrics from the kernels' per-slot sums, split into groupings.
 
     ``u2`` (twice the Mann-Whitney U) gives AUC, ``loss_sums`` (summed BCE terms) gives BCE over
     ``totals`` (default ``count``), ``ece`` is taken as it is, and ``confusion`` maps a key suffix
-    ("" or "@best_f1") to the positives and negatives above that threshold. Shared by
+    ("" or "@best_f1") to the positives and negatives above that threshold; ``extra`` holds other
+    per-slot sums by their registry name ("precision", "squared_error"). Shared by
     :func:`measure` and the distributed evaluation, which adds up per-partition sums.
     """
     totals = count if totals is None else totals
     sums = {"count": count, "positives": positives, "negatives": negatives, "totals": totals}
-    for name, value in (("u2", u2), ("loss", loss_sums), ("ece", ece)):
+    for name, value in (("u2", u2), ("loss", loss_sums), ("ece", ece), *(extra or {}).items()):
         if value is not None:
             sums[name] = value
     available = {metric.name for metric in _metric_registry.PER_GROUP
@@ -385,7 +407,7 @@ def from_counts(sizes: np.ndarray, count: np.ndarray, positives: np.ndarray, neg
     groupings = []
     for k in range(len(sizes)):
         window = slice(slot_starts[k], slot_starts[k + 1])
-        values = {key: per_slot[key][window] for key in all_keys() if key in keys and key in per_slot}
+        values = {key: per_slot[key][window] for key in KEY_ORDER if key in keys and key in per_slot}
         groupings.append(Grouping(count[window], positives[window], negatives[window], float(thresholds[k]),
                                   values))
     return groupings

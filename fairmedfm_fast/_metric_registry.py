@@ -24,9 +24,13 @@ class PerGroup:
 
     ``sums`` name the per-slot sums it is finished from: "count", "positives", "negatives",
     "totals" (weighted count), "u2" (twice the Mann-Whitney U; needs the sort), "loss" (summed
-    BCE terms), "ece" (from the ECE bin sums), "tp"/"fp" (confusion counts above a threshold).
+    BCE terms), "ece" (from the ECE bin sums), "tp"/"fp" (confusion counts above a threshold),
+    "precision" (per tie block with positives, its positives times the precision there; needs the
+    sort), "squared_error" (summed ``(y - p)^2``).
     ``additive``: whether partition sums combine by addition (false for the sums of ranks and
     for ECE bins, whose edges depend on every partition's scores).
+    ``optional``: computed only when asked for (``metrics=[...]``): not one of fairmedfm's columns.
+    ``ranked``: its sums need the samples sorted by score.
     """
 
     name: str
@@ -35,12 +39,20 @@ class PerGroup:
     finish: Callable[[Mapping[str, np.ndarray]], np.ndarray]
     at_threshold: bool = False  # computed at a decision threshold: exists with and without BEST
     additive: bool = True
+    optional: bool = False
+    ranked: bool = False
 
 
 def _auc(s):
     auc = s["u2"] / (2.0 * s["positives"] * s["negatives"])
     auc[(s["positives"] == 0) | (s["negatives"] == 0)] = np.nan
     return auc
+
+
+def _average_precision(s):
+    ap = s["precision"] / s["positives"]
+    ap[s["positives"] == 0] = np.nan  # recall is undefined without positives
+    return np.asarray(ap, dtype=np.float64)
 
 
 PER_GROUP: tuple[PerGroup, ...] = (
@@ -55,16 +67,57 @@ PER_GROUP: tuple[PerGroup, ...] = (
     PerGroup("fp", "FP", ("fp",), lambda s: s["fp"], True),
     PerGroup("fn", "FN", ("tp", "positives"), lambda s: s["positives"] - s["tp"], True),
     PerGroup("tp", "TP", ("tp",), lambda s: s["tp"], True),
+    # Opt-in metrics (metrics=[...]), after fairmedfm's columns.
+    PerGroup("ap", "average precision", ("precision", "positives"), _average_precision, additive=False,
+             optional=True, ranked=True),
+    PerGroup("brier", "Brier score", ("squared_error", "totals"), lambda s: s["squared_error"] / s["totals"],
+             optional=True),
+    PerGroup("selection_rate", "selection rate", ("tp", "fp", "positives", "negatives"),
+             lambda s: (s["tp"] + s["fp"]) / (s["positives"] + s["negatives"]), True, optional=True),
+    PerGroup("fpr", "FPR", ("fp", "negatives"), lambda s: s["fp"] / s["negatives"], True, optional=True),
+    PerGroup("fnr", "FNR", ("tp", "positives"), lambda s: (s["positives"] - s["tp"]) / s["positives"], True,
+             optional=True),
 )
 BY_NAME = {metric.name: metric for metric in PER_GROUP}
-#: Per-group metrics, in report order; each also exists with the suffix BEST.
-NAMES = tuple(metric.name for metric in PER_GROUP)
+#: fairmedfm's per-group metrics, in report order; each also exists with the suffix BEST.
+NAMES = tuple(metric.name for metric in PER_GROUP if not metric.optional)
 THRESHOLD_NAMES = frozenset(metric.name for metric in PER_GROUP if metric.at_threshold)
+#: The opt-in metrics; those at a threshold also exist with the suffix BEST, the others do not.
+OPTIONAL_NAMES = tuple(metric.name for metric in PER_GROUP if metric.optional)
 
 
 def all_keys() -> list[str]:
-    """Every per-group key: the names, then the names with BEST."""
+    """Every default per-group key: the names, then the names with BEST."""
     return [*NAMES, *(name + BEST for name in NAMES)]
+
+
+def optional_keys(metrics: tuple[str, ...] | list[str] = OPTIONAL_NAMES) -> list[str]:
+    """The per-group keys of opt-in ``metrics``, in report order: each name, then those at a
+    threshold with BEST."""
+    names = [name for name in OPTIONAL_NAMES if name in metrics]
+    return [*names, *(name + BEST for name in names if name in THRESHOLD_NAMES)]
+
+
+#: Every per-group key in report order (fairmedfm's, then the opt-in ones).
+KEY_ORDER = (*all_keys(), *optional_keys())
+
+
+def check_metrics(metrics) -> tuple[str, ...]:
+    """The validated opt-in metric names of ``metrics=`` (None: none), in report order."""
+    if metrics is None:
+        return ()
+    if isinstance(metrics, str):
+        metrics = [metrics]
+    try:
+        names = [str(name) for name in metrics]
+    except TypeError:
+        raise ValueError(f"metrics must be a list of metric names such as ['ap', 'brier'], got "
+                         f"{type(metrics).__name__}") from None
+    unknown = [name for name in names if name not in OPTIONAL_NAMES]
+    if unknown:
+        raise ValueError(f"metrics={unknown[0]!r} is not an opt-in metric; choose from {list(OPTIONAL_NAMES)} "
+                         "(fairmedfm's metrics are always computed)")
+    return tuple(name for name in OPTIONAL_NAMES if name in names)
 
 
 def needs_sort(keys: set[str], fixed_best: float | None = None) -> bool:
@@ -72,7 +125,8 @@ def needs_sort(keys: set[str], fixed_best: float | None = None) -> bool:
     best-F1 sweep for a threshold metric at BEST without a fixed threshold."""
     base = {key.removesuffix(BEST) for key in keys}
     at_best = any(key.endswith(BEST) and key.removesuffix(BEST) in THRESHOLD_NAMES for key in keys)
-    return any("u2" in BY_NAME[name].sums for name in base if name in BY_NAME) or (at_best and fixed_best is None)
+    return any(BY_NAME[name].ranked or "u2" in BY_NAME[name].sums for name in base if name in BY_NAME) or (
+        at_best and fixed_best is None)
 
 
 def finish(sums: Mapping[str, np.ndarray], keys: set[str], suffixes: Mapping[str, Mapping[str, np.ndarray]]
@@ -103,6 +157,7 @@ class Summary:
     column: str
     kind: str
     reads: tuple[str, ...]
+    optional: bool = False  # reads an opt-in metric: present only when that metric is asked for
 
 
 SUMMARIES: tuple[Summary, ...] = (
@@ -117,6 +172,11 @@ SUMMARIES: tuple[Summary, ...] = (
     Summary("ece-gap", "gap", ("ece",)),
     Summary("eod", "eod", ("tpr" + BEST, "tnr" + BEST)),
     Summary("eo", "gap", ("tpr" + BEST,)),
+    Summary("ap-gap", "gap", ("ap",), optional=True),
+    Summary("brier-gap", "gap", ("brier",), optional=True),
+    Summary("dp", "gap", ("selection_rate" + BEST,), optional=True),  # demographic parity difference
+    Summary("fpr-gap", "gap", ("fpr" + BEST,), optional=True),
+    Summary("fnr-gap", "gap", ("fnr" + BEST,), optional=True),
 )
 SUMMARY = {summary.column: summary for summary in SUMMARIES}
 
@@ -124,3 +184,9 @@ SUMMARY = {summary.column: summary for summary in SUMMARIES}
 def needs(column: str) -> set[str]:
     """The per-group keys summary ``column`` reads."""
     return set(SUMMARY[column].reads)
+
+
+def optional_gaps(keys) -> list[str]:
+    """The opt-in summary columns (all gaps) that per-group ``keys`` determine, in report order."""
+    return [summary.column for summary in SUMMARIES
+            if summary.optional and all(key in keys for key in summary.reads)]

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from . import _engine
+from ._metric_registry import optional_gaps
 from ._progress import Progress
 from ._threads import executor, resolve_n_jobs
 
@@ -163,8 +164,8 @@ def _percentiles(draws: np.ndarray, level: float) -> np.ndarray:
 
 def bootstrap(arranged: _engine.Arranged, names: Sequence[Any], valid_groups: list[list[int]],
               summarize: Callable, n_boot: int, level: float, seed: np.uint64, fixed_best: float | None,
-              stratify: str | None = "attribute", progress: bool | None = None, keep: dict | None = None
-              ) -> tuple[list[np.ndarray], list[np.ndarray], list[str], list[np.ndarray]]:
+              stratify: str | None = "attribute", progress: bool | None = None, keep: dict | None = None,
+              extra: Sequence[str] = ()) -> tuple[list[np.ndarray], list[np.ndarray], list[str], list[np.ndarray]]:
     """Percentile intervals of every per-group metric and every summary column.
 
     ``names`` are the attributes of the first ``len(names)`` code rows of ``arranged``.
@@ -172,15 +173,18 @@ def bootstrap(arranged: _engine.Arranged, names: Sequence[Any], valid_groups: li
     key (plain and "@best_f1"), an array (len(summary columns), 2), the summary column names, and
     per attribute the number of resamples in which each group had no sample. With ``keep``, the
     resampled group values themselves go there: ``keep[name] = (keys, array (n_boot, n_groups,
-    len(keys)))`` (for the differences between pairs of groups).
+    len(keys)))`` (for the differences between pairs of groups). ``extra``: opt-in per-group keys
+    (``"ap"``, ``"fpr@best_f1"``, ...) resampled too, after the default ones.
     """
     n_attributes = len(names)
     plan = _Plan(arranged.codes[:n_attributes], names, seed, stratify, "bootstrap")
-    keys = [*INTERVAL_METRICS, *(name + _engine.BEST for name in INTERVAL_METRICS)]
+    keys = [*INTERVAL_METRICS, *(name + _engine.BEST for name in INTERVAL_METRICS), *extra]
+    wanted = {*_engine.all_keys(), *extra} if extra else None
     sizes = arranged.sizes[:n_attributes]
     group_draws = [np.full((n_boot, int(g), len(keys)), np.nan) for g in sizes]
     empty_draws = [np.zeros((n_boot, int(g)), bool) for g in sizes]
-    columns = list(summarize({k: 0.0 for k in _engine.all_keys()}, {k: [0.0] for k in _engine.all_keys()}))
+    every = [*_engine.all_keys(), *extra]
+    columns = list(summarize({k: 0.0 for k in every}, {k: [0.0] for k in every}))
     summary_draws = [np.full((n_boot, len(columns)), np.nan) for _ in sizes]
     log_loss = arranged.log_loss_terms()  # once, before the threads share it
 
@@ -189,7 +193,7 @@ def bootstrap(arranged: _engine.Arranged, names: Sequence[Any], valid_groups: li
         rows = plan.jobs[job][0]
         # The drawn samples, still in score order: the kernels see only them, with their counts.
         part, weights = plan.drawn(job, r, arranged, log_loss)
-        groupings = _engine.measure(part, None, fixed_best=fixed_best, weights=weights, sample_counts=False,
+        groupings = _engine.measure(part, wanted, fixed_best=fixed_best, weights=weights, sample_counts=False,
                                     parallel=False)
         for a, grouping in zip(rows, groupings):
             g = int(sizes[a])
@@ -216,7 +220,7 @@ def bootstrap(arranged: _engine.Arranged, names: Sequence[Any], valid_groups: li
 def permutation_pvalues(arranged: _engine.Arranged, attribute: int, valid_groups: list[int],
                         observed: dict[str, float], summarize: Callable, n_permutations: int,
                         seed: np.uint64, threshold: float, progress: Progress | None = None,
-                        keep: list | None = None) -> dict[str, float]:
+                        keep: list | None = None, extra: Sequence[str] = ()) -> dict[str, float]:
     """p-value of each gap of one attribute under shuffled group labels.
 
     Group labels are permuted among the attribute's present samples; the best-F1 threshold, which
@@ -224,13 +228,15 @@ def permutation_pvalues(arranged: _engine.Arranged, attribute: int, valid_groups
     (1 + n_permutations), with ``eod`` compared as ``1 - eod``. ``seed`` is the attribute's stream
     (see :func:`stream`). With ``keep``, ``(keys, array (n_permutations, n_groups, len(keys)))`` of
     the permuted group values is appended to it (for the differences between pairs of groups).
+    ``extra``: opt-in per-group keys, whose gaps (``ap-gap``, ``dp``, ...) are tested too.
     """
     from .kernels import resampling
 
     row = arranged.codes[attribute]
     sizes = arranged.sizes[attribute:attribute + 1]
-    wanted = {"auc", "bce", "ece", "acc@best_f1", "tpr@best_f1", "tnr@best_f1"}
-    draws = np.full((n_permutations, len(GAP_COLUMNS)), np.nan)
+    wanted = {"auc", "bce", "ece", "acc@best_f1", "tpr@best_f1", "tnr@best_f1", *extra}
+    columns = [*GAP_COLUMNS, *optional_gaps(extra)]
+    draws = np.full((n_permutations, len(columns)), np.nan)
     keys = sorted(wanted)
     g = int(sizes[0])
     group_values = np.full((n_permutations, g, len(keys)), np.nan) if keep is not None else None
@@ -248,12 +254,12 @@ def permutation_pvalues(arranged: _engine.Arranged, attribute: int, valid_groups
             return
         per_metric = {key: [float(values[i]) for i in valid] for key, values in grouping.values.items()}
         summary = summarize({}, per_metric)
-        draws[p] = [summary[c] for c in GAP_COLUMNS]
+        draws[p] = [summary[c] for c in columns]
 
     _run(n_permutations, one, progress)
     if keep is not None:
         keep.append((keys, group_values))
-    return _p_values(draws, GAP_COLUMNS, observed)
+    return _p_values(draws, columns, observed)
 
 
 def _p_values(draws: np.ndarray, columns: Sequence[str], observed: dict[str, float]) -> dict[str, float]:
@@ -329,13 +335,14 @@ class _quiet:
 def dice_intervals(dice: np.ndarray, code_rows: list[np.ndarray], names: Sequence[Any], sizes: list[int],
                    summarize: Callable, n_boot: int, level: float, seed: np.uint64,
                    valid_groups: list[np.ndarray] | None = None, stratify: str | None = "attribute",
-                   progress: bool | None = None):
+                   progress: bool | None = None, keep: dict | None = None):
     """Percentile intervals of each group's mean Dice and of each summary column.
 
     ``dice`` holds the finite scores; ``code_rows`` the attributes' codes of those samples;
     ``valid_groups`` (boolean per group, default: every group) the groups that enter the summary.
     Returns, per attribute, (n_groups, 2) bounds, (n_columns, 2) bounds, the column names, and
-    per attribute the number of resamples in which each group had no sample.
+    per attribute the number of resamples in which each group had no sample. With ``keep``, each
+    attribute's resampled group means go there (``keep[name]``: array (n_boot, n_groups)).
     """
     plan = _Plan(code_rows, names, seed, stratify, "bootstrap")
     columns = list(summarize(0.5, np.array([0.25, 0.75])))
@@ -364,6 +371,8 @@ def dice_intervals(dice: np.ndarray, code_rows: list[np.ndarray], names: Sequenc
 
     with Progress(n_boot * len(plan.jobs), "bootstrap", progress, unit="resample") as bar:
         _run(n_boot * len(plan.jobs), one, bar)
+    if keep is not None:
+        keep.update(zip(names, group_draws))
     groups = [_percentiles(d, level) for d in group_draws]
     summaries = [_percentiles(d, level) for d in summary_draws]
     return groups, summaries, columns, [d.sum(axis=0) for d in empty_draws]
@@ -371,31 +380,38 @@ def dice_intervals(dice: np.ndarray, code_rows: list[np.ndarray], names: Sequenc
 
 def dice_permutation_pvalues(dice: np.ndarray, codes: np.ndarray, n_groups: int, observed: dict[str, float],
                              summarize: Callable, n_permutations: int, seed: np.uint64,
-                             valid: np.ndarray | None = None, progress: Progress | None = None
-                             ) -> dict[str, float]:
+                             valid: np.ndarray | None = None, progress: Progress | None = None,
+                             keep: list | None = None) -> dict[str, float]:
     """p-values of ``delta_dice`` and ``std_dice`` under group labels shuffled among the samples.
 
     ``seed`` is the attribute's stream (see :func:`stream`); ``valid`` (boolean per group) the groups
-    that enter the summary (default: every group with samples).
+    that enter the summary (default: every group with samples). With ``keep``, the permuted group
+    means (array (n_permutations, n_groups)) are appended to it.
     """
     from .kernels import resampling
 
     columns = ("delta_dice", "std_dice")
     draws = np.full((n_permutations, len(columns)), np.nan)
+    means = np.full((n_permutations, n_groups), np.nan) if keep is not None else None
 
     def one(p: int) -> None:
         shuffled = np.empty_like(codes)
         resampling.permuted_codes(codes, seed, p, shuffled)
-        keep = shuffled >= 0
-        counts = np.bincount(shuffled[keep], minlength=n_groups)
-        sums = np.bincount(shuffled[keep], weights=dice[keep], minlength=n_groups)
+        present_sample = shuffled >= 0
+        counts = np.bincount(shuffled[present_sample], minlength=n_groups)
+        sums = np.bincount(shuffled[present_sample], weights=dice[present_sample], minlength=n_groups)
+        if means is not None:
+            with np.errstate(invalid="ignore", divide="ignore"):
+                means[p] = sums / counts
         present = counts > 0
         if valid is not None:
             present &= valid
-        summary = summarize(float(dice[keep].mean()), sums[present] / counts[present])
+        summary = summarize(float(dice[present_sample].mean()), sums[present] / counts[present])
         draws[p] = [summary[c] for c in columns]
 
     _run(n_permutations, one, progress)
+    if keep is not None:
+        keep.append(means)
     out = {}
     for j, column in enumerate(columns):
         value = observed.get(column, np.nan)

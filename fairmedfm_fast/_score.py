@@ -16,6 +16,7 @@ from ._arrow_inputs import (
     text_labels,
     typed_pos_label,
 )
+from ._cli_tasks import check_tasks, score_tasks
 from ._columns import (
     PROG,
     UsageError,
@@ -42,6 +43,7 @@ def score(args):
     from . import _tables
 
     path = args.predictions or args.input
+    check_tasks(args)
     if path is None:
         raise UsageError(f"give the predictions table, e.g. {PROG} score predictions.csv --sensitive sex")
     if args.engine == "dask":
@@ -58,6 +60,10 @@ def score(args):
     notes = []
 
     sensitive, bins = sensitive_and_bins(args, columns, notes)
+    if args.tasks:
+        report = score_tasks(args, layout, sensitive, bins, notes, _read)
+        report.metadata["input"] = str(path)
+        return report, layout.notes + notes
     task, label, scores, dice, pred_mask, true_mask = choose_task(args, columns)
 
     if args.score_map:

@@ -16,6 +16,7 @@ import os
 import sys
 from pathlib import Path
 
+from ._cli_tasks import render
 from ._columns import PROG
 from ._score import score
 
@@ -93,10 +94,14 @@ def build_parser() -> argparse.ArgumentParser:
                       help="cls (binary classification) or seg (segmentation); default: from the columns")
 
     cls = score.add_argument_group("classification")
-    cls.add_argument("--label", "--label-col", dest="label", metavar="COLUMN", help="the ground-truth column")
+    cls.add_argument("--label", "--label-col", dest="label", nargs="+", metavar="COLUMN",
+                     help="the ground-truth column (with --tasks: several, or a pattern such as 'y_*')")
     cls.add_argument("--score", "--prob-col", dest="score", nargs="+", metavar="COLUMN",
                      help="the score column (a probability or logit of the positive class), or one column "
-                     "per class")
+                     "per class (with --tasks: one per --label, or a pattern such as 'p_*')")
+    cls.add_argument("--tasks", action="store_true",
+                     help="score several tasks in one call: --label a b --score pa pb, or --label 'y_*' "
+                     "--score 'p_*' (paired by what '*' stands for), or one --label for several --score models")
     cls.add_argument("--pos-label", metavar="VALUE",
                      help="the positive class, when the labels are not 0/1 or true/false")
     cls.add_argument("--score-type", choices=["auto", "probability", "logit"], default="auto",
@@ -127,8 +132,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     more = score.add_argument_group("beyond fairmedfm score")
     more.add_argument("--metrics", nargs="+", metavar="M",
-                      help="segmentation from masks: any of dice hd95 hd assd nsd, per group (e.g. --metrics dice "
+                      help="classification: any of ap brier selection_rate fpr fnr beside fairmedfm's metrics; "
+                      "segmentation from masks: any of dice hd95 hd assd nsd, per group (e.g. --metrics dice "
                       "hd95 nsd --nsd-tolerance 2); default: Dice only")
+    more.add_argument("--pairwise", metavar="METRIC",
+                      help="also print, per attribute, the difference of METRIC (e.g. auc) between every pair of "
+                      "groups (with intervals and p-values under --bootstrap and --permutations)")
     more.add_argument("--nsd-tolerance", type=float, metavar="MM", help="NSD tolerance, in the unit of the spacing")
     more.add_argument("--percentile", type=float, metavar="P", help="percentile of the hd95 column (default 95)")
     more.add_argument("--spacing", type=float, nargs="+", metavar="S",
@@ -259,7 +268,7 @@ def _run(args) -> int:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the report carries its warnings; stderr gets them once
             report, notes = score(args)
-            text = _render(report, args.format)  # before any output, so that a failure is one line
+            text = render(report, args.format, args.pairwise, _render)  # before any output: a failure is one line
             if args.output:
                 _write(report, args.output)
             if args.plot:

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from . import _engine, _groups, _inputs
+from . import _engine, _groups, _inputs, _metric_registry
 from ._progress import Progress, check
 from .evaluation import as_python, attribute_result, check_threshold, classification_report, transform_note
 from .report import FairnessReport
@@ -421,11 +421,16 @@ def _arrays(part: pd.DataFrame, names: list[str]) -> tuple[np.ndarray, np.ndarra
     return scores, labels, codes
 
 
-def _first_pass(part: pd.DataFrame, names: list[str], sizes: np.ndarray, thresholds: list[float]
-                ) -> dict[str, Any]:
-    """Order-free sums (counts above the fixed thresholds too) and the partition's own Mann-Whitney sums."""
+def _first_pass(part: pd.DataFrame, names: list[str], sizes: np.ndarray, thresholds: list[float],
+                extra: Sequence[str] = ()) -> dict[str, Any]:
+    """Order-free sums (counts above the fixed thresholds too) and the partition's own Mann-Whitney sums;
+    the summed squared errors with the opt-in "brier"."""
     ranking, calibration, _ = _kernels()
     scores, labels, codes = _arrays(part, names)
+    squared = {}
+    if "brier" in extra:
+        errors = np.square(labels - scores.astype(np.float64))
+        squared["squared_error"] = calibration.slot_sums(errors, codes, sizes)
     count, positives, low, high = calibration.score_ranges(scores, labels, codes, sizes)
     u2 = ranking.rank_statistics(scores, labels, codes, sizes)[2]
     table = np.empty((len(sizes), len(thresholds)))
@@ -435,7 +440,7 @@ def _first_pass(part: pd.DataFrame, names: list[str], sizes: np.ndarray, thresho
             "log_sums": calibration.slot_sums(calibration.log_loss_terms(scores, labels), codes, sizes),
             "pos_above": pos_above, "neg_above": neg_above,
             "first": float(scores[0]) if len(scores) else math.nan,
-            "last": float(scores[-1]) if len(scores) else math.nan}
+            "last": float(scores[-1]) if len(scores) else math.nan, **squared}
 
 
 def _between(firsts: list[dict[str, Any]], sizes: np.ndarray) -> dict[str, Any]:
@@ -447,30 +452,42 @@ def _between(firsts: list[dict[str, Any]], sizes: np.ndarray) -> dict[str, Any]:
     negatives = np.stack([f["count"][overall] for f in firsts]) - positives
     low = np.fmin.reduce(np.stack([f["low"] for f in firsts]), axis=0)
     high = np.fmax.reduce(np.stack([f["high"] for f in firsts]), axis=0)
+    slot_pos = np.stack([f["positives"] for f in firsts])
+    slot_neg = np.stack([f["count"] for f in firsts]) - slot_pos
     return {"pos_before": np.cumsum(positives, axis=0) - positives,
             "neg_before": np.cumsum(negatives, axis=0) - negatives,
+            # per slot, the samples of later partitions (all scoring higher): average precision's start
+            "pos_after": slot_pos.sum(axis=0) - np.cumsum(slot_pos, axis=0),
+            "neg_after": slot_neg.sum(axis=0) - np.cumsum(slot_neg, axis=0),
             "n_pos": positives.sum(axis=0), "n_neg": negatives.sum(axis=0),
             "edges": calibration.equal_width_edges(low, high, _engine.ECE_BINS)}
 
 
 def _second_pass(part: pd.DataFrame, names: list[str], sizes: np.ndarray, between: dict[str, Any],
-                 index: int, sweep: bool) -> dict[str, Any]:
-    """The partition's best-F1 candidates (counting the earlier partitions), counts above them, ECE bins."""
+                 index: int, sweep: bool, extra: Sequence[str] = ()) -> dict[str, Any]:
+    """The partition's best-F1 candidates (counting the earlier partitions), counts above them, ECE bins;
+    the summed precision (counting the later partitions) with the opt-in "ap"."""
     ranking, calibration, _ = _kernels()
     scores, labels, codes = _arrays(part, names)
     bins = calibration.binned_calibration(scores, labels, codes, sizes, between["edges"], False)
+    ranked = {}
+    if "ap" in extra:
+        from .kernels import precision
+
+        ranked["precision"] = precision.precision_sums(scores, labels, codes, sizes, between["pos_after"][index],
+                                                       between["neg_after"][index])
     if not sweep:
-        return {"bins": bins}
+        return {"bins": bins, **ranked}
     thresholds, best = ranking.best_f1_thresholds(scores, labels, codes, between["n_pos"], between["n_neg"],
                                                   between["pos_before"][index], between["neg_before"][index])
     pos_above, neg_above = ranking.confusion_above(scores, labels, codes, sizes,
                                                  np.ascontiguousarray(thresholds[:, None]))
     return {"thresholds": thresholds, "best": best, "pos_above": pos_above[:, 0], "neg_above": neg_above[:, 0],
-            "bins": bins}
+            "bins": bins, **ranked}
 
 
 def _groupings(firsts: list[dict[str, Any]], seconds: list[dict[str, Any]], sizes: np.ndarray,
-               fixed_best: float | None) -> list[_engine.Grouping]:
+               fixed_best: float | None, extra: Sequence[str] = ()) -> list[_engine.Grouping]:
     """Per-slot metrics from the per-partition sums, as ``_engine.compute`` lays them out."""
     _, calibration, _slots = _kernels()
     offsets, _ = _slots.slot_offsets(sizes)
@@ -516,8 +533,11 @@ def _groupings(firsts: list[dict[str, Any]], seconds: list[dict[str, Any]], size
         fp_best[window] = seconds[chosen]["neg_above"][window] + negatives_by_part[chosen + 1:, window].sum(axis=0)
     ece = calibration.calibration_error(bin_count, bin_labels, bin_scores, 0)
     confusion = {"": (tp_half, fp_half), _engine.BEST: (tp_best, fp_best)}
-    return _engine.from_counts(sizes, count, positives, negatives, thresholds, set(_engine.all_keys()), u2=u2,
-                               loss_sums=log_sums, ece=ece, confusion=confusion)
+    sums = {name: sum(part[name] for part in parts) for name, parts in (("squared_error", firsts),
+                                                                           ("precision", seconds))
+            if name in parts[0]}  # the opt-in metrics' sums add up over partitions
+    return _engine.from_counts(sizes, count, positives, negatives, thresholds, {*_engine.all_keys(), *extra},
+                               u2=u2, loss_sums=log_sums, ece=ece, confusion=confusion, extra=sums)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -555,7 +575,7 @@ def _check_columns(ddf: Any, label: Any, score: Any, sensitive: Any, bins: Any) 
 def evaluate(ddf: Any, *, label: str, score: str, sensitive: str | Sequence[str], bins: _groups.Bins | None = None,
              intersectional: bool = False, pos_label: Any = None, score_type: str = "auto",
              threshold: float | None = None, npartitions: int | None = None,
-             progress: bool | None = None) -> FairnessReport:
+             progress: bool | None = None, metrics: Sequence[str] | None = None) -> FairnessReport:
     """Fairness of a binary classifier from a Dask DataFrame, exactly as :func:`fairmedfm_fast.evaluate`.
 
     Runs on the active Dask scheduler (a ``distributed.Client`` if one exists). Rows never leave the
@@ -589,6 +609,9 @@ def evaluate(ddf: Any, *, label: str, score: str, sensitive: str | Sequence[str]
     progress : bool, optional
         A bar of the partitions' passes on stderr (per partition on a distributed cluster); None
         shows it on a terminal or in a notebook when the work takes more than about two seconds.
+    metrics : list of str, optional
+        Opt-in metrics beside fairmedfm's (``"ap"``, ``"brier"``, ``"selection_rate"``, ``"fpr"``,
+        ``"fnr"``), as in :func:`fairmedfm_fast.evaluate`.
 
     Returns
     -------
@@ -599,11 +622,12 @@ def evaluate(ddf: Any, *, label: str, score: str, sensitive: str | Sequence[str]
     dask, _ = _dask()
     names, bins = _check_columns(ddf, label, score, sensitive, bins)
     threshold = check_threshold(threshold)
+    metrics = _metric_registry.check_metrics(metrics)
     quantile = any(isinstance(spec, (int, np.integer)) for spec in bins.values())
     tasks = ddf.npartitions * (2 if quantile else 1) + 2 * (npartitions or ddf.npartitions)
     with Progress(tasks, "dask", check(progress), unit="task") as bar:
         return _evaluate(dask, ddf, label, score, names, bins, intersectional, pos_label, score_type, threshold,
-                         npartitions, bar)
+                         npartitions, bar, metrics)
 
 
 def _computed(dask: Any, items: list, bar: Progress) -> list:
@@ -631,7 +655,7 @@ def _computed(dask: Any, items: list, bar: Progress) -> list:
 
 def _evaluate(dask: Any, ddf: Any, label: str, score: str, names: list[str], bins: dict, intersectional: bool,
               pos_label: Any, score_type: str, threshold: float | None, npartitions: int | None,
-              bar: Progress) -> FairnessReport:
+              bar: Progress, metrics: Sequence[str] = ()) -> FairnessReport:
     ddf = ddf[list(dict.fromkeys([label, score, *names]))]
     meta = ddf._meta
     quantile = [name for name, spec in bins.items() if isinstance(spec, (int, np.integer))]
@@ -655,15 +679,18 @@ def _evaluate(dask: Any, ddf: Any, label: str, score: str, names: list[str], bin
                      + ([1] if plan.all_samples else []), np.int64)
     parts = ordered.to_delayed()
     fixed = [0.5] if threshold is None else [0.5, threshold]
-    firsts = [dask.delayed(_first_pass)(part, code_names, sizes, fixed) for part in parts]
+    extra = _metric_registry.optional_keys(metrics)
+    firsts = [dask.delayed(_first_pass)(part, code_names, sizes, fixed, extra) for part in parts]
     between = dask.delayed(_between)(firsts, sizes)
-    seconds = [dask.delayed(_second_pass)(part, code_names, sizes, between, p, threshold is None)
+    seconds = [dask.delayed(_second_pass)(part, code_names, sizes, between, p, threshold is None, extra)
                for p, part in enumerate(parts)]
     done = _computed(dask, [*firsts, *seconds], bar)
     firsts, seconds = done[:len(firsts)], done[len(firsts):]
-    groupings = _groupings(list(firsts), list(seconds), sizes, threshold)
+    groupings = _groupings(list(firsts), list(seconds), sizes, threshold, extra)
     if threshold is not None:
         metadata["threshold"] = threshold
+    if metrics:
+        metadata["metrics"] = list(metrics)
     return _report(plan, groupings, metadata)
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _engine, _groups, _inputs, _progress, _resample
+from . import _engine, _groups, _inputs, _metric_registry, _progress, _resample
 from .report import FairnessReport, group_frame, summary_frame
 
 __all__ = ["FairnessReport", "evaluate"]
@@ -188,8 +188,11 @@ def summarize(overall: Mapping[str, float], groups: Mapping[str, Sequence[float]
          lambda: float(1 - (gap("tpr@best_f1") + gap("tnr@best_f1")) / 2)),
         ("eo", (), ("tpr@best_f1",), lambda: gap("tpr@best_f1")),
     )
-    return {name: value() for name, in_overall, in_groups, value in columns
-            if all(key in overall for key in in_overall) and all(key in groups for key in in_groups)}
+    out = {name: value() for name, in_overall, in_groups, value in columns
+           if all(key in overall for key in in_overall) and all(key in groups for key in in_groups)}
+    for column in _metric_registry.optional_gaps(groups):  # ap-gap, brier-gap, dp, ...: when asked for
+        out[column] = gap(_metric_registry.SUMMARY[column].reads[0])
+    return out
 
 
 def evaluate(y_true: Any, y_score: Any, sensitive_features: Any, *, pos_label: Any = None,
@@ -197,7 +200,8 @@ def evaluate(y_true: Any, y_score: Any, sensitive_features: Any, *, pos_label: A
              intersectional: bool = False, threshold: float | None = None, sample_weight: Any = None,
              n_boot: int = 0, ci: float = 0.95, n_permutations: int = 0,
              random_state: Any = None, min_group_size: int | None = None, stratify: str | None = "attribute",
-             p_adjust: str | None = None, progress: bool | None = None) -> FairnessReport:
+             p_adjust: str | None = None, progress: bool | None = None,
+             metrics: Sequence[str] | None = None) -> FairnessReport:
     """Fairness of a binary classifier across the groups of one or more sensitive attributes.
 
     Parameters
@@ -251,6 +255,12 @@ def evaluate(y_true: Any, y_score: Any, sensitive_features: Any, *, pos_label: A
     progress : bool, optional
         Extension: a progress bar of the resamples on stderr. None shows it on a terminal or in a
         notebook when the work takes more than about two seconds.
+    metrics : list of str, optional
+        Extension: opt-in metrics beside fairmedfm's, any of ``"ap"`` (average precision, as
+        scikit-learn's ``average_precision_score``), ``"brier"`` (Brier score), ``"selection_rate"``,
+        ``"fpr"``, ``"fnr"`` (at 0.5 and ``@best_f1``); summary columns ``ap-gap``, ``brier-gap``,
+        ``dp`` (demographic parity difference), ``fpr-gap``, ``fnr-gap``, the last three at the
+        ``@best_f1`` threshold. None (default) gives exactly fairmedfm's columns.
 
     Returns
     -------
@@ -270,6 +280,7 @@ def evaluate(y_true: Any, y_score: Any, sensitive_features: Any, *, pos_label: A
     min_group_size = check_min_group_size(min_group_size)
     _resample.check_options(stratify, p_adjust)
     progress = _progress.check(progress)
+    extra = _metric_registry.optional_keys(_metric_registry.check_metrics(metrics))
     if not (isinstance(ci, (float, int)) and 0 < ci < 1):
         raise ValueError(f"ci must be a coverage strictly between 0 and 1, such as 0.95; got {_inputs.shown(ci)}")
     presort = _engine.Presort(prepared.scores)  # sorts while the attributes are coded
@@ -277,8 +288,9 @@ def evaluate(y_true: Any, y_score: Any, sensitive_features: Any, *, pos_label: A
     check_resampling(attributes, n_boot, n_permutations, 2 * len(_resample.INTERVAL_METRICS) + 13)
     warnings.extend(transform_note(prepared.metadata))
     require_both_labels(prepared.labels)
-    results, overall, arranged = assess(prepared, attributes, warnings, threshold=threshold, weights=weights,
-                                        presort=presort, min_group_size=min_group_size)
+    results, overall, arranged = assess(prepared, attributes, warnings, wanted=with_default(extra),
+                                        threshold=threshold, weights=weights, presort=presort,
+                                        min_group_size=min_group_size)
     metadata = {**prepared.metadata, "n_samples": n}
     if threshold is not None:
         metadata["threshold"] = threshold
@@ -286,6 +298,8 @@ def evaluate(y_true: Any, y_score: Any, sensitive_features: Any, *, pos_label: A
         metadata["sample_weight"] = True
     if min_group_size is not None:
         metadata["min_group_size"] = min_group_size
+    if extra:
+        metadata["metrics"] = list(_metric_registry.check_metrics(metrics))
     # References (no copies) for report.plot(): the sorted arrays, the attributes, the @best_f1 thresholds.
     report = classification_report(results, overall, warnings, metadata,
                                    curve_data=(arranged, attributes, [result.threshold for result in results]))
@@ -293,11 +307,16 @@ def evaluate(y_true: Any, y_score: Any, sensitive_features: Any, *, pos_label: A
         seed = _resample.seed_from(random_state)
         if n_boot:
             report.ci = _intervals(arranged, results, n_boot, float(ci), seed, threshold, stratify, progress,
-                                   warnings, report.replicates)
+                                   warnings, report.replicates, extra)
         if n_permutations:
             report.p_values = _resample.with_adjusted(
-                _p_values(arranged, results, n_permutations, seed, progress, report.replicates), p_adjust)
+                _p_values(arranged, results, n_permutations, seed, progress, report.replicates, extra), p_adjust)
     return report
+
+
+def with_default(extra: Sequence[str]) -> set[str] | None:
+    """The per-group keys to compute: fairmedfm's (None) and the opt-in ``extra`` keys."""
+    return {*_engine.all_keys(), *extra} if extra else None
 
 
 def classification_report(results: list[AttributeResult], overall: dict[str, Any], warnings: list[str],
@@ -366,15 +385,16 @@ def check_count(value: Any, name: str) -> int:
 
 
 def _intervals(arranged, results: list[AttributeResult], n_boot: int, level: float, seed, threshold,
-               stratify: str | None, progress: bool | None, warnings: list[str], replicates: dict) -> dict:
+               stratify: str | None, progress: bool | None, warnings: list[str], replicates: dict,
+               extra: Sequence[str] = ()) -> dict:
     import pandas as pd
 
     kept: dict = {}
     by_group, summaries, columns, empty = _resample.bootstrap(
         arranged, [r.name for r in results], [r.valid for r in results], summarize, n_boot, level, seed, threshold,
-        stratify, progress, kept)
+        stratify, progress, kept, extra)
     _keep(replicates, "boot", results, kept)
-    keys = [*_resample.INTERVAL_METRICS, *(m + _engine.BEST for m in _resample.INTERVAL_METRICS)]
+    keys = [*_resample.INTERVAL_METRICS, *(m + _engine.BEST for m in _resample.INTERVAL_METRICS), *extra]
     group_rows, summary_rows = [], {}
     for result, bounds, summary_bounds, n_empty in zip(results, by_group, summaries, empty):
         for i, group in enumerate(result.groups):
@@ -410,7 +430,7 @@ def _keep(replicates: dict, kind: str, results: list[AttributeResult], kept: dic
 
 
 def _p_values(arranged, results: list[AttributeResult], n_permutations: int, seed, progress: bool | None,
-              replicates: dict):
+              replicates: dict, extra: Sequence[str] = ()):
     import pandas as pd
 
     rows = {}
@@ -423,9 +443,11 @@ def _p_values(arranged, results: list[AttributeResult], n_permutations: int, see
             stream = _resample.stream(seed, "permutation", result.name)
             kept: list = []
             rows[result.name] = _resample.permutation_pvalues(arranged, k, result.valid, result.summary, summarize,
-                                                              n_permutations, stream, result.threshold, bar, kept)
+                                                              n_permutations, stream, result.threshold, bar, kept,
+                                                              extra)
             _keep(replicates, "perm", [result], {result.name: kept[0]})
-    frame = pd.DataFrame.from_dict(rows, orient="index", columns=list(_resample.GAP_COLUMNS))
+    columns = [*_resample.GAP_COLUMNS, *_metric_registry.optional_gaps(extra)]
+    frame = pd.DataFrame.from_dict(rows, orient="index", columns=columns)
     frame.index.name = "attribute"
     return frame
 

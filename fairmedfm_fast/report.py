@@ -174,8 +174,8 @@ class FairnessReport:
             Indexed by (attribute, group, other), with ``difference`` = the value of ``group`` minus
             the value of ``other`` over groups that are not skipped; ``difference_lo`` /
             ``difference_hi`` (bootstrap percentile interval) and ``p_value`` (permutation test)
-            when :func:`~fairmedfm_fast.evaluate` made the report with ``n_boot`` /
-            ``n_permutations`` (segmentation reports give the differences only). One attribute's matrix:
+            when :func:`~fairmedfm_fast.evaluate` or :func:`~fairmedfm_fast.evaluate_segmentation`
+            made the report with ``n_boot`` / ``n_permutations``. One attribute's matrix:
             ``report.pairwise("auc").loc["race", "difference"].unstack()``.
         """
         from ._pairwise import pairwise

@@ -504,6 +504,8 @@ def _resampled_metrics(report: FairnessReport, metrics: dict[str, np.ndarray], f
         if n_permutations:
             frame = renamed(shadow.p_values)
             report.p_values = frame if report.p_values is None else pd.concat([report.p_values, frame], axis=1)
+        for (kind, name, _), values in shadow.replicates.items():  # for report.pairwise(f"mean_{metric}")
+            report.replicates[(kind, name, f"mean_{metric}")] = values
 
 
 def _resampled(report: FairnessReport, dice: np.ndarray, code_rows: list[np.ndarray],
@@ -527,8 +529,11 @@ def _resampled(report: FairnessReport, dice: np.ndarray, code_rows: list[np.ndar
     groups_valid = [(c > 0) & (c >= (min_group_size or 0)) for c in counts]  # the groups the summary uses
     valid = {a.name: len(result.summaries[a.name]) > 2 for a in attributes}
     if n_boot:
+        kept: dict = {}
         groups, summaries, columns, empty = _resample.dice_intervals(
-            dice, code_rows, names, sizes, summarize, n_boot, float(ci), seed, groups_valid, stratify, progress)
+            dice, code_rows, names, sizes, summarize, n_boot, float(ci), seed, groups_valid, stratify, progress,
+            kept)
+        _keep(report, "boot", attributes, kept)
         group_rows, summary_rows = [], {}
         for a, (attribute, bounds, summary_bounds) in enumerate(zip(attributes, groups, summaries)):
             for i in np.flatnonzero(counts[a]):
@@ -557,13 +562,28 @@ def _resampled(report: FairnessReport, dice: np.ndarray, code_rows: list[np.ndar
         tested = [a for a, attribute in enumerate(attributes) if valid[attribute.name]]
         with _progress.Progress(n_permutations * len(tested), "permutations", progress, unit="permutation") as bar:
             for k, (attribute, codes) in enumerate(zip(attributes, code_rows)):
+                permuted: list = []
                 rows[attribute.name] = (_resample.dice_permutation_pvalues(
                     dice, codes, attribute.n_groups, result.summaries[attribute.name], summarize, n_permutations,
-                    _resample.stream(seed, "permutation", attribute.name), groups_valid[k], bar)
+                    _resample.stream(seed, "permutation", attribute.name), groups_valid[k], bar, permuted)
                     if k in tested else {})
+                if permuted:
+                    _keep(report, "perm", [attribute], {attribute.name: permuted[0]})
         frame = pd.DataFrame.from_dict(rows, orient="index", columns=["delta_dice", "std_dice"])
         frame.index.name = "attribute"
         report.p_values = frame  # evaluate_segmentation adjusts them over every metric (p_adjust)
+
+
+def _keep(report: FairnessReport, kind: str, attributes: list[_groups.Attribute], draws: dict) -> None:
+    """Resampled group means, kept on the report for :meth:`FairnessReport.pairwise`: per attribute,
+    the columns of its groups that ``by_group`` does not skip, in ``by_group`` order."""
+    for attribute in attributes:
+        if attribute.name not in draws or attribute.name not in report.by_group.index.get_level_values(0):
+            continue
+        rows = report.by_group.loc[attribute.name]
+        index = {group: i for i, group in enumerate(attribute.groups)}
+        columns = [index[group] for group in rows.index[rows["skipped"].isna()]]
+        report.replicates[(kind, attribute.name, "mean_dice")] = draws[attribute.name][:, columns]
 
 
 # ---------------------------------------------------------------------------------------------

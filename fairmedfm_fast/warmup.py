@@ -27,7 +27,14 @@ import warnings
 from collections.abc import Callable
 
 KERNEL_MODULES = ("_slots", "sorting", "sweeps", "ranking", "calibration", "curves", "resampling", "segmentation",
-                  "surface", "voxels")
+                  "surface", "voxels", "precision")
+
+
+def _optional_metrics() -> list[str]:
+    """Every opt-in classification metric (evaluate's metrics=): their kernels compile here too."""
+    from ._metric_registry import OPTIONAL_NAMES
+
+    return list(OPTIONAL_NAMES)
 
 # Every dtype a mask may reach the kernels in (booleans are counted as uint8, float16 as float32).
 MASK_DTYPES = ("bool", "uint8", "int8", "uint16", "int16", "uint32", "int32", "uint64", "int64", "float32",
@@ -72,13 +79,14 @@ def _classification(dtype: str, n_groups: int) -> Callable[[], None]:
         many = n_groups > 32767
         for s in (scores,) if many else (scores, _read_only(scores)):
             for w in (None, weights):
-                report = fm.evaluate(y, s, {"g": groups, "sex": sex}, sample_weight=w)
+                report = fm.evaluate(y, s, {"g": groups, "sex": sex}, sample_weight=w, metrics=_optional_metrics())
                 fm.evaluate(y, s, {"g": groups}, sample_weight=w, threshold=0.4)
                 for name in ("auc_gap",) if many else ONE_NUMBER:
                     getattr(fm, name)(y, s, sensitive_features=groups, sample_weight=w)
                 _figures(report, "sex")
         if not many:
-            fm.evaluate(y, scores, {"g": groups, "sex": sex}, n_boot=2, n_permutations=2, random_state=0)
+            fm.evaluate(y, scores, {"g": groups, "sex": sex}, n_boot=2, n_permutations=2, random_state=0,
+                        metrics=_optional_metrics())
             fm.evaluate(y, scores, {"g": groups, "sex": sex}, intersectional=True)
 
     return work
@@ -263,7 +271,7 @@ def _dask() -> None:
     with dask.config.set(scheduler="synchronous"):
         for scores in (p, p.astype(np.float32)):
             frame = dd.from_pandas(pd.DataFrame({"y": y, "p": scores, "g": groups}), npartitions=2)
-            fmd.evaluate(frame, label="y", score="p", sensitive="g")
+            fmd.evaluate(frame, label="y", score="p", sensitive="g", metrics=_optional_metrics())
 
 
 WORKLOADS: dict[str, Callable[[], None]] = {

@@ -233,3 +233,21 @@ def surface_dice(a, b, spacing, tolerance) -> float:
         return 0.0
     d_ab, d_ba = directed_surface_distances(a, b, spacing), directed_surface_distances(b, a, spacing)
     return float(((d_ab <= tolerance).sum() + (d_ba <= tolerance).sum()) / (len(d_ab) + len(d_ba)))
+
+
+def average_precision(scores, labels, weights=None) -> float:
+    """Average precision by its definition: over the distinct scores t, from the highest down, the
+    recall gained at t times the precision of predicting ``score >= t`` (NaN without positives)."""
+    scores = [float(s) for s in scores]
+    labels = [int(v) for v in labels]
+    weights = [1.0] * len(scores) if weights is None else [float(w) for w in weights]
+    total = sum(w for w, y in zip(weights, labels) if y == 1)
+    if total == 0:
+        return math.nan
+    ap = 0.0
+    for t in sorted(set(s for s, w in zip(scores, weights) if w != 0), reverse=True):
+        tp = sum(w for s, y, w in zip(scores, labels, weights) if s >= t and y == 1)
+        fp = sum(w for s, y, w in zip(scores, labels, weights) if s >= t and y == 0)
+        gained = sum(w for s, y, w in zip(scores, labels, weights) if s == t and y == 1)
+        ap += gained / total * (tp / (tp + fp))
+    return ap

@@ -30,6 +30,7 @@ from compare import assert_close as assert_same  # recursive, numbers within 1e-
 
 import fairmedfm_fast as fm
 from fairmedfm_fast import metrics as fm_metrics
+from fairmedfm_fast._metric_registry import OPTIONAL_NAMES as OPTIONAL_METRICS
 
 pa = pytest.importorskip("pyarrow")
 
@@ -160,10 +161,12 @@ def _evaluate(case: Case, kind: str) -> Any:
 
 
 def _evaluate_tasks(case: Case, kind: str) -> Any:
-    """Two tasks on the same samples: the label with the scores, and the label with reversed scores."""
+    """Two tasks on the same samples: the label with the scores, and the label with reversed scores,
+    with every opt-in metric of the registry (so that the properties cover them too)."""
     options = {} if case.weights is None else {"sample_weight": convert(case.weights, kind)}
     scores = {"model": convert(case.p, kind), "reversed": convert(1 - case.p, kind)}
-    return fm.evaluate_tasks(convert(case.y, kind), scores, convert_table(case.groups, kind), **options)
+    return fm.evaluate_tasks(convert(case.y, kind), scores, convert_table(case.groups, kind),
+                             metrics=OPTIONAL_METRICS, **options)
 
 
 def _evaluate_segmentation(case: Case, kind: str) -> Any:
@@ -201,7 +204,8 @@ def _dask_frame(case: Case):
 def _dask_evaluate(case: Case, kind: str) -> Any:
     from fairmedfm_fast import dask as fm_dask
 
-    return fm_dask.evaluate(_dask_frame(case), label="label", score="score", sensitive=list(case.groups))
+    return fm_dask.evaluate(_dask_frame(case), label="label", score="score", sensitive=list(case.groups),
+                            metrics=OPTIONAL_METRICS)
 
 
 def _dask_evaluate_segmentation(case: Case, kind: str) -> Any:
