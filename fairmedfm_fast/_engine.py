@@ -85,7 +85,7 @@ def sort_scores(scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     from .kernels import sorting
 
     scores = np.ascontiguousarray(scores)
-    order, sorted_bits = sorting.sort_order(_bits(scores))
+    order, sorted_bits = sorting.sort_order(_bits(scores), _n_threads(len(scores)))
     return order, sorted_bits.view(scores.dtype)
 
 
@@ -99,7 +99,8 @@ def _sort_carrying(scores: np.ndarray, labels: np.ndarray, code_rows: list[np.nd
     for k, row in enumerate(code_rows):
         codes[k] = row
     scores = np.ascontiguousarray(scores)
-    sorted_bits, sorted_labels, sorted_codes = sorting.sort_carrying(_bits(scores), labels, codes)
+    sorted_bits, sorted_labels, sorted_codes = sorting.sort_carrying(_bits(scores), labels, codes,
+                                                                     _n_threads(len(scores)))
     return sorted_bits.view(scores.dtype), sorted_labels, sorted_codes
 
 
@@ -159,21 +160,29 @@ THREADED_FROM = 1 << 18
 
 
 def _threaded(n: int) -> bool:
+    return _n_threads(n) > 1
+
+
+def _n_threads(n: int) -> int:
+    """Threads for work on ``n`` samples: 1 below :data:`THREADED_FROM`, else ``resolve_n_jobs()``."""
     from ._threads import resolve_n_jobs
 
-    return n >= THREADED_FROM and resolve_n_jobs() > 1
+    return resolve_n_jobs() if n >= THREADED_FROM else 1
 
 
 class Presort:
-    """The sort of the scores, started early on another thread for large inputs.
+    """The sort of the scores, started early on another thread for large inputs whose labels and codes
+    cannot travel with the scores (weights given, or labels not uint8).
 
     Sorting needs only the scores, so it can run (in the kernels, without the GIL) while the caller
-    codes the sensitive attributes; :meth:`result` waits for it.
+    codes the sensitive attributes; :meth:`result` waits for it. Otherwise :func:`arrange` sorts the
+    scores carrying labels and codes (on every thread), and this sort runs only if asked for.
     """
 
-    def __init__(self, scores: np.ndarray):
+    def __init__(self, scores: np.ndarray, labels: np.ndarray | None = None, weights: np.ndarray | None = None):
         self.scores = scores
-        self.threaded = _threaded(len(scores))
+        may_carry = labels is not None and _carries(len(scores), labels, np.dtype(np.int8), 1, weights)
+        self.threaded = _threaded(len(scores)) and not may_carry
         if self.threaded:
             from .kernels import sorting  # noqa: F401 - imported before the thread starts
         # The kernels themselves load (from numba's disk cache) on the sort thread's first call.
