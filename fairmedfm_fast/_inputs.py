@@ -373,7 +373,7 @@ class Attribute:
     """One sensitive attribute: a group code per sample and the group names in report order."""
 
     name: str
-    codes: np.ndarray  # intp, -1 where the value is missing
+    codes: np.ndarray  # -1 where the value is missing; the narrowest signed type (int8 up to 127 groups)
     groups: list[str]
 
     @property
@@ -629,7 +629,7 @@ def intersection_names(combinations: list[tuple[str, ...]], attributes: list[str
 
 def _combine(attributes: list[Attribute]) -> Attribute:
     """The intersectional attribute ("a & b"): combinations that occur, in product order."""
-    codes = attributes[0].codes
+    codes = attributes[0].codes.astype(np.intp)
     names: list[tuple[str, ...]] = [(group,) for group in attributes[0].groups]
     for attribute in attributes[1:]:
         width = attribute.n_groups
@@ -647,7 +647,16 @@ def _combine(attributes: list[Attribute]) -> Attribute:
             codes[valid] = inverse
         names = [names[cell // width] + (attribute.groups[cell % width],) for cell in present]
     joined = intersection_names(names, [a.name for a in attributes])
-    return Attribute(" & ".join(a.name for a in attributes), codes.astype(np.intp, copy=False), joined)
+    return Attribute(" & ".join(a.name for a in attributes), narrowest(codes, len(joined)), joined)
+
+
+def narrowest(codes: np.ndarray, n_groups: int) -> np.ndarray:
+    """Group codes (-1 missing) in the narrowest signed integer type that holds ``n_groups`` groups:
+    a 10M-sample attribute of a few groups takes 10 MB instead of 80 MB."""
+    for dtype in (np.int8, np.int16, np.int32):
+        if n_groups <= np.iinfo(dtype).max:
+            return codes.astype(dtype, copy=False)
+    return codes.astype(np.intp, copy=False)
 
 
 def encode_attributes(sensitive_features: Any, n_samples: int, bins: Bins | None = None,
@@ -696,7 +705,7 @@ def encode_attributes(sensitive_features: Any, n_samples: int, bins: Bins | None
                     f"group it with bins={{{name!r}: [40, 60]}} (cut points) or bins={{{name!r}: 4}} "
                     "(quantile groups)")
             codes, groups = encoded
-        attributes.append(Attribute(name, codes, groups))
+        attributes.append(Attribute(name, narrowest(codes, len(groups)), groups))
     if intersectional and len(attributes) > 1:
         attributes.append(_combine(attributes))  # its name is longer than any other: no clash
     return attributes
