@@ -85,3 +85,36 @@ def test_bad_thread_count_in_environment_is_a_clear_error(monkeypatch):
     monkeypatch.setenv("FAIRMEDFM_FAST_N_JOBS", "lots")
     with pytest.raises(ValueError, match="FAIRMEDFM_FAST_N_JOBS"):
         fm.auc_gap([0, 1] * 10, np.linspace(0, 1, 20), sensitive_features=[0, 1] * 10)
+
+
+def _scores_of(kind, rng, n):
+    if kind == "low-32-bits":  # equal high 32 bits: the sort must read all 64
+        high = np.uint64(np.array(0.625).view(np.uint64)) & np.uint64(0xFFFFFFFF00000000)
+        return (high | rng.integers(0, 1 << 12, n).astype(np.uint64)).view(np.float64)
+    if kind == "subnormal":
+        return rng.choice([0.0, 5e-324, 1e-310, 2.2250738585072014e-308, 1e-300, 0.5, 1.0], n)
+    if kind == "signed-zero":
+        return np.where(rng.random(n) < 0.5, -0.0, 0.0) + np.where(rng.random(n) < 0.3, rng.random(n), 0.0)
+    if kind == "all-tied":
+        return np.full(n, 0.375)
+    return rng.standard_normal(n) * 3  # negative: logits, put through the sigmoid (with a warning)
+
+
+@pytest.mark.parametrize("threaded", [False, True], ids=["one-thread", "threads"])
+@pytest.mark.parametrize("kind", ["low-32-bits", "subnormal", "signed-zero", "all-tied", "negative"])
+def test_radix_path_matches_oracle(monkeypatch, kind, threaded):
+    # Inputs large enough for the carrying radix sort (and, with "threads", for every threaded step),
+    # against fairmedfm 0.4.2 within 1e-9.
+    from compare import check
+
+    rng = np.random.default_rng(7)
+    n = _engine.RADIX_FROM + 3001
+    scores = _scores_of(kind, rng, n)
+    labels = (rng.random(n) < 0.4).astype(int)
+    groups = pd.DataFrame({"site": rng.integers(0, 4, n).astype(str),
+                           "sex": pd.Categorical(rng.choice(["M", "F"], n), categories=["M", "F"])})
+    if threaded:
+        monkeypatch.setattr(_engine, "THREADED_FROM", 1000)
+        monkeypatch.setattr(sorting, "PIECE", 1000)
+        monkeypatch.setenv("FAIRMEDFM_FAST_N_JOBS", "2")
+    check("evaluate", labels, scores, groups)
