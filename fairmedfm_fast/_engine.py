@@ -49,7 +49,13 @@ class Arranged:
 
     def log_loss_terms(self) -> np.ndarray:
         if self.log_loss is None:
-            self.log_loss = _kernels()[1].log_loss_terms(self.scores, self.labels)
+            calibration = _kernels()[1]
+            n = len(self.scores)
+            self.log_loss = np.empty(n)
+            bounds = np.linspace(0, n, _n_threads(n) + 1).astype(np.intp)
+            _on_threads([lambda a=a, b=b: calibration.log_loss_into(self.scores[a:b], self.labels[a:b],
+                                                                   self.log_loss[a:b])
+                         for a, b in zip(bounds[:-1], bounds[1:])], len(bounds) - 1)
         return self.log_loss
 
     @property
@@ -87,7 +93,7 @@ def sort_scores(scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     from .kernels import sorting
 
     scores = np.ascontiguousarray(scores)
-    order, sorted_bits = sorting.sort_order(_bits(scores))
+    order, sorted_bits = sorting.sort_order(_bits(scores), _n_threads(len(scores)))
     return order, sorted_bits.view(scores.dtype)
 
 
@@ -101,7 +107,8 @@ def _sort_carrying(scores: np.ndarray, labels: np.ndarray, code_rows: list[np.nd
     for k, row in enumerate(code_rows):
         codes[k] = row
     scores = np.ascontiguousarray(scores)
-    sorted_bits, sorted_labels, sorted_codes = sorting.sort_carrying(_bits(scores), labels, codes)
+    sorted_bits, sorted_labels, sorted_codes = sorting.sort_carrying(_bits(scores), labels, codes,
+                                                                     _n_threads(len(scores)))
     return sorted_bits.view(scores.dtype), sorted_labels, sorted_codes
 
 
@@ -161,21 +168,59 @@ THREADED_FROM = 1 << 18
 
 
 def _threaded(n: int) -> bool:
+    return _n_threads(n) > 1
+
+
+def _n_threads(n: int) -> int:
+    """Threads for work on ``n`` samples: 1 below :data:`THREADED_FROM`, else ``resolve_n_jobs()``."""
     from ._threads import resolve_n_jobs
 
-    return n >= THREADED_FROM and resolve_n_jobs() > 1
+    return resolve_n_jobs() if n >= THREADED_FROM else 1
+
+
+def _on_threads(tasks: list, n_threads: int) -> list:
+    """Call each of ``tasks`` (functions without arguments) on up to ``n_threads`` threads, the calling
+    one among them, each thread taking the next task when done (the kernels release the GIL); returns
+    their values in order, or raises the first error."""
+    values = [None] * len(tasks)
+    errors = []
+    taken = iter(range(len(tasks)))  # next() on one iterator is atomic under the GIL
+
+    def work() -> None:
+        for j in taken:
+            try:
+                values[j] = tasks[j]()
+            except BaseException as error:  # re-raised below
+                errors.append(error)
+
+    threads = []
+    if n_threads > 1 and len(tasks) > 1:
+        import threading
+
+        threads = [threading.Thread(target=work, daemon=True) for _ in range(min(n_threads, len(tasks)) - 1)]
+        for thread in threads:
+            thread.start()
+    work()
+    for thread in threads:
+        thread.join()
+    if errors:
+        raise errors[0]
+    return values
 
 
 class Presort:
-    """The sort of the scores, started early on another thread for large inputs.
+    """The sort of the scores, started early on another thread for large inputs whose labels and codes
+    cannot travel with the scores (weights given, or labels not uint8).
 
     Sorting needs only the scores, so it can run (in the kernels, without the GIL) while the caller
-    codes the sensitive attributes; :meth:`result` waits for it.
+    codes the sensitive attributes; :meth:`result` waits for it. Otherwise :func:`arrange` sorts the
+    scores carrying labels and codes (on every thread), and this sort runs only if asked for.
     """
 
-    def __init__(self, scores: np.ndarray):
+    def __init__(self, scores: np.ndarray, labels: np.ndarray | None = None, weights: np.ndarray | None = None):
         self.scores = scores
-        self.threaded = _threaded(len(scores))
+        may_carry = labels is not None and _carries(len(scores), labels, np.dtype(np.int8), 1, weights)
+        self.threaded = _threaded(len(scores)) and not may_carry
         if self.threaded:
             from .kernels import sorting  # noqa: F401 - imported before the thread starts
         # The kernels themselves load (from numba's disk cache) on the sort thread's first call.
@@ -268,7 +313,8 @@ def measure(arranged: Arranged, wanted: set[str] | None = None, threshold: float
         raise RuntimeError("internal error: these metrics need the samples sorted by score")
     weights = arranged.weights if weights is None else weights
     if arranged.is_sorted:
-        return _sweep(arranged, keys, base, at_half, at_best, threshold, fixed_best, weights, sample_counts)
+        return _sweep(arranged, keys, base, at_half, at_best, threshold, fixed_best, weights, sample_counts,
+                      _n_threads(len(arranged.scores)) if parallel else 1)
     scores, labels, codes, sizes = arranged.scores, arranged.labels, arranged.codes, arranged.sizes
     slot_starts = arranged.slot_starts
 
@@ -317,11 +363,13 @@ def measure(arranged: Arranged, wanted: set[str] | None = None, threshold: float
 
 
 def _sweep(arranged: Arranged, keys: set[str], base: set[str], at_half: bool, at_best: bool, threshold: float,
-           fixed_best: float | None, weights: np.ndarray | None, sample_counts: bool) -> list[Grouping]:
-    """:func:`measure` on samples sorted by score: two fused passes (``kernels.sweeps``)."""
-    from .kernels import calibration, sweeps
+           fixed_best: float | None, weights: np.ndarray | None, sample_counts: bool,
+           n_threads: int = 1) -> list[Grouping]:
+    """:func:`measure` on samples sorted by score: two fused passes (``kernels.sweeps``) per grouping,
+    the groupings shared among ``n_threads`` threads."""
+    from .kernels import calibration
 
-    scores, labels, codes, sizes = arranged.scores, arranged.labels, arranged.codes, arranged.sizes
+    scores, codes, sizes = arranged.scores, arranged.codes, arranged.sizes
     # Confusion counts at a fixed threshold t (prediction score > t) are the slot's totals less its
     # counts before position searchsorted(scores, t, "right"), which the first pass records.
     fixed = [(suffix, t) for suffix, t, needed in (("", threshold, at_half),
@@ -330,32 +378,53 @@ def _sweep(arranged: Arranged, keys: set[str], base: set[str], at_half: bool, at
     cuts = np.empty((len(sizes), len(positions)), np.int64)
     cuts[:] = positions
     loss_terms = arranged.log_loss_terms() if "bce" in base else _NO_LOSS
-    count, positives, u2, low, high, loss, pos_cut, neg_cut = sweeps.ranked_sums(
-        scores, labels, codes, sizes, loss_terms, cuts, weights)
+    with_ece, sweep_f1 = "ece" in base, at_best and fixed_best is None
+    if n_threads > 1 and len(sizes) > 1:  # a task per grouping (slots are per grouping)
+        parts = _on_threads([lambda k=k: _passes(arranged, slice(k, k + 1), loss_terms, cuts, with_ece, sweep_f1,
+                                                 weights) for k in range(len(sizes))], n_threads)
+        sums = [np.concatenate(values) for values in zip(*parts)]
+    else:
+        sums = _passes(arranged, slice(0, len(sizes)), loss_terms, cuts, with_ece, sweep_f1, weights)
+    count, positives, u2, loss, pos_cut, neg_cut, found, pos_at, neg_at, ece = sums
     negatives = count - positives
     totals = count
     if weights is not None and sample_counts:
-        count = calibration.score_ranges(scores, labels, codes, sizes)[0]
+        count = calibration.score_ranges(scores, arranged.labels, codes, sizes)[0]
     confusion = {}
     for suffix, t in fixed:
         j = positions.index(int(np.searchsorted(scores, t, "right")))
         confusion[suffix] = (positives - pos_cut[:, j], negatives - neg_cut[:, j])
     thresholds = np.full(len(sizes), np.nan if fixed_best is None else float(fixed_best))
-    sweep_f1 = at_best and fixed_best is None
-    ece = None
-    if sweep_f1 or "ece" in base:
-        edges = calibration.equal_width_edges(low, high, ECE_BINS) if "ece" in base else _NO_EDGES
-        overall = arranged.slot_starts[1:] - 1
-        found, pos_at, neg_at, bin_count, bin_labels, bin_scores = sweeps.ranked_bins(
-            scores, labels, codes, sizes, positives[overall], negatives[overall], edges, sweep_f1, weights)
-        if sweep_f1:
-            thresholds = found
-            confusion[BEST] = (positives - pos_at, negatives - neg_at)
-        if "ece" in base:
-            ece = calibration.calibration_error(bin_count, bin_labels, bin_scores, 0)
+    if sweep_f1:
+        thresholds = found
+        confusion[BEST] = (positives - pos_at, negatives - neg_at)
     return from_counts(sizes, count, positives, negatives, thresholds, keys, u2=u2 if "auc" in base else None,
-                       loss_sums=loss if "bce" in base else None, ece=ece, confusion=confusion, totals=totals,
-                       extra=_optional_sums(arranged, base, weights))
+                       loss_sums=loss if "bce" in base else None, ece=ece if with_ece else None,
+                       confusion=confusion, totals=totals, extra=_optional_sums(arranged, base, weights))
+
+
+def _passes(arranged: Arranged, rows: slice, loss_terms: np.ndarray, cuts: np.ndarray, with_ece: bool,
+            sweep_f1: bool, weights: np.ndarray | None) -> tuple[np.ndarray, ...]:
+    """Both sweeps over the groupings ``rows``: per-slot count, positives, u2, loss sums, counts below
+    the cuts, then (when asked for) each grouping's best-F1 threshold with the counts at or below it,
+    and ECE."""
+    from .kernels import calibration, sweeps
+
+    scores, labels = arranged.scores, arranged.labels
+    codes, sizes = arranged.codes[rows], arranged.sizes[rows]
+    count, positives, u2, low, high, loss, pos_cut, neg_cut = sweeps.ranked_sums(
+        scores, labels, codes, sizes, loss_terms, cuts[rows], weights)
+    found = np.full(len(sizes), np.nan)
+    pos_at = neg_at = ece = _NO_LOSS
+    if sweep_f1 or with_ece:
+        edges = calibration.equal_width_edges(low, high, ECE_BINS) if with_ece else _NO_EDGES
+        overall = np.cumsum(sizes + 1) - 1
+        found, pos_at, neg_at, bin_count, bin_labels, bin_scores = sweeps.ranked_bins(
+            scores, labels, codes, sizes, positives[overall], count[overall] - positives[overall], edges, sweep_f1,
+            weights)
+        if with_ece:
+            ece = calibration.calibration_error(bin_count, bin_labels, bin_scores, 0)
+    return count, positives, u2, loss, pos_cut, neg_cut, found, pos_at, neg_at, ece
 
 
 _NO_LOSS = np.empty(0)

@@ -283,7 +283,7 @@ def evaluate(y_true: Any, y_score: Any, sensitive_features: Any, *, pos_label: A
     extra = _metric_registry.optional_keys(_metric_registry.check_metrics(metrics))
     if not (isinstance(ci, (float, int)) and 0 < ci < 1):
         raise ValueError(f"ci must be a coverage strictly between 0 and 1, such as 0.95; got {_inputs.shown(ci)}")
-    presort = _engine.Presort(prepared.scores)  # sorts while the attributes are coded
+    presort = _engine.Presort(prepared.scores, prepared.labels, weights)  # sorts while the attributes are coded
     attributes = _groups.encode_attributes(sensitive_features, n, bins, intersectional)
     check_resampling(attributes, n_boot, n_permutations, 2 * len(_resample.INTERVAL_METRICS) + 13)
     warnings.extend(transform_note(prepared.metadata))

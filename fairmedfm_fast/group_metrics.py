@@ -34,7 +34,7 @@ def _classification(column: str, y_true: Any, y_score: Any, sensitive_features: 
                                            score_column, notes, sample_weight, threshold)
     presort = None
     if _engine.needs_sort(_metric_registry.needs(column), prepared.threshold):
-        presort = _engine.Presort(prepared.scores)  # sorts while the attribute is coded
+        presort = _engine.Presort(prepared.scores, prepared.labels, prepared.weights)  # sorts while the attribute is coded
     attribute = _groups.one_attribute(sensitive_features, len(prepared.labels), bins)
     notes.extend(transform_note(prepared.metadata))
     require_both_labels(prepared.labels)

@@ -209,9 +209,15 @@ def log_loss_terms(scores, labels):
     may be uint8 (0/1: one logarithm per sample) or float64 (soft labels: both, weighted).
     BCE of a slot is the mean of its terms (:func:`slot_sums` divided by the count).
     """
-    n = scores.shape[0]
-    out = np.empty(n)
-    for i in range(n):
+    out = np.empty(scores.shape[0])
+    log_loss_into(scores, labels, out)
+    return out
+
+
+@kernel
+def log_loss_into(scores, labels, out):
+    """:func:`log_loss_terms` written into ``out`` (float64 of shape (n,)), e.g. a piece per thread."""
+    for i in range(scores.shape[0]):
         p = np.float64(scores[i])
         y = labels[i]
         if y == 1:
@@ -221,7 +227,6 @@ def log_loss_terms(scores, labels):
         else:
             y = float(y)
             out[i] = -(y * max(np.log(p), -100.0) + (1.0 - y) * max(np.log(1.0 - p), -100.0))
-    return out
 
 
 @kernel

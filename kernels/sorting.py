@@ -14,7 +14,6 @@ import numpy as np
 from ._config import inline_kernel, kernel
 
 _BITS = 11  # digit width: 2048 buckets, whose write positions stay in cache
-_RADIX = 1 << _BITS
 _WIDEST = 13  # the second level's widest digit: 8192 buckets, a 64 KiB count table
 
 
@@ -116,14 +115,51 @@ def _scatter(keys, pays, to_keys, to_pays, start, stop, low, shift, bits, counts
     # ``bits``-bit digit of (key - low) at ``shift``; ``counts`` (at least 2**bits + 1,) receives the
     # buckets' bounds.
     radix = 1 << bits
-    mask = np.uint64(radix - 1)
-    counts[:radix + 1] = 0
-    for i in range(start, stop):
-        counts[np.intp(((keys[i] - low) >> shift) & mask) + 1] += 1
+    _histogram(keys, start, stop, low, shift, bits, counts[1:radix + 1])
     counts[0] = start
     for bucket in range(radix):
         counts[bucket + 1] += counts[bucket]
-    starts = counts[:radix].copy()
+    _scatter_from(keys, pays, to_keys, to_pays, start, stop, low, shift, bits, counts[:radix].copy())
+
+
+@kernel
+def _prepare(score_bits, labels, codes, keys, pays, start, stop):
+    # keys[start:stop] and pays[start:stop] from the scores' bits and the labels and codes (each
+    # sample's index when ``labels`` is empty); returns the piece's smallest and largest key.
+    n_groupings = codes.shape[0]
+    wide = score_bits.itemsize == 8
+    with_index = labels.shape[0] == 0
+    low = np.uint64(0xFFFFFFFFFFFFFFFF)
+    high = np.uint64(0)
+    for i in range(start, stop):
+        key = _float_key(np.uint64(score_bits[i]), wide)
+        keys[i] = key
+        low = min(low, key)
+        high = max(high, key)
+        if with_index:
+            pays[i] = i
+            continue
+        payload = np.uint64(labels[i])
+        for k in range(n_groupings):
+            payload |= np.uint64(np.uint8(codes[k, i])) << np.uint64(8 * (k + 1))
+        pays[i] = payload
+    return low, high
+
+
+@kernel
+def _histogram(keys, start, stop, low, shift, bits, counts):
+    # counts[b] = keys in keys[start:stop] whose ``bits``-bit digit of (key - low) at ``shift`` is b.
+    mask = np.uint64((1 << bits) - 1)
+    counts[:] = 0
+    for i in range(start, stop):
+        counts[np.intp(((keys[i] - low) >> shift) & mask)] += 1
+
+
+@kernel
+def _scatter_from(keys, pays, to_keys, to_pays, start, stop, low, shift, bits, starts):
+    # Stable scatter of keys[start:stop] (payloads alongside) by the digit of :func:`_histogram`,
+    # bucket b's next position being ``starts[b]`` (advanced).
+    mask = np.uint64((1 << bits) - 1)
     for i in range(start, stop):
         key = keys[i]
         bucket = np.intp(((key - low) >> shift) & mask)
@@ -134,37 +170,16 @@ def _scatter(keys, pays, to_keys, to_pays, start, stop, low, shift, bits, counts
 
 
 @kernel
-def _sort_records(keys, pays, keys2, pays2):
-    # Stable sort of the keys, each payload moving with its key, in place: most-significant-digit
-    # radix sort on (key - smallest key), with ``keys2``/``pays2`` as scratch, 11 bits then up to 13
-    # (the second level inside each bucket, as wide as the bucket is large), then runs of at most 32 by insertion
-    # sort and longer ones by an LSD radix sort on the bits below. Keys and payloads live in separate
-    # arrays, so that a 32-bit payload moves 12 bytes a sample instead of 16.
-    n = keys.shape[0]
-    if n < 2:
-        return
-    low = keys[0]
-    high = low
-    for i in range(n):
-        key = keys[i]
-        if key < low:
-            low = key
-        if key > high:
-            high = key
-    span = high - low
-    n_bits = 0
-    while n_bits < 64 and (span >> np.uint64(n_bits)) != 0:
-        n_bits += 1
-    if n_bits == 0:  # every key equal
-        return
-    first = np.empty(_RADIX + 1, np.int64)
+def _sort_buckets(keys, pays, keys2, pays2, first, begin_bucket, end_bucket, low, shift1):
+    # Sort the first-level buckets begin_bucket..end_bucket-1 (bounds ``first``), which lie in the
+    # scratch arrays keys2/pays2, into keys/pays: a second MSD level as wide as the bucket is large
+    # (up to 13 bits, about 8 keys a sub-bucket), then runs of at most 32 by insertion sort and
+    # longer ones by an LSD radix sort on the bits below. Buckets are independent: threads may sort
+    # disjoint ranges of them at once.
     second = np.empty((1 << _WIDEST) + 1, np.int64)
     table = np.empty((8, 256), np.int64)
     positions = np.empty(256, np.int64)
-    shift1 = n_bits - _BITS if n_bits > _BITS else 0
-    _scatter(keys, pays, keys2, pays2, 0, n, low, np.uint64(shift1), min(n_bits, _BITS), first)
-    # the scratch arrays hold the first-level buckets; every bucket ends sorted in keys/pays
-    for bucket in range(_RADIX):
+    for bucket in range(begin_bucket, end_bucket):
         start = first[bucket]
         stop = first[bucket + 1]
         m = stop - start
@@ -176,7 +191,6 @@ def _sort_records(keys, pays, keys2, pays2):
             if shift1 > 0:
                 _insertion(keys, pays, start, stop)
             continue
-        # the second level's width grows with the bucket, for about 8 keys a sub-bucket
         bits = 1
         while bits < _WIDEST and (m >> (bits + 3)) > 0:
             bits += 1
@@ -196,7 +210,94 @@ def _sort_records(keys, pays, keys2, pays2):
                 _lsd(keys, pays, keys2, pays2, begin, end, low, shift2, table, positions)
 
 
-def sort_carrying(score_bits, labels, codes):
+@kernel
+def _unpack_carrying(keys, pays, out_bits, out_labels, out_codes, start, stop):
+    # The sorted scores' bits, labels and codes of keys/pays[start:stop].
+    n_groupings = out_codes.shape[0]
+    wide = out_bits.itemsize == 8
+    byte = np.uint64(0xFF)
+    for i in range(start, stop):
+        out_bits[i] = _float_bits(keys[i], wide)
+        payload = np.uint64(pays[i])
+        out_labels[i] = np.uint8(payload & byte)
+        for k in range(n_groupings):
+            out_codes[k, i] = np.int8(np.uint8((payload >> np.uint64(8 * (k + 1))) & byte))
+
+
+@kernel
+def _unpack_order(keys, pays, out_bits, order, start, stop):
+    # The sorted scores' bits and the order of keys/pays[start:stop].
+    wide = out_bits.itemsize == 8
+    for i in range(start, stop):
+        out_bits[i] = _float_bits(keys[i], wide)
+        order[i] = np.intp(pays[i])
+
+
+def _run(tasks):
+    """Run each ``(function, *arguments)``: all but the first on threads of their own (the kernels release
+    the GIL), the first on this one; returns their values in order."""
+    values = [None] * len(tasks)
+    errors = []
+
+    def call(j):
+        try:
+            values[j] = tasks[j][0](*tasks[j][1:])
+        except BaseException as error:  # re-raised below
+            errors.append(error)
+
+    threads = []
+    if len(tasks) > 1:
+        import threading
+
+        threads = [threading.Thread(target=call, args=(j,), daemon=True) for j in range(1, len(tasks))]
+        for thread in threads:
+            thread.start()
+    call(0)
+    for thread in threads:
+        thread.join()
+    if errors:
+        raise errors[0]
+    return values
+
+
+def _pieces(n, n_threads):
+    bounds = [n * j // n_threads for j in range(n_threads + 1)]
+    return list(zip(bounds[:-1], bounds[1:]))
+
+
+def _sort_records(prepare, unpack, n, keys, pays, keys2, pays2, n_threads):
+    """The carrying sort's steps, each over ``n_threads`` pieces at once: ``prepare(start, stop)`` fills
+    keys/pays and returns the piece's key range; a first MSD digit of 11 bits is counted per piece and
+    scattered into keys2/pays2 (each piece into its own part of every bucket, so the sort stays stable);
+    the buckets, split into runs of about equal size, are sorted back into keys/pays; then
+    ``unpack(start, stop)`` writes the outputs."""
+    pieces = _pieces(n, n_threads)
+    ranges = _run([(prepare, start, stop) for start, stop in pieces])
+    low = min(r[0] for r in ranges) if n else 0
+    high = max(r[1] for r in ranges) if n else 0
+    span = int(high) - int(low)
+    if n >= 2 and span > 0:
+        n_bits = span.bit_length()
+        shift1 = max(n_bits - _BITS, 0)
+        bits1 = min(n_bits, _BITS)
+        radix = 1 << bits1
+        low, shift = np.uint64(low), np.uint64(shift1)
+        counts = np.empty((len(pieces), radix), np.int64)
+        _run([(_histogram, keys, start, stop, low, shift, bits1, counts[j]) for j, (start, stop) in enumerate(pieces)])
+        totals = counts.sum(axis=0)
+        first = np.zeros(radix + 1, np.int64)
+        np.cumsum(totals, out=first[1:])
+        starts = first[:-1] + np.cumsum(counts, axis=0) - counts  # each piece's place in each bucket
+        _run([(_scatter_from, keys, pays, keys2, pays2, start, stop, low, shift, bits1, starts[j])
+              for j, (start, stop) in enumerate(pieces)])
+        # runs of buckets of about n / n_threads keys each
+        cuts = [0, *np.searchsorted(first, [n * j // n_threads for j in range(1, n_threads)]), radix]
+        _run([(_sort_buckets, keys, pays, keys2, pays2, first, int(cuts[j]), int(max(cuts[j], cuts[j + 1])),
+               low, shift1) for j in range(n_threads)])
+    _run([(unpack, start, stop) for start, stop in pieces])
+
+
+def sort_carrying(score_bits, labels, codes, n_threads=1):
     """Sort the scores ascending, carrying each sample's label and int8 codes with it.
 
     Parameters
@@ -205,6 +306,8 @@ def sort_carrying(score_bits, labels, codes):
         The bits of float32 or float64 scores (``scores.view(np.uint32)`` / ``np.uint64``).
     labels : uint8 array of shape (n,)
     codes : int8 array of shape (K, n), K <= 7
+    n_threads : int, default 1
+        Threads that share each step (a piece of the samples, or of the buckets, each).
 
     Returns
     -------
@@ -225,38 +328,19 @@ def sort_carrying(score_bits, labels, codes):
     out_bits = buffer[:width * n].view(score_bits.dtype)
     out_labels = buffer[width * n:(width + 1) * n]
     out_codes = buffer[(width + 1) * n:(width + 1 + n_groupings) * n].view(np.int8).reshape(n_groupings, n)
-    _sort_carrying(score_bits, labels, codes, keys2, pays2, out_bits, out_labels, out_codes)
+    keys = np.empty(n, np.uint64)
+    pays = np.empty(n, payload)
+    # the outputs alias keys2/pays2, which are dead by the time they are written
+    _sort_records(lambda start, stop: _prepare(score_bits, labels, codes, keys, pays, start, stop),
+                  lambda start, stop: _unpack_carrying(keys, pays, out_bits, out_labels, out_codes, start, stop),
+                  n, keys, pays, keys2, pays2, _threads_for(n, n_threads))
     return out_bits, out_labels, out_codes
 
 
-@kernel
-def _sort_carrying(score_bits, labels, codes, keys2, pays2, out_bits, out_labels, out_codes):
-    # The kernel of sort_carrying: writes the outputs, which alias ``keys2``/``pays2`` (read only before).
-    n = score_bits.shape[0]
-    n_groupings = codes.shape[0]
-    wide = score_bits.itemsize == 8
-    keys = np.empty(n, np.uint64)
-    pays = np.empty(n, pays2.dtype)
-    for i in range(n):
-        keys[i] = _float_key(np.uint64(score_bits[i]), wide)
-        payload = np.uint64(labels[i])
-        for k in range(n_groupings):
-            payload |= np.uint64(np.uint8(codes[k, i])) << np.uint64(8 * (k + 1))
-        pays[i] = payload
-    _sort_records(keys, pays, keys2, pays2)
-    byte = np.uint64(0xFF)
-    for i in range(n):
-        out_bits[i] = _float_bits(keys[i], wide)
-        payload = np.uint64(pays[i])
-        out_labels[i] = np.uint8(payload & byte)
-        for k in range(n_groupings):
-            out_codes[k, i] = np.int8(np.uint8((payload >> np.uint64(8 * (k + 1))) & byte))
-
-
-def sort_order(score_bits):
+def sort_order(score_bits, n_threads=1):
     """Ascending order of the scores (given by their bits, as in :func:`sort_carrying`) and the sorted
-    scores' bits, by the same radix sort carrying each
-    sample's index (for payloads that do not fit in 64 bits: weights, wide codes).
+    scores' bits, by the same radix sort carrying each sample's index (for payloads that do not fit
+    in 64 bits: weights, wide codes).
 
     Returns
     -------
@@ -265,23 +349,22 @@ def sort_order(score_bits):
     """
     n = score_bits.shape[0]
     index = np.uint32 if n < 1 << 32 else np.uint64
-    return _sort_order(score_bits, np.empty(n, np.uint64), np.empty(n, index))
-
-
-@kernel
-def _sort_order(score_bits, keys2, pays2):
-    # The kernel of sort_order, with the scratch arrays (the index type sized to n).
-    n = score_bits.shape[0]
-    wide = score_bits.itemsize == 8
-    keys = np.empty(n, np.uint64)
-    pays = np.empty(n, pays2.dtype)
-    for i in range(n):
-        keys[i] = _float_key(np.uint64(score_bits[i]), wide)
-        pays[i] = i
-    _sort_records(keys, pays, keys2, pays2)
+    keys, pays = np.empty(n, np.uint64), np.empty(n, index)
+    keys2, pays2 = np.empty(n, np.uint64), np.empty(n, index)
     out_bits = np.empty(n, score_bits.dtype)
     order = np.empty(n, np.intp)
-    for i in range(n):
-        out_bits[i] = _float_bits(keys[i], wide)
-        order[i] = np.intp(pays[i])
+    _sort_records(lambda start, stop: _prepare(score_bits, _NO_LABELS, _NO_CODES, keys, pays, start, stop),
+                  lambda start, stop: _unpack_order(keys, pays, out_bits, order, start, stop),
+                  n, keys, pays, keys2, pays2, _threads_for(n, n_threads))
     return order, out_bits
+
+
+_NO_LABELS = np.empty(0, np.uint8)
+_NO_CODES = np.empty((0, 0), np.int8)
+
+#: The fewest samples a thread of the sort takes on.
+PIECE = 1 << 17
+
+
+def _threads_for(n, n_threads):
+    return max(1, min(int(n_threads), n // PIECE))

@@ -16,7 +16,7 @@ are exact; weighted sums (float64) otherwise, samples of weight 0 being absent.
 import numpy as np
 
 from ._config import kernel
-from ._slots import neumaier_add, neumaier_step, slot_offsets
+from ._slots import ascending_bin, neumaier_add, neumaier_step, slot_offsets
 from ._weights import counters, weight_of
 from .ranking import f1_at
 
@@ -228,11 +228,9 @@ def ranked_bins(sorted_scores, sorted_labels, sorted_codes, n_groups, n_pos, n_n
                 if with_bins:
                     score = np.float64(value)
                     slot = first + code
-                    b = current[slot]
-                    while b < n_bins - 1 and score > edges[slot, b + 1]:
-                        b += 1
+                    b, inside = ascending_bin(edges, slot, current[slot], score)
                     current[slot] = b
-                    if score > edges[slot, b] and score <= edges[slot, b + 1]:
+                    if inside:
                         cell = slot * n_bins + b
                         bin_count[cell] += w
                         bin_labels[cell] += w * float(sorted_labels[i])

@@ -14,7 +14,7 @@ Modes: 0 float32 bits (uint32 keys), 1 uint8 value ``v`` meaning ``v / 255``, 2 
 import numpy as np
 
 from ._config import inline_kernel, kernel
-from ._slots import neumaier_add
+from ._slots import ascending_bin, neumaier_add
 from .ranking import f1_at
 
 FLOAT32, UINT8, FLOAT64 = 0, 1, 2
@@ -308,11 +308,9 @@ def sweep_buckets(records, chunk_starts, first, last, bucket_lo, mode, low_bits,
                 counts[s, 0] += p
                 counts[s, 1] += q
                 # ECE: bins are right-closed (edge[b], edge[b + 1]]; scores ascend, so the bin only moves up.
-                cur = cursor[s]
-                while cur < n_bins - 1 and value > edges[s, cur + 1]:
-                    cur += 1
+                cur, inside = ascending_bin(edges, s, cursor[s], value)
                 cursor[s] = cur
-                if value > edges[s, cur] and value <= edges[s, cur + 1]:
+                if inside:
                     cell = s * row + cur
                     bin_count[cell] += p + q
                     bin_positives[cell] += p

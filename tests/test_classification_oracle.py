@@ -391,3 +391,35 @@ def test_input_forms_match_oracle(data, forms):
     kwargs.pop("intersectional", None)
     fast, oracle = both(function, args[0], args[1], sensitive_features=args[2], **kwargs)
     assert_same(fast, oracle)
+
+
+def _categoricals():
+    rng = np.random.default_rng(11)
+    n = 120
+    codes = rng.integers(0, 5, n)
+    with_nan = np.where(rng.random(n) < 0.1, -1, codes)
+    unsorted = ["b", "a", "10", "9", "B"]  # category order differs from the oracle's sorted order
+    return {
+        "series": pd.Series(pd.Categorical.from_codes(codes, categories=unsorted)),
+        "series with NaN": pd.Series(pd.Categorical.from_codes(with_nan, categories=unsorted)),
+        "bare": pd.Categorical.from_codes(codes, categories=unsorted),
+        "bare with NaN": pd.Categorical.from_codes(with_nan, categories=unsorted),
+        "bare, unused category": pd.Categorical.from_codes(codes % 4, categories=unsorted),
+        "dict of bare": {"a": pd.Categorical.from_codes(codes, categories=unsorted),
+                         "b": pd.Categorical.from_codes(with_nan % 3, categories=["z", "y", "x"])},
+        "numbers with NaN": pd.Series(pd.Categorical.from_codes(with_nan, categories=[3.0, 1.0, 2.5, 10.0, 2.0])),
+        "bare numbers": pd.Categorical.from_codes(codes, categories=[3, 1, 25, 10, 2]),
+        "bare, names shared": pd.Categorical.from_codes(codes, categories=["1", 1.0, "x", "a", 2]),
+    }
+
+
+@pytest.mark.parametrize("name", list(_categoricals()))
+def test_categorical_codes_order_like_oracle(name):
+    # Category codes serve as group codes; the groups keep category order only where the oracle does
+    # (a categorical Series without missing values), else they are sorted like any other values.
+    features = _categoricals()[name]
+    rng = np.random.default_rng(12)
+    y, s = rng.integers(0, 2, 120), rng.random(120)
+    fast, oracle = check("evaluate", y, s, features)
+    if fast.error is None:
+        assert list(fast.value.by_group.index) == list(oracle.value.by_group.index)

@@ -6,6 +6,7 @@ from sklearn.metrics import roc_auc_score
 
 import fairmedfm_fast as fm
 from fairmedfm_fast import _engine
+from fairmedfm_fast.kernels import sorting
 
 N = 70_000
 
@@ -44,21 +45,28 @@ def test_large_evaluate_matches_per_group_references():
     assert report.summary.loc["site", "overall-acc"] == pytest.approx(np.mean(predicted == y), rel=1e-12)
 
 
+@pytest.mark.parametrize("wide", [False, True], ids=["carried", "wide-codes"])
 @pytest.mark.parametrize("weighted", [False, True])
-@pytest.mark.parametrize("n_jobs", ["1", "2"])
-def test_threaded_passes_give_the_same_report(monkeypatch, n_jobs, weighted):
-    # From THREADED_FROM samples the sort, the gathers into score order and the calibration pass
-    # run on other threads; with one thread allowed (or below the size) everything runs inline.
-    # The reports must be identical.
+@pytest.mark.parametrize("n_jobs", ["1", "2", "3"])
+def test_threaded_passes_give_the_same_report(monkeypatch, n_jobs, weighted, wide):
+    # From THREADED_FROM samples the sort (carrying labels and codes, or, with weights or codes
+    # wider than int8, the index), the BCE terms and the sweeps (a grouping a task) share the
+    # threads; with one thread allowed (or below the size) everything runs inline. The reports
+    # must be identical.
     rng = np.random.default_rng(2)
     y = (rng.random(N) < 0.4).astype(int)
     s = np.round(rng.random(N) * 0.7 + 0.3 * y, 3)
-    groups = {"site": rng.integers(0, 4, N), "sex": rng.choice(["F", "M"], N), "hospital": rng.integers(0, 300, N).astype(str)}
+    s[::5] = rng.random(len(s[::5]))  # distinct scores too
+    groups = {"site": rng.integers(0, 4, N), "sex": rng.choice(["F", "M"], N),
+              "age": np.where(rng.random(N) < 0.05, np.nan, rng.integers(0, 3, N))}
+    if wide:
+        groups["hospital"] = rng.integers(0, 300, N).astype(str)
     weights = rng.random(N) * 3 if weighted else None
     inline = fm.evaluate(y, s, groups, sample_weight=weights)
     monkeypatch.setattr(_engine, "THREADED_FROM", 1000)
+    monkeypatch.setattr(sorting, "PIECE", 1000)
     monkeypatch.setenv("FAIRMEDFM_FAST_N_JOBS", n_jobs)
-    assert _engine._threaded(N) == (n_jobs == "2")
+    assert _engine._threaded(N) == (n_jobs != "1")
     threaded = fm.evaluate(y, s, groups, sample_weight=weights)
     pd.testing.assert_frame_equal(threaded.summary, inline.summary, check_exact=True)
     pd.testing.assert_frame_equal(threaded.by_group, inline.by_group, check_exact=True)
@@ -77,3 +85,36 @@ def test_bad_thread_count_in_environment_is_a_clear_error(monkeypatch):
     monkeypatch.setenv("FAIRMEDFM_FAST_N_JOBS", "lots")
     with pytest.raises(ValueError, match="FAIRMEDFM_FAST_N_JOBS"):
         fm.auc_gap([0, 1] * 10, np.linspace(0, 1, 20), sensitive_features=[0, 1] * 10)
+
+
+def _scores_of(kind, rng, n):
+    if kind == "low-32-bits":  # equal high 32 bits: the sort must read all 64
+        high = np.uint64(np.array(0.625).view(np.uint64)) & np.uint64(0xFFFFFFFF00000000)
+        return (high | rng.integers(0, 1 << 12, n).astype(np.uint64)).view(np.float64)
+    if kind == "subnormal":
+        return rng.choice([0.0, 5e-324, 1e-310, 2.2250738585072014e-308, 1e-300, 0.5, 1.0], n)
+    if kind == "signed-zero":
+        return np.where(rng.random(n) < 0.5, -0.0, 0.0) + np.where(rng.random(n) < 0.3, rng.random(n), 0.0)
+    if kind == "all-tied":
+        return np.full(n, 0.375)
+    return rng.standard_normal(n) * 3  # negative: logits, put through the sigmoid (with a warning)
+
+
+@pytest.mark.parametrize("threaded", [False, True], ids=["one-thread", "threads"])
+@pytest.mark.parametrize("kind", ["low-32-bits", "subnormal", "signed-zero", "all-tied", "negative"])
+def test_radix_path_matches_oracle(monkeypatch, kind, threaded):
+    # Inputs large enough for the carrying radix sort (and, with "threads", for every threaded step),
+    # against fairmedfm 0.4.2 within 1e-9.
+    from compare import check
+
+    rng = np.random.default_rng(7)
+    n = _engine.RADIX_FROM + 3001
+    scores = _scores_of(kind, rng, n)
+    labels = (rng.random(n) < 0.4).astype(int)
+    groups = pd.DataFrame({"site": rng.integers(0, 4, n).astype(str),
+                           "sex": pd.Categorical(rng.choice(["M", "F"], n), categories=["M", "F"])})
+    if threaded:
+        monkeypatch.setattr(_engine, "THREADED_FROM", 1000)
+        monkeypatch.setattr(sorting, "PIECE", 1000)
+        monkeypatch.setenv("FAIRMEDFM_FAST_N_JOBS", "2")
+    check("evaluate", labels, scores, groups)

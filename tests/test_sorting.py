@@ -13,15 +13,15 @@ def _bits(scores):
     return scores.view(np.uint64 if scores.dtype.itemsize == 8 else np.uint32)
 
 
-def _check(scores, labels, codes):
+def _check(scores, labels, codes, n_threads=1):
     expected = np.argsort(scores, kind="stable")
-    sorted_bits, sorted_labels, sorted_codes = sorting.sort_carrying(_bits(scores), labels, codes)
+    sorted_bits, sorted_labels, sorted_codes = sorting.sort_carrying(_bits(scores), labels, codes, n_threads)
     sorted_scores = sorted_bits.view(scores.dtype)
     np.testing.assert_array_equal(sorted_scores, scores[expected])  # -0.0 == 0.0
     assert not np.signbit(sorted_scores[sorted_scores == 0]).any()  # -0.0 comes out as 0.0
     np.testing.assert_array_equal(sorted_labels, labels[expected])
     np.testing.assert_array_equal(sorted_codes, codes[:, expected])
-    order, order_bits = sorting.sort_order(_bits(scores))
+    order, order_bits = sorting.sort_order(_bits(scores), n_threads)
     np.testing.assert_array_equal(order, expected)
     np.testing.assert_array_equal(order_bits, sorted_bits)
 
@@ -66,6 +66,28 @@ def test_float64_differing_only_in_low_32_bits(low, negative, seed):
 ], ids=["all-tied", "zeros", "negative-zeros", "signed-zeros", "negative-linspace", "normal", "float32", "empty"])
 def test_fixed_cases(scores):
     _check(scores, *_payload(len(scores), 3, 0))
+
+
+@settings(max_examples=100, deadline=None)
+@given(values=st.lists(st.one_of(special64, st.floats(allow_nan=False, width=64), st.sampled_from([0.25, -0.25])),
+                       max_size=300),
+       n_threads=st.integers(2, 5), seed=st.integers(0, 2**16))
+def test_threads_share_each_step(values, n_threads, seed):
+    # pieces of 8 samples: every step (key range, histogram, scatter, buckets, outputs) split among threads
+    scores = np.array(values, np.float64)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sorting, "PIECE", 8)
+        _check(scores, *_payload(len(scores), 3, seed), n_threads)
+
+
+@pytest.mark.parametrize("n_threads", [2, 3])
+def test_threads_on_large_inputs(n_threads):
+    rng = np.random.default_rng(n_threads)
+    n = sorting.PIECE * n_threads + 12345
+    scores = np.concatenate([rng.random(n // 2), np.round(rng.standard_normal(n - n // 2), 3)])
+    scores[::97] = -0.0
+    _check(scores, *_payload(n, 3, n_threads), n_threads)
+    _check(scores.astype(np.float32), *_payload(n, 2, n_threads), n_threads)
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
