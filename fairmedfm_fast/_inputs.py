@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import pandas as pd
+
+from ._lazy_pandas import is_na, is_pandas, pd
 
 Bins = Mapping[str, int | Sequence[float]]
 #: What the API says about missing labels and scores (the command line leaves such rows out).
@@ -49,7 +50,7 @@ def to_numpy(values: Any, name: str) -> np.ndarray:
         array = values
     elif hasattr(values, "detach") and hasattr(values, "cpu"):  # PyTorch, any device
         array = values.detach().cpu().numpy()
-    elif isinstance(values, (pd.Series, pd.DataFrame, pd.Index)):
+    elif is_pandas(values, "Series", "DataFrame", "Index"):
         array = values.to_numpy()
     elif _is_arrow(values):
         if hasattr(values, "num_columns"):  # Table / RecordBatch
@@ -144,11 +145,11 @@ def check_memory(name: str, count: int, bytes_each: int, what: str, example: str
 
 def pandas_index(value: Any) -> pd.Index | None:
     """The index of a pandas input (or of the first pandas column of a mapping), else None."""
-    if isinstance(value, (pd.Series, pd.DataFrame)):
+    if is_pandas(value, "Series", "DataFrame"):
         return value.index
     if isinstance(value, Mapping):
         for item in value.values():
-            if isinstance(item, (pd.Series, pd.DataFrame)):
+            if is_pandas(item, "Series", "DataFrame"):
                 return item.index
     return None
 
@@ -391,7 +392,7 @@ class CodedAttributes:
 
 def group_name(value: Any) -> str | None:
     """Name of a group value: None when missing; whole floats without ".0"."""
-    if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
+    if value is None or (isinstance(value, float) and math.isnan(value)) or is_na(value):
         return None
     if isinstance(value, (float, np.floating)) and float(value).is_integer():
         return str(int(value))
@@ -405,13 +406,13 @@ def _order_key(name: str):
         return (1, 0.0, name)
 
 
-Column = pd.Series | np.ndarray
+Column = "pd.Series | np.ndarray"
 
 
 def _column(values: Any, name: str) -> Column:
     """One attribute's values: a pandas Series (pandas, pyarrow or polars input, whose dtype says
     how to code it) or a 1-D NumPy array (anything else), without a Python object per sample."""
-    if isinstance(values, pd.Series):
+    if is_pandas(values, "Series"):
         return values.reset_index(drop=True)
     if _is_polars(values):
         values = values.to_arrow()
@@ -433,10 +434,10 @@ def _column(values: Any, name: str) -> Column:
 def _columns(sensitive_features: Any) -> list[tuple[str, Column]]:
     """(attribute name, values) pairs, named as a pandas DataFrame of the same input would be."""
     features = sensitive_features
-    if isinstance(features, pd.DataFrame):
+    if is_pandas(features, "DataFrame"):
         return [(str(name), features.iloc[:, i].reset_index(drop=True))
                 for i, name in enumerate(features.columns)]
-    if isinstance(features, pd.Series):
+    if is_pandas(features, "Series"):
         name = str(features.name) if features.name else "sensitive"
         return [(name, features.reset_index(drop=True))]
     if isinstance(features, Mapping):
@@ -503,7 +504,7 @@ def _encode_values(values: Column, max_distinct: int | None = None) -> tuple[np.
     # Category order is the report order, except when the column has a missing value: fairmedfm
     # 0.4.2 then names the groups through Series.map, which drops the categorical dtype, so they
     # are sorted like any other values. We follow it (see the README).
-    if (isinstance(values, pd.Series) and isinstance(values.dtype, pd.CategoricalDtype)
+    if (is_pandas(values, "Series") and isinstance(values.dtype, pd.CategoricalDtype)
             and not values.isna().any()):
         raw_codes = values.cat.codes.to_numpy()
         names = [group_name(value) for value in values.cat.categories.tolist()]

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -312,8 +313,9 @@ def classification_report(results: list[AttributeResult], overall: dict[str, Any
         for i, group in enumerate(result.groups):
             rows.append({"attribute": result.name, "group": group, "n": result.counts[i],
                          **result.by_group.get(i, {}), "skipped": result.skipped.get(i)})
-    return FairnessReport("cls", summary_frame(summaries), _by_group_frame(rows), overall, attribute_overall,
-                          warnings, metadata)
+    # The frames are made on first access (pandas is not imported until then).
+    return FairnessReport("cls", partial(summary_frame, summaries), partial(_by_group_frame, rows), overall,
+                          attribute_overall, warnings, metadata)
 
 
 def check_threshold(threshold: Any) -> float | None:
