@@ -234,7 +234,7 @@ def summary_frame(summaries: dict[str, dict[str, Any]]) -> pd.DataFrame:
     """
     names = list(summaries)
     columns = list(dict.fromkeys(["n", "n_groups", *(key for values in summaries.values() for key in values)]))
-    data = {column: [summaries[name].get(column, math.nan) for name in names] for column in columns}
+    data = {column: _numbers([summaries[name].get(column, math.nan) for name in names]) for column in columns}
     return pd.DataFrame(data, index=pd.Index(names, name="attribute"))
 
 
@@ -246,10 +246,18 @@ def group_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:
     """
     keys = dict.fromkeys(key for row in rows for key in row)
     middle = [key for key in keys if key not in ("attribute", "group", "n", "skipped")]
-    data = {column: [row.get(column, math.nan) for row in rows] for column in ["n", *middle, "skipped"]}
+    data = {column: _numbers([row.get(column, math.nan) for row in rows]) for column in ["n", *middle, "skipped"]}
     levels, codes = zip(*(_level([row[key] for row in rows]) for key in ("attribute", "group")), strict=True)
     index = pd.MultiIndex(levels=levels, codes=codes, names=["attribute", "group"], verify_integrity=False)
     return pd.DataFrame(data, index=index)
+
+
+def _numbers(values: list[Any]) -> Any:
+    """A column of Python ints and floats as the NumPy array pandas would make of it (int64 when all are
+    ints, else float64), which pandas takes about twice as fast as the list; other columns as they are."""
+    if values and all(type(value) is float or type(value) is int for value in values):  # bools are not ints here
+        return np.array(values)
+    return values
 
 
 def _level(values: list[Any]) -> tuple[pd.Index, np.ndarray]:
