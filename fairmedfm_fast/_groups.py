@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from ._inputs import check_memory, is_arrow, is_polars, shown, to_numpy
+from ._lazy_pandas import is_na, is_pandas, pd
 
 Bins = Mapping[str, int | Sequence[float]]
 #: A numeric attribute with more distinct values than this looks continuous and must be binned.
@@ -48,7 +48,7 @@ class CodedAttributes:
 
 def group_name(value: Any) -> str | None:
     """Name of a group value: None when missing; whole floats without ".0"."""
-    if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
+    if value is None or (isinstance(value, float) and math.isnan(value)) or is_na(value):
         return None
     if isinstance(value, (float, np.floating)) and float(value).is_integer():
         return str(int(value))
@@ -62,13 +62,13 @@ def order_key(name: str):
         return (1, 0.0, name)
 
 
-Column = pd.Series | np.ndarray
+Column = "pd.Series | np.ndarray"
 
 
 def _column(values: Any, name: str) -> Column:
     """One attribute's values: a pandas Series (pandas, pyarrow or polars input, whose dtype says
     how to code it) or a 1-D NumPy array (anything else), without a Python object per sample."""
-    if isinstance(values, pd.Series):
+    if is_pandas(values, "Series"):
         return values.reset_index(drop=True)
     if is_polars(values):
         values = values.to_arrow()
@@ -90,10 +90,10 @@ def _column(values: Any, name: str) -> Column:
 def _columns(sensitive_features: Any) -> list[tuple[str, Column]]:
     """(attribute name, values) pairs, named as a pandas DataFrame of the same input would be."""
     features = sensitive_features
-    if isinstance(features, pd.DataFrame):
+    if is_pandas(features, "DataFrame"):
         return [(str(name), features.iloc[:, i].reset_index(drop=True))
                 for i, name in enumerate(features.columns)]
-    if isinstance(features, pd.Series):
+    if is_pandas(features, "Series"):
         name = str(features.name) if features.name else "sensitive"
         return [(name, features.reset_index(drop=True))]
     if isinstance(features, Mapping):
@@ -130,7 +130,7 @@ def _recoded(values: Any) -> pd.Series | None:
     values, whose groups are sorted like any others (not in category order). Returned as a
     categorical Series whose categories are in that order, so that its codes serve directly instead
     of the strings being hashed; None for anything else (or when two categories share a name)."""
-    if not isinstance(values, pd.Categorical) or values.categories.dtype.kind not in "OT":
+    if not is_pandas(values, "Categorical") or values.categories.dtype.kind not in "OT":
         return None
     names = [group_name(value) for value in values.categories.tolist()]
     if None in names or len(set(names)) < len(names):
@@ -180,7 +180,7 @@ def encode_values(values: Column, max_distinct: int | None = None) -> tuple[np.n
     # Category order is the report order, except when the column has a missing value: fairmedfm
     # 0.4.2 then names the groups through Series.map, which drops the categorical dtype, so they
     # are sorted like any other values. We follow it (see the README).
-    if isinstance(values, pd.Series) and isinstance(values.dtype, pd.CategoricalDtype):
+    if is_pandas(values, "Series") and isinstance(values.dtype, pd.CategoricalDtype):
         # the codes serve directly either way (-1 where missing)
         raw_codes = values.cat.codes.to_numpy()
         names = [group_name(value) for value in values.cat.categories.tolist()]

@@ -10,7 +10,8 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-import pandas as pd
+
+from ._lazy_pandas import is_pandas, pd
 
 #: What the API says about missing labels and scores (the command line leaves such rows out).
 MISSING_RULE = ("drop those samples or fill them in (the command line leaves such rows out with a note, as "
@@ -42,7 +43,7 @@ def to_numpy(values: Any, name: str) -> np.ndarray:
         array = values
     elif hasattr(values, "detach") and hasattr(values, "cpu"):  # PyTorch, any device
         array = values.detach().cpu().numpy()
-    elif isinstance(values, (pd.Series, pd.DataFrame, pd.Index)):
+    elif is_pandas(values, "Series", "DataFrame", "Index"):
         array = values.to_numpy()
     elif is_arrow(values):
         if hasattr(values, "num_columns"):  # Table / RecordBatch
@@ -139,11 +140,11 @@ def check_memory(name: str, count: int, bytes_each: int, what: str, example: str
 
 def pandas_index(value: Any) -> pd.Index | None:
     """The index of a pandas input (or of the first pandas column of a mapping), else None."""
-    if isinstance(value, (pd.Series, pd.DataFrame)):
+    if is_pandas(value, "Series", "DataFrame"):
         return value.index
     if isinstance(value, Mapping):
         for item in value.values():
-            if isinstance(item, (pd.Series, pd.DataFrame)):
+            if is_pandas(item, "Series", "DataFrame"):
                 return item.index
     return None
 

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -84,6 +85,11 @@ def as_python(value: Any) -> Any:
     return float(value)
 
 
+def _python_values(values: np.ndarray) -> list:
+    """``[as_python(v) for v in values]``, by one ``tolist``."""
+    return (values if values.dtype.kind in "iu" else values.astype(np.float64, copy=False)).tolist()
+
+
 def assess(prepared: Prepared, attributes: list[_groups.Attribute], warnings: list[str],
            wanted: set[str] | None = None, with_overall: bool = True, threshold: float | None = None,
            weights: np.ndarray | None = None, presort: _engine.Presort | None = None,
@@ -99,7 +105,9 @@ def assess(prepared: Prepared, attributes: list[_groups.Attribute], warnings: li
     sizes = [attribute.n_groups for attribute in attributes]
     # "All samples" is the present-samples slot of any attribute without missing values; only when
     # every attribute has some does it need a grouping of its own.
-    complete = next((k for k, attribute in enumerate(attributes) if attribute.codes.min(initial=0) >= 0), None)
+    complete = None
+    if with_overall:
+        complete = next((k for k, attribute in enumerate(attributes) if attribute.codes.min(initial=0) >= 0), None)
     if with_overall and complete is None:
         rows.append(np.zeros(len(labels), np.intp))
         sizes.append(1)
@@ -143,11 +151,13 @@ def attribute_result(attribute: _groups.Attribute, grouping: _engine.Grouping, n
         warnings.append(f"{name}: fewer than two groups have both labels, so the attribute has no summary "
                         "metrics")
     else:
-        overall = {key: as_python(values[g]) for key, values in grouping.values.items()}
-        by_group = {i: {key: as_python(values[i]) for key, values in grouping.values.items()} for i in valid}
-        per_metric = {key: [by_group[i][key] for i in valid] for key in grouping.values}
+        # Python numbers from whole arrays at once (as as_python: ints stay ints, the rest floats)
+        values = {key: _python_values(array) for key, array in grouping.values.items()}
+        overall = {key: column[g] for key, column in values.items()}
+        by_group = {i: {key: column[i] for key, column in values.items()} for i in valid}
+        per_metric = {key: [column[i] for i in valid] for key, column in values.items()}
         summary.update(summarize(overall, per_metric))
-    return AttributeResult(name, n, attribute.groups, [int(c) for c in grouping.count[:g]], valid, skipped,
+    return AttributeResult(name, n, attribute.groups, grouping.count[:g].astype(np.int64).tolist(), valid, skipped,
                            overall, by_group, summary, grouping.threshold)
 
 
@@ -331,8 +341,9 @@ def classification_report(results: list[AttributeResult], overall: dict[str, Any
         for i, group in enumerate(result.groups):
             rows.append({"attribute": result.name, "group": group, "n": result.counts[i],
                          **result.by_group.get(i, {}), "skipped": result.skipped.get(i)})
-    return FairnessReport("cls", summary_frame(summaries), _by_group_frame(rows), overall, attribute_overall,
-                          warnings, metadata, curve_data=curve_data)
+    # The frames are made on first access (pandas is not imported until then).
+    return FairnessReport("cls", partial(summary_frame, summaries), partial(_by_group_frame, rows), overall,
+                          attribute_overall, warnings, metadata, curve_data=curve_data)
 
 
 def check_threshold(threshold: Any) -> float | None:

@@ -33,12 +33,13 @@ def _classification(column: str, y_true: Any, y_score: Any, sensitive_features: 
     prepared, sensitive_features = prepare(y_true, y_score, sensitive_features, pos_label, score_type,
                                            score_column, notes, sample_weight, threshold)
     presort = None
-    if _engine.needs_sort(_metric_registry.needs(column), prepared.threshold):
+    wanted = _metric_registry.needs(column)
+    if _engine.needs_sort(wanted, prepared.threshold):
         presort = _engine.Presort(prepared.scores, prepared.labels, prepared.weights)  # sorts while the attribute is coded
     attribute = _groups.one_attribute(sensitive_features, len(prepared.labels), bins)
     notes.extend(transform_note(prepared.metadata))
     require_both_labels(prepared.labels)
-    result = assess(prepared, [attribute], notes, wanted=_metric_registry.needs(column), with_overall=False,
+    result = assess(prepared, [attribute], notes, wanted=wanted, with_overall=False,
                     threshold=prepared.threshold, weights=prepared.weights, presort=presort,
                     min_group_size=min_group_size)[0][0]
     for message in notes:

@@ -150,3 +150,55 @@ if _caching is not None:
         with open(os.path.join(folder, "fairmedfm_fast.lock"), "a") as handle:
             fcntl.flock(handle, fcntl.LOCK_EX)
             yield
+
+
+class _DeferScipyLinalg:
+    """An import hook that reports ``scipy.linalg`` as missing, on the thread that installed it only."""
+
+    def __init__(self):
+        import threading
+
+        self._thread = threading.get_ident()
+        self._get_ident = threading.get_ident
+
+    def find_spec(self, name, path=None, target=None):
+        if (name == "scipy.linalg" or name.startswith("scipy.linalg.")) and self._get_ident() == self._thread:
+            raise ModuleNotFoundError(f"No module named {name!r} (deferred while numba loads)", name=name)
+        return None
+
+
+def _load_numba_registries() -> None:
+    """Load numba's CPU implementations now, without importing ``scipy.linalg``.
+
+    numba loads its implementation modules before the first compilation or cache load of a process.
+    One of them (``numba.np.arraymath``) imports ``scipy.linalg`` only to learn whether BLAS is there,
+    for ``np.dot`` and the like, which no kernel here uses; that import costs about 0.2 s of every
+    fresh process. It fails fast here (on this thread only), and the flag is then set to what numba
+    would have found; a later BLAS use (``np.dot`` in other code) imports scipy as usual. Any surprise
+    leaves numba to do the loading itself.
+    """
+    if "numba.np.arraymath" in sys.modules or "scipy.linalg" in sys.modules:
+        return
+    try:
+        import importlib.util
+
+        from numba.core import config
+        from numba.core.registry import cpu_target
+
+        if config.DISABLE_JIT:
+            return
+        hook = _DeferScipyLinalg()
+        sys.meta_path.insert(0, hook)
+        try:
+            cpu_target.target_context.refresh()
+        finally:
+            sys.meta_path.remove(hook)
+        from numba.np import arraymath
+
+        if getattr(arraymath, "_HAVE_BLAS", True) is False:
+            arraymath._HAVE_BLAS = importlib.util.find_spec("scipy.linalg") is not None
+    except Exception:  # noqa: BLE001 - numba's own first load does the same work
+        pass
+
+
+_load_numba_registries()

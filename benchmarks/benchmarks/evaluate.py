@@ -22,6 +22,29 @@ class Evaluate:
         self.call()
 
 
+class EvaluateSmall:
+    """``evaluate`` on 1,000 samples (per-epoch logging; issue 12 asks for at most 1 ms a call), alone and
+    with both report frames read (they are made on first access), beside ``auc_gap`` on the same input."""
+
+    params = ([1_000], [1, 3], list(IMPLEMENTATIONS))
+    param_names = ["n_samples", "n_attributes", "implementation"]
+
+    def setup(self, n_samples, n_attributes, implementation):
+        case = _data.classification(n_samples, n_attributes, 5)
+        self.call = prepared("evaluate", implementation, case)
+        self.auc_gap = prepared("auc_gap", implementation, case)
+
+    def time_evaluate(self, n_samples, n_attributes, implementation):
+        self.call()
+
+    def time_evaluate_and_frames(self, n_samples, n_attributes, implementation):
+        report = self.call()
+        report.summary, report.by_group  # noqa: B018 - made on this first read
+
+    def time_auc_gap(self, n_samples, n_attributes, implementation):
+        self.auc_gap()
+
+
 @slow
 class EvaluateLowerBound:
     """``np.sort`` of the same scores as :class:`Evaluate`: the ratio to it is what the targets state."""
