@@ -101,7 +101,15 @@ class _Stage:
     def __init__(self, record_type: np.dtype, capacity: int):
         self.bucket = np.empty(capacity, np.uint16)
         self.record = np.empty(capacity, record_type)
-        self.fill = 0
+        self.position = np.zeros(1, np.int64)
+
+    @property
+    def fill(self) -> int:
+        return int(self.position[0])
+
+    @fill.setter
+    def fill(self, value: int) -> None:
+        self.position[0] = value
 
 
 class VoxelAccumulator:
@@ -161,6 +169,10 @@ class VoxelAccumulator:
         roi_mask : array-like or path of the same shape, optional; only its nonzero voxels count
         """
         index = self._image_index(image_index)
+        self._encode(index, *self._prepare(index, score_map, true_mask, roi_mask))
+
+    def _prepare(self, index: int, score_map: Any, true_mask: Any, roi_mask: Any) -> tuple[np.ndarray, ...]:
+        """Key bits, label bytes and ROI bytes (empty: no ROI) of one image, checked."""
         where = f"score_map of image {index}"
         scores = _masks.load_mask(score_map, where)
         truth = _masks.load_mask(true_mask, f"true_mask of image {index}")
@@ -183,7 +195,58 @@ class VoxelAccumulator:
                              "pass every map with one dtype (e.g. all float32)")
         truth = _nonzero_bytes(truth, f"true_mask of image {index}")
         roi = np.empty(0, np.uint8) if roi is None else _nonzero_bytes(roi, f"roi_mask of image {index}")
-        self._encode(index, bits, truth, roi)
+        return bits, truth, roi
+
+    def _add_all(self, items: list[tuple[int, Any, Any, Any]], n_jobs: int, done: Callable[[], None]) -> None:
+        """Add maps that can be read twice, in two passes and no staging: count the voxels of each
+        bucket, then write every record straight into its bucket. Blocks of consecutive images
+        run on ``n_jobs`` threads, each block with its own part of every bucket."""
+        voxels, _ = _kernels()
+        blocks = [block for block in np.array_split(np.arange(len(items)), n_jobs) if len(block)]
+        if not blocks:
+            return
+        pool = executor(len(blocks))
+        lo = hi = 0
+
+        def count(block: np.ndarray) -> np.ndarray:
+            histogram = None
+            for j in block.tolist():
+                bits, _, roi = self._prepare(*items[j])
+                if histogram is None:
+                    histogram = np.zeros(_N_BUCKETS[self._mode], np.int64)
+                voxels.count_buckets(bits, roi, self._mode, _LOW_BITS[self._mode], histogram)
+            return histogram
+
+        def scatter(block: np.ndarray, position: np.ndarray) -> None:
+            empty = np.empty(0, np.uint16)
+            for j in block.tolist():
+                index = items[j][0]
+                bits, truth, roi = self._prepare(*items[j])
+                totals = self.totals[index]
+                voxels.encode_map(bits, truth, roi, self._mode, _LOW_BITS[self._mode],
+                                  int(self._layout.image_cells[index]) << 1, self._layout.payload_bits, lo, hi,
+                                  empty, self._arena, position, totals)
+                if totals[4] >= 0:
+                    raise ValueError(f"score map of image {index} has values outside [0, 1] or NaN (e.g. voxel "
+                                     f"{int(totals[4])} of the flattened map); pass probabilities, e.g. apply a "
+                                     "sigmoid to logits")
+                done()
+
+        histograms = [job.result() for job in [pool.submit(count, block) for block in blocks]]
+        if self._mode is None:
+            return
+        lo, hi = self._bounds()
+        counts = np.stack(histograms)[:, lo:hi]
+        starts = np.zeros(hi - lo + 1, np.int64)
+        np.cumsum(counts.sum(axis=0), out=starts[1:])
+        starts += self._used
+        total = int(starts[-1] - self._used)
+        self._reserve(total, self._record_type)
+        positions = starts[:-1] + np.cumsum(counts, axis=0) - counts  # each block after the blocks before it
+        for job in [pool.submit(scatter, block, position) for block, position in zip(blocks, positions)]:
+            job.result()
+        self._starts.append(starts)
+        self._used += total
 
     def _image_index(self, image_index: Any) -> int:
         if isinstance(image_index, bool) or not isinstance(image_index, (int, np.integer)) \
@@ -221,9 +284,9 @@ class VoxelAccumulator:
             part = slice(start, start + step)
             if stage.fill + len(bits[part]) > len(stage.record):
                 self._flush(stage)
-            stage.fill = voxels.encode_map(bits[part], truth[part], roi[part] if len(roi) else roi, self._mode,
-                                           _LOW_BITS[self._mode], payload, self._layout.payload_bits, lo, hi,
-                                           stage.bucket, stage.record, stage.fill, totals)
+            voxels.encode_map(bits[part], truth[part], roi[part] if len(roi) else roi, self._mode,
+                              _LOW_BITS[self._mode], payload, self._layout.payload_bits, lo, hi, stage.bucket,
+                              stage.record, stage.position, totals)
             if totals[4] >= 0:
                 raise ValueError(f"score map of image {index} has values outside [0, 1] or NaN (e.g. voxel "
                                  f"{int(totals[4]) + start} of the flattened map); pass probabilities, e.g. "
@@ -738,6 +801,20 @@ def _run_all(source: _Source, n_images: int, work: Callable[[int, Any, Any, Any]
                          "attributes per image")
 
 
+def _add(accumulator: VoxelAccumulator, source: _Source, n_images: int, n_jobs: int, progress: Any) -> None:
+    """Every map of ``source`` into ``accumulator``: in-memory maps in two passes straight into the
+    buckets, others read once and staged."""
+    if source.known_voxels() is None:
+        _run_all(source, n_images, lambda i, s, t, r: accumulator.add(s, t, i, r), n_jobs, progress)
+        return
+    bar = _progress_bar(progress, source.length)
+    try:
+        accumulator._add_all(list(source.items()), n_jobs, bar.update if bar is not None else lambda: None)
+    finally:
+        if bar is not None:
+            bar.close()
+
+
 def _progress_bar(progress: Any, total: int | None):
     if not progress:
         return None
@@ -793,7 +870,7 @@ def evaluate_voxels(score_maps: Any, true_masks: Any, sensitive_features: Any, *
     # Staging: per thread a stage (bucket id and record per voxel), and the sweep's two bucket buffers.
     staging = jobs * _STAGE * 10
     if source.one_shot or (known is not None and known * source.record_bytes() + staging <= budget):
-        _run_all(source, n_images, lambda i, s, t, r: accumulator.add(s, t, i, r), jobs, progress)
+        _add(accumulator, source, n_images, jobs, progress)
         sweep = _Sweep(accumulator._layout, _mode_of(accumulator), accumulator.totals, accumulator.threshold)
         sweep.window(*accumulator._records(), 0, jobs)
         return sweep.report({"windows": 1})
@@ -833,7 +910,7 @@ def evaluate_voxels(score_maps: Any, true_masks: Any, sensitive_features: Any, *
     for lo, hi in windows:
         part = VoxelAccumulator(sensitive_features, bins=bins, intersectional=intersectional, threshold=threshold,
                                 n_jobs=jobs, _window=(lo, hi), _capacity=int(histogram[lo:hi].sum()))
-        _run_all(source, n_images, lambda i, s, t, r, part=part: part.add(s, t, i, r), jobs, progress)
+        _add(part, source, n_images, jobs, progress)
         if sweep is None:
             sweep = _Sweep(part._layout, _mode_of(part), part.totals, part.threshold)
         sweep.window(*part._records(), lo, jobs)

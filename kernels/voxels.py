@@ -21,22 +21,26 @@ FLOAT32, UINT8, FLOAT64 = 0, 1, 2
 
 
 @inline_kernel
-def _key(bits, i, mode):
-    """Key of score ``i`` and whether it is a probability (within [0, 1], not NaN)."""
-    raw = np.uint64(bits[i])
+def _key_rule(mode):
+    """``(mask, limit)``: a score's key is its bits ``& mask``; it is a probability (within [0, 1],
+    not NaN; -0.0 allowed) when the key is at most ``limit`` and the sign bit is clear or the key 0."""
     if mode == 1:
-        return raw, True
+        return np.uint64(0xFF), np.uint64(0xFF)
     if mode == 0:
-        key = raw & np.uint64(0x7FFFFFFF)
-        return key, key <= np.uint64(0x3F800000) and (raw == key or key == 0)
-    key = raw & np.uint64(0x7FFFFFFFFFFFFFFF)
-    return key, key <= np.uint64(0x3FF0000000000000) and (raw == key or key == 0)
+        return np.uint64(0x7FFFFFFF), np.uint64(0x3F800000)
+    return np.uint64(0x7FFFFFFFFFFFFFFF), np.uint64(0x3FF0000000000000)
 
 
 @kernel
-def encode_map(bits, truth, roi, mode, low_bits, payload, payload_bits, bucket_lo, bucket_hi,
-               stage_bucket, stage_record, fill, totals):
-    """Stage the records of one map whose bucket lies in ``[bucket_lo, bucket_hi)``.
+def encode_map(bits, truth, roi, mode, low_bits, payload, payload_bits, bucket_lo, bucket_hi, stage_bucket,
+               records, position, totals):
+    """Write the records of one map whose bucket lies in ``[bucket_lo, bucket_hi)``.
+
+    Staged (``stage_bucket`` not empty): record and bucket of the next voxel to ``records[position[0]]``
+    and ``stage_bucket[position[0]]``, sorted into buckets later (:func:`stage_by_bucket`). Direct
+    (``stage_bucket`` empty): a record of bucket ``b`` to ``records[position[b - bucket_lo]]``, with
+    ``position`` from a counting pass (:func:`count_buckets`) and a prefix sum, so that the
+    records land in their buckets in one scatter. The used ``position`` entries move on.
 
     Parameters
     ----------
@@ -44,13 +48,10 @@ def encode_map(bits, truth, roi, mode, low_bits, payload, payload_bits, bucket_l
     truth : uint8 array of shape (n,); nonzero = positive
     roi : uint8 array of shape (n,) (nonzero = counted) or of shape (0,) (every voxel counted)
     payload : int, ``cell << 1``
-    stage_bucket : uint16 array; stage_record : uint32 or uint64 array; written from ``fill``
+    stage_bucket : uint16 array (staged) or of shape (0,) (direct); records : uint32 or uint64 array
+    position : int64 array of shape (1,) (staged) or (bucket_hi - bucket_lo,) (direct)
     totals : int64 array of shape (5,), updated over every voxel in the ROI (any bucket):
         voxels, positives, smallest key, largest key, and the first invalid voxel (-1 if none)
-
-    Returns
-    -------
-    fill : int, the new number of staged records
     """
     low_mask = np.uint64((1 << low_bits) - 1)
     shift = np.uint64(low_bits)
@@ -58,38 +59,47 @@ def encode_map(bits, truth, roi, mode, low_bits, payload, payload_bits, bucket_l
     lo = np.uint64(bucket_lo)
     hi = np.uint64(bucket_hi)
     use_roi = roi.shape[0] > 0
+    staged = stage_bucket.shape[0] > 0
+    mask, limit = _key_rule(mode)
+    tag = np.uint64(payload)
     count = 0
     positives = 0
-    smallest = totals[2]
-    largest = totals[3]
+    smallest = np.uint64(totals[2])
+    largest = np.uint64(max(totals[3], 0))
+    fill = position[0]
     for i in range(bits.shape[0]):
         if use_roi and roi[i] == 0:
             continue
-        key, valid = _key(bits, i, mode)
-        if not valid:
+        raw = np.uint64(bits[i])
+        key = raw & mask
+        if key > limit or (raw != key and key != 0):
             if totals[4] < 0:
                 totals[4] = i
             continue
-        positive = truth[i] != 0
+        label = np.uint64(truth[i] != 0)
         count += 1
-        if positive:
-            positives += 1
-        signed = np.int64(key)
-        if signed < smallest:
-            smallest = signed
-        if signed > largest:
-            largest = signed
+        positives += label
+        smallest = min(smallest, key)
+        largest = max(largest, key)
         bucket = key >> shift
         if bucket < lo or bucket >= hi:
             continue
-        stage_bucket[fill] = np.uint16(bucket - lo)
-        stage_record[fill] = ((key & low_mask) << pshift) | np.uint64(payload + (1 if positive else 0))
-        fill += 1
+        record = ((key & low_mask) << pshift) | tag | label
+        if staged:
+            stage_bucket[fill] = np.uint16(bucket - lo)
+            records[fill] = record
+            fill += 1
+        else:
+            b = np.intp(bucket - lo)
+            records[position[b]] = record
+            position[b] += 1
+    if staged:
+        position[0] = fill
     totals[0] += count
     totals[1] += positives
-    totals[2] = smallest
-    totals[3] = largest
-    return fill
+    totals[2] = np.int64(smallest)
+    if count:
+        totals[3] = np.int64(largest)
 
 
 @kernel
@@ -97,11 +107,13 @@ def count_buckets(bits, roi, mode, low_bits, histogram):
     """Add the voxels of one map (within the ROI) to ``histogram`` (int64, one count per bucket)."""
     shift = np.uint64(low_bits)
     use_roi = roi.shape[0] > 0
+    mask, limit = _key_rule(mode)
     for i in range(bits.shape[0]):
         if use_roi and roi[i] == 0:
             continue
-        key, valid = _key(bits, i, mode)
-        if valid:
+        raw = np.uint64(bits[i])
+        key = raw & mask
+        if key <= limit and (raw == key or key == 0):
             histogram[np.intp(key >> shift)] += 1
 
 
