@@ -241,9 +241,13 @@ def sweep_buckets(records, chunk_starts, first, last, bucket_lo, mode, low_bits,
     if largest == 0:
         return
     gathered = np.empty(largest if n_chunks > 1 else 0, records.dtype)
-    ordered = np.empty(largest, records.dtype)
     n_low = 1 << low_bits
-    low_counts = np.zeros(n_low + 1 if low_bits <= 16 else 1, np.int64)
+    counting = 0 < low_bits <= 16
+    payloads = np.empty(largest, np.uint16)  # a bucket's payloads (cell << 1 | label) in score order
+    run_capacity = n_low if counting else (1 if low_bits == 0 else largest)
+    run_low = np.empty(run_capacity, np.uint64)  # a bucket's distinct low key bits, ascending
+    run_start = np.empty(run_capacity + 1, np.int64)  # and where their payloads start
+    low_counts = np.zeros(n_low + 1 if counting else 1, np.int64)
     for b in range(first, last):
         if n_chunks == 1:  # the bucket lies in one piece: no copy
             size = chunk_starts[0, b + 1] - chunk_starts[0, b]
@@ -257,32 +261,46 @@ def sweep_buckets(records, chunk_starts, first, last, bucket_lo, mode, low_bits,
             bucket = gathered[:size]
         if size == 0:
             continue
-        if low_bits == 0:
-            pass  # one key per bucket: nothing to order
-        elif low_bits <= 16 and size * 8 >= n_low:  # counting sort on the low key bits
+        # Order the bucket: its runs of equal keys, and their payloads.
+        n_runs = 0
+        if low_bits == 0:  # one key per bucket
+            for i in range(size):
+                payloads[i] = np.uint16(bucket[i] & pmask)
+            run_low[0] = 0
+            run_start[0] = 0
+            n_runs = 1
+        elif counting and size * 8 >= n_low:  # counting sort on the low key bits
             low_counts[:] = 0
             for i in range(size):
                 low_counts[np.intp(bucket[i] >> pshift) + 1] += 1
             for v in range(n_low):
+                if low_counts[v + 1]:
+                    run_low[n_runs] = v
+                    run_start[n_runs] = low_counts[v]
+                    n_runs += 1
                 low_counts[v + 1] += low_counts[v]
             for i in range(size):
                 v = np.intp(bucket[i] >> pshift)
-                ordered[low_counts[v]] = bucket[i]
+                payloads[low_counts[v]] = np.uint16(bucket[i] & pmask)
                 low_counts[v] += 1
-            bucket = ordered[:size]
         else:
-            ordered[:size] = bucket
-            bucket = ordered[:size]
-            bucket.sort()
+            sorted_records = np.sort(bucket)
+            previous = ~np.uint64(0)
+            for i in range(size):
+                low = np.uint64(sorted_records[i] >> pshift)
+                if low != previous:
+                    run_low[n_runs] = low
+                    run_start[n_runs] = i
+                    n_runs += 1
+                    previous = low
+                payloads[i] = np.uint16(sorted_records[i] & pmask)
+        run_start[n_runs] = size
         high = np.uint64(bucket_lo + b) << np.uint64(low_bits)
-        i = 0
-        while i < size:
-            low = bucket[i] >> pshift
+        for r in range(n_runs):
             n_touched = 0
-            run_start = i
             run_pos = 0
-            while i < size and (bucket[i] >> pshift) == low:
-                payload = np.intp(bucket[i] & pmask)
+            for i in range(run_start[r], run_start[r + 1]):
+                payload = np.intp(payloads[i])
                 cell = payload >> 1
                 if cell_pos[cell] == 0 and cell_neg[cell] == 0:
                     touched_cells[n_touched] = cell
@@ -292,8 +310,8 @@ def sweep_buckets(records, chunk_starts, first, last, bucket_lo, mode, low_bits,
                     run_pos += 1
                 else:
                     cell_neg[cell] += 1
-                i += 1
-            run_neg = i - run_start - run_pos
+            run_neg = run_start[r + 1] - run_start[r] - run_pos
+            low = run_low[r]
             value = _value(high | np.uint64(low), mode, word32, float32, word64, float64)
             while cursor[1] < n_fixed and value > fixed[cursor[1]]:  # passing a fixed threshold
                 f = cursor[1]
@@ -334,12 +352,21 @@ def sweep_buckets(records, chunk_starts, first, last, bucket_lo, mode, low_bits,
                     slot_pos[s] += p
                     slot_neg[s] += q
             # F1 at this threshold (predicted positive: score >= value), from the counts below it.
+            f1 = 0.0
             for k in range(n_groupings):
                 improved[k] = False
                 overall = group_overall[k]
                 if slot_pos[overall] + slot_neg[overall] == 0:
                     continue
-                f1 = f1_at(best[k, 2] - counts[overall, 0], best[k, 3] - counts[overall, 1], best[k, 2])
+                if k == 0 or overall != group_overall[k - 1]:  # groupings of the same samples: one F1
+                    tp = best[k, 2] - counts[overall, 0]
+                    fp = best[k, 3] - counts[overall, 1]
+                    # F1 <= 2 TP / (TP + FP + P) (rounding adds far less than 1e-9): skip the divisions
+                    # when that bound cannot beat the best
+                    if 2.0 * tp <= best[k, 0] * (tp + fp + best[k, 2]) * (1.0 - 1e-9):
+                        f1 = -np.inf
+                    else:
+                        f1 = f1_at(tp, fp, best[k, 2])
                 if f1 > best[k, 0]:
                     best[k, 0] = f1
                     best[k, 1] = value
