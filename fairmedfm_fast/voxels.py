@@ -487,8 +487,10 @@ class _Sweep:
                 key = member[:, s].tobytes() + member[:, overall].tobytes()
                 canon[s] = first_of.setdefault(key, s)
         self.canon = canon
-        rows = [list(dict.fromkeys(canon[s] for s in row if s >= 0)) for row in layout.cell_slots.tolist()]
-        self.cell_slots = np.full((layout.n_cells, max(map(len, rows), default=1)), -1, np.int64)
+        self.all_slot = int(canon[layout.grouping_slots[layout.complete, 2]])  # counted per run, not per cell
+        rows = [list(dict.fromkeys(canon[s] for s in row if s >= 0 and canon[s] != self.all_slot))
+                for row in layout.cell_slots.tolist()]
+        self.cell_slots = np.full((layout.n_cells, max(map(len, rows), default=0)), -1, np.int64)
         for cell, row in enumerate(rows):
             self.cell_slots[cell, :len(row)] = row
         self.group_overall = canon[layout.grouping_slots[:, 2]]
@@ -515,10 +517,10 @@ class _Sweep:
         return float(np.array([key], np.uint64).view(np.float64)[0])
 
     def _arguments(self, target: _Sweep | _Part) -> tuple:
-        return (self.mode, _LOW_BITS[self.mode], self.layout.payload_bits, self.cell_slots, self.group_overall,
-                self.group_slots, self.slot_cells, self.event_value, self.event_slot, self.fixed, target.state,
-                target.at_or_below, target.cell_sums, target.snap_counts, target.snap_sums, target.cursor,
-                target.best)
+        return (self.mode, _LOW_BITS[self.mode], self.layout.payload_bits, self.cell_slots, self.all_slot,
+                self.group_overall, self.group_slots, self.slot_cells, self.event_value, self.event_slot, self.fixed,
+                target.state, target.at_or_below, target.cell_sums, target.snap_counts, target.snap_sums,
+                target.cursor, target.best)
 
     def window(self, records: np.ndarray | None, starts: list[np.ndarray], bucket_lo: int, n_jobs: int = 1) -> None:
         """Sweep one window's buckets, after every earlier window: chunk ``c`` of ``records`` holds

@@ -174,7 +174,7 @@ def _take(positives, negatives, index):
 
 @kernel
 def sweep_buckets(records, chunk_starts, first, last, bucket_lo, mode, low_bits, payload_bits, cell_slots,
-                  group_overall, group_slots, slot_cells, event_value, event_slot, fixed, counts, at_or_below,
+                  all_slot, group_overall, group_slots, slot_cells, event_value, event_slot, fixed, counts, at_or_below,
                   cell_sums, snap_counts, snap_sums, cursor, best):
     """Sweep buckets ``first`` to ``last - 1`` of one window in ascending score order, updating the
     carried state in place (the counts below must already include every earlier bucket).
@@ -189,7 +189,9 @@ def sweep_buckets(records, chunk_starts, first, last, bucket_lo, mode, low_bits,
     records : uint32 or uint64 array; chunk ``c`` holds bucket ``b`` (of this window) at
         ``records[chunk_starts[c, b]:chunk_starts[c, b + 1]]`` (see :func:`stage_by_bucket`)
     bucket_lo : int, the first bucket of the window (keys are ``(bucket_lo + b) << low_bits | low``)
-    cell_slots : int64 array of shape (n_cells, m); the distinct slots of each cell (-1 after the last)
+    cell_slots : int64 array of shape (n_cells, m); the distinct slots of each cell (-1 after the last),
+        but for ``all_slot``
+    all_slot : int, the slot of every cell (its counts are the run's)
     group_overall : int64 array of shape (K,); the slot of all samples of each grouping
     group_slots : (starts, slots), int64 arrays of shape (K + 1,) and (total,): the slots of each grouping
     slot_cells : (starts, cells), int64 arrays of shape (n_slots + 1,) and (total,): the cells of each slot
@@ -336,7 +338,10 @@ def sweep_buckets(records, chunk_starts, first, last, bucket_lo, mode, low_bits,
             log_p = -max(np.log(value), -100.0) if run_pos else 0.0
             log_q = -max(np.log(1.0 - value), -100.0) if run_neg else 0.0
             # Per cell: its score and BCE sums; per slot: this score's positives and negatives.
-            n_hit = 0
+            n_hit = 1
+            touched_slots[0] = all_slot
+            slot_pos[all_slot] = run_pos
+            slot_neg[all_slot] = run_neg
             for t in range(n_touched):
                 cell = touched_cells[t]
                 p, q = _take(cell_pos, cell_neg, cell)
