@@ -77,8 +77,9 @@ def _samples(report, kind: str, name: str):
     data = getattr(report, name, None)
     if data is None:
         made_by = "fairmedfm_fast.evaluate" if report.task == "cls" else "fairmedfm_fast.evaluate_segmentation"
-        raise ValueError(f"kind={kind!r} needs the per-sample values, and this report keeps none; plot a "
-                         f"report made by {made_by}, or use kind='bars', which needs only the tables")
+        raise ValueError(f"kind={kind!r} needs the per-sample values, and this report keeps none (reports of "
+                         f"evaluate_voxels keep no per-voxel scores); plot a report made by {made_by}, or use "
+                         "kind='bars' or 'pairwise', which need only the tables")
     return data
 
 

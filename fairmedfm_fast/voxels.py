@@ -102,7 +102,15 @@ class _Stage:
     def __init__(self, record_type: np.dtype, capacity: int):
         self.bucket = np.empty(capacity, np.uint16)
         self.record = np.empty(capacity, record_type)
-        self.fill = 0
+        self.position = np.zeros(1, np.int64)
+
+    @property
+    def fill(self) -> int:
+        return int(self.position[0])
+
+    @fill.setter
+    def fill(self, value: int) -> None:
+        self.position[0] = value
 
 
 class VoxelAccumulator:
@@ -162,6 +170,10 @@ class VoxelAccumulator:
         roi_mask : array-like or path of the same shape, optional; only its nonzero voxels count
         """
         index = self._image_index(image_index)
+        self._encode(index, *self._prepare(index, score_map, true_mask, roi_mask))
+
+    def _prepare(self, index: int, score_map: Any, true_mask: Any, roi_mask: Any) -> tuple[np.ndarray, ...]:
+        """Key bits, label bytes and ROI bytes (empty: no ROI) of one image, checked."""
         where = f"score_map of image {index}"
         scores = _mask_files.load_mask(score_map, where)
         truth = _mask_files.load_mask(true_mask, f"true_mask of image {index}")
@@ -184,7 +196,58 @@ class VoxelAccumulator:
                              "pass every map with one dtype (e.g. all float32)")
         truth = _nonzero_bytes(truth, f"true_mask of image {index}")
         roi = np.empty(0, np.uint8) if roi is None else _nonzero_bytes(roi, f"roi_mask of image {index}")
-        self._encode(index, bits, truth, roi)
+        return bits, truth, roi
+
+    def _add_all(self, items: list[tuple[int, Any, Any, Any]], n_jobs: int, done: Callable[[], None]) -> None:
+        """Add maps that can be read twice, in two passes and no staging: count the voxels of each
+        bucket, then write every record straight into its bucket. Blocks of consecutive images
+        run on ``n_jobs`` threads, each block with its own part of every bucket."""
+        voxels, _ = _kernels()
+        blocks = [block for block in np.array_split(np.arange(len(items)), n_jobs) if len(block)]
+        if not blocks:
+            return
+        pool = executor(len(blocks))
+        lo = hi = 0
+
+        def count(block: np.ndarray) -> np.ndarray:
+            histogram = None
+            for j in block.tolist():
+                bits, _, roi = self._prepare(*items[j])
+                if histogram is None:
+                    histogram = np.zeros(_N_BUCKETS[self._mode], np.int64)
+                voxels.count_buckets(bits, roi, self._mode, _LOW_BITS[self._mode], histogram)
+            return histogram
+
+        def scatter(block: np.ndarray, position: np.ndarray) -> None:
+            empty = np.empty(0, np.uint16)
+            for j in block.tolist():
+                index = items[j][0]
+                bits, truth, roi = self._prepare(*items[j])
+                totals = self.totals[index]
+                voxels.encode_map(bits, truth, roi, self._mode, _LOW_BITS[self._mode],
+                                  int(self._layout.image_cells[index]) << 1, self._layout.payload_bits, lo, hi,
+                                  empty, self._arena, position, totals)
+                if totals[4] >= 0:
+                    raise ValueError(f"score map of image {index} has values outside [0, 1] or NaN (e.g. voxel "
+                                     f"{int(totals[4])} of the flattened map); pass probabilities, e.g. apply a "
+                                     "sigmoid to logits")
+                done()
+
+        histograms = [job.result() for job in [pool.submit(count, block) for block in blocks]]
+        if self._mode is None:
+            return
+        lo, hi = self._bounds()
+        counts = np.stack(histograms)[:, lo:hi]
+        starts = np.zeros(hi - lo + 1, np.int64)
+        np.cumsum(counts.sum(axis=0), out=starts[1:])
+        starts += self._used
+        total = int(starts[-1] - self._used)
+        self._reserve(total, self._record_type)
+        positions = starts[:-1] + np.cumsum(counts, axis=0) - counts  # each block after the blocks before it
+        for job in [pool.submit(scatter, block, position) for block, position in zip(blocks, positions)]:
+            job.result()
+        self._starts.append(starts)
+        self._used += total
 
     def _image_index(self, image_index: Any) -> int:
         if isinstance(image_index, bool) or not isinstance(image_index, (int, np.integer)) \
@@ -222,9 +285,9 @@ class VoxelAccumulator:
             part = slice(start, start + step)
             if stage.fill + len(bits[part]) > len(stage.record):
                 self._flush(stage)
-            stage.fill = voxels.encode_map(bits[part], truth[part], roi[part] if len(roi) else roi, self._mode,
-                                           _LOW_BITS[self._mode], payload, self._layout.payload_bits, lo, hi,
-                                           stage.bucket, stage.record, stage.fill, totals)
+            voxels.encode_map(bits[part], truth[part], roi[part] if len(roi) else roi, self._mode,
+                              _LOW_BITS[self._mode], payload, self._layout.payload_bits, lo, hi, stage.bucket,
+                              stage.record, stage.position, totals)
             if totals[4] >= 0:
                 raise ValueError(f"score map of image {index} has values outside [0, 1] or NaN (e.g. voxel "
                                  f"{int(totals[4]) + start} of the flattened map); pass probabilities, e.g. "
@@ -370,17 +433,22 @@ def _rows(sensitive_features: Any) -> int:
 
 
 class _Sweep:
-    """The state carried from bucket to bucket, and the report at the end."""
+    """The state carried from bucket to bucket, and the report at the end.
+
+    The kernel works on *canonical* slots: slots with the same cells whose groupings have the same
+    samples (for example the "all" slot of every grouping without missing values) share one state,
+    copied to the others at the end."""
 
     def __init__(self, layout: _Layout, mode: int, totals: np.ndarray, threshold: float | None):
         _, calibration = _kernels()
         self.layout, self.mode, self.threshold = layout, mode, threshold
         self.totals = totals
-        member = layout.slot_matrix().astype(np.int64)
+        member = layout.slot_matrix()
+        self.member = member.astype(np.float64)
         cell_totals = np.zeros((layout.n_cells, 2), np.int64)
         np.add.at(cell_totals, layout.image_cells, totals[:, :2])
-        self.count = cell_totals[:, 0] @ member
-        self.positives = cell_totals[:, 1] @ member
+        self.count = cell_totals[:, 0] @ member.astype(np.int64)
+        self.positives = cell_totals[:, 1] @ member.astype(np.int64)
         smallest = np.full(layout.n_cells, _NO_KEY)
         largest = np.full(layout.n_cells, -1)
         np.minimum.at(smallest, layout.image_cells, totals[:, 2])
@@ -388,25 +456,59 @@ class _Sweep:
         low = np.full(layout.n_slots, np.nan)
         high = np.full(layout.n_slots, np.nan)
         for s in range(layout.n_slots):
-            cells = member[:, s].astype(bool) & (largest >= 0)
+            cells = member[:, s] & (largest >= 0)
             if cells.any():
                 low[s] = self.value_of(smallest[cells].min())
                 high[s] = self.value_of(largest[cells].max())
         self.edges = calibration.equal_width_edges(low, high, _engine.ECE_BINS)
-        overall = layout.grouping_slots[:, 2]
+        self._canonical(member)
         k_count = len(layout.sizes)
         self.fixed = np.array([0.5] if threshold is None else sorted({0.5, threshold}))
-        n_slots, row = layout.n_slots, _engine.ECE_BINS + 1
+        n_slots = layout.n_slots
         self.state = np.zeros((n_slots, 5), np.int64)
         self.at_or_below = np.zeros((len(self.fixed), n_slots, 2), np.int64)
-        self.bins = np.zeros((2, n_slots * row), np.int64)
-        self.sums = np.zeros((2, n_slots * row))
-        self.cursor = np.zeros(n_slots + 1, np.int64)
+        self.cell_sums = np.zeros((4, layout.n_cells))
+        self.snap_counts = np.zeros((len(self.event_value), 2), np.int64)
+        self.snap_sums = np.zeros((len(self.event_value), 2))
+        self.cursor = np.zeros(2, np.int64)
+        overall = layout.grouping_slots[:, 2]
         self.best = np.zeros((k_count, 4))
         self.best[:, 0] = -np.inf
         self.best[:, 1] = np.nan
         self.best[:, 2] = self.positives[overall]
         self.best[:, 3] = self.count[overall] - self.positives[overall]
+
+    def _canonical(self, member: np.ndarray) -> None:
+        """The kernel's layout: canonical slots of each cell and grouping, cells of each slot, events."""
+        layout = self.layout
+        first_of: dict[bytes, int] = {}
+        canon = np.empty(layout.n_slots, np.int64)
+        for first, last, overall in layout.grouping_slots.tolist():
+            for s in range(first, last):
+                key = member[:, s].tobytes() + member[:, overall].tobytes()
+                canon[s] = first_of.setdefault(key, s)
+        self.canon = canon
+        self.all_slot = int(canon[layout.grouping_slots[layout.complete, 2]])  # counted per run, not per cell
+        rows = [list(dict.fromkeys(canon[s] for s in row if s >= 0 and canon[s] != self.all_slot))
+                for row in layout.cell_slots.tolist()]
+        self.cell_slots = np.full((layout.n_cells, max(map(len, rows), default=0)), -1, np.int64)
+        for cell, row in enumerate(rows):
+            self.cell_slots[cell, :len(row)] = row
+        self.group_overall = canon[layout.grouping_slots[:, 2]]
+        groups = [sorted(set(canon[first:last].tolist())) for first, last, _ in layout.grouping_slots.tolist()]
+        self.group_slots = (np.concatenate(([0], np.cumsum([len(g) for g in groups]))).astype(np.int64),
+                            np.array([s for g in groups for s in g], np.int64))
+        cells = [np.flatnonzero(member[:, s]) for s in range(layout.n_slots)]
+        self.slot_cells = (np.concatenate(([0], np.cumsum([len(c) for c in cells]))).astype(np.int64),
+                           np.concatenate(cells + [np.zeros(0, np.intp)]).astype(np.int64))
+        unique = np.unique(canon)
+        unique = unique[np.isfinite(self.edges[unique, 0])]
+        n_edges = self.edges.shape[1]
+        value = self.edges[unique].ravel()
+        order = np.argsort(value, kind="stable")
+        self.event_value = value[order]
+        self.event_slot = np.repeat(unique, n_edges)[order]
+        self.event_edge = np.tile(np.arange(n_edges), len(unique))[order]
 
     def value_of(self, key: int) -> float:
         if self.mode == _UINT8:
@@ -414,6 +516,12 @@ class _Sweep:
         if self.mode == _FLOAT32:
             return float(np.array([key], np.uint32).view(np.float32)[0])
         return float(np.array([key], np.uint64).view(np.float64)[0])
+
+    def _arguments(self, target: _Sweep | _Part) -> tuple:
+        return (self.mode, _LOW_BITS[self.mode], self.layout.payload_bits, self.cell_slots, self.all_slot,
+                self.group_overall, self.group_slots, self.slot_cells, self.event_value, self.event_slot, self.fixed,
+                target.state, target.at_or_below, target.cell_sums, target.snap_counts, target.snap_sums,
+                target.cursor, target.best)
 
     def window(self, records: np.ndarray | None, starts: list[np.ndarray], bucket_lo: int, n_jobs: int = 1) -> None:
         """Sweep one window's buckets, after every earlier window: chunk ``c`` of ``records`` holds
@@ -426,12 +534,9 @@ class _Sweep:
         voxels, _ = _kernels()
         starts = np.stack(starts)
         layout = self.layout
-        common = (self.mode, _LOW_BITS[self.mode], layout.payload_bits, layout.cell_slots, layout.grouping_slots,
-                  self.edges, self.fixed)
         ranges = _split(starts, n_jobs if len(records) >= _PARALLEL_SWEEP else 1)
         if len(ranges) == 1:
-            voxels.sweep_buckets(records, starts, 0, starts.shape[1] - 1, bucket_lo, *common, self.state,
-                                 self.at_or_below, self.bins, self.sums, self.cursor, self.best)
+            voxels.sweep_buckets(records, starts, 0, starts.shape[1] - 1, bucket_lo, *self._arguments(self))
             return
         pool = executor(len(ranges))
         member = layout.slot_matrix().astype(np.int64)
@@ -440,13 +545,11 @@ class _Sweep:
         parts = []
         counted = self.state[:, :2].copy()
         for j in range(len(ranges)):
-            part = _Part(self, counted, first_range=j == 0)
-            parts.append(part)
+            parts.append(_Part(self, counted))
             if j < len(ranges) - 1:
                 cells = below[j].result()
                 counted = counted + np.stack([cells[:, 1] @ member, cells[:, 0] @ member], axis=1)
-        jobs = [pool.submit(voxels.sweep_buckets, records, starts, first, last, bucket_lo, *common, part.state,
-                            part.at_or_below, part.bins, part.sums, part.cursor, part.best)
+        jobs = [pool.submit(voxels.sweep_buckets, records, starts, first, last, bucket_lo, *self._arguments(part))
                 for (first, last), part in zip(ranges, parts)]
         for job in jobs:
             job.result()
@@ -454,22 +557,47 @@ class _Sweep:
 
     def _combine(self, parts: list[_Part]) -> None:
         """Fold the states of consecutive bucket ranges into the carried state."""
-        passed = int(self.cursor[-1])
+        passed, events = int(self.cursor[1]), int(self.cursor[0])
         for part in parts:
             self.state[:, 2] += part.state[:, 2]
-            self.bins += part.bins
-            self.sums += part.sums
             for k, (first, last, _) in enumerate(self.layout.grouping_slots.tolist()):
                 if part.best[k, 0] > self.best[k, 0]:  # strictly better: the earliest range wins ties
                     self.best[k, :2] = part.best[k, :2]
                     self.state[first:last, 3:] = part.state[first:last, 3:]
-            reached = int(part.cursor[-1])
+            reached = int(part.cursor[1])
             if reached > passed:  # the first range past a fixed threshold holds its counts
                 self.at_or_below[passed:reached] = part.at_or_below[passed:reached]
                 passed = reached
-            np.maximum(self.cursor[:-1], part.cursor[:-1], out=self.cursor[:-1])
-        self.cursor[-1] = passed
+            reached = int(part.cursor[0])
+            if reached > events:  # ECE edges passed in this range: its score sums start at the earlier ranges'
+                slots = self.event_slot[events:reached]
+                self.snap_counts[events:reached] = part.snap_counts[events:reached]
+                below = self.cell_sums[:2] @ self.member
+                self.snap_sums[events:reached] = part.snap_sums[events:reached] + below[:, slots].T
+                events = reached
+            self.cell_sums = _add_compensated(self.cell_sums, part.cell_sums)
+        self.cursor[:] = (events, passed)
         self.state[:, :2] = parts[-1].state[:, :2]
+
+    def _bins(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per slot and ECE bin: samples, positives and the score sum, from the snapshots at its edges."""
+        n_slots, n_edges = self.edges.shape
+        below = np.zeros((n_slots, n_edges, 2), np.int64)  # at or below each edge; never passed: all
+        below[:] = self.state[:, None, :2]
+        score = np.zeros((n_slots, n_edges, 2))
+        score[:] = (self.cell_sums[:2] @ self.member).T[:, None, :]
+        passed = int(self.cursor[0])
+        where = self.event_slot[:passed], self.event_edge[:passed]
+        below[where] = self.snap_counts[:passed]
+        score[where] = self.snap_sums[:passed]
+        canon = self.canon
+        below, score = below[canon], score[canon]
+        count = np.diff(below.sum(axis=2), axis=1)
+        positives = np.diff(below[:, :, 0], axis=1)
+        sums = np.diff(score[:, :, 0], axis=1) + np.diff(score[:, :, 1], axis=1)
+        empty = ~np.isfinite(self.edges[:, 0])
+        count[empty], positives[empty], sums[empty] = 0, 0, 0.0
+        return count, positives, sums
 
     def report(self, metadata: dict[str, Any]) -> FairnessReport:
         _, calibration = _kernels()
@@ -484,24 +612,24 @@ class _Sweep:
                              "fairness metrics need both positive and negative voxels")
         positives, count = self.positives, self.count
         negatives = count - positives
-        n_bins, n_slots = _engine.ECE_BINS, layout.n_slots
-        counted = self.bins.reshape(2, n_slots, n_bins + 1)[:, :, :n_bins]
-        sums = self.sums.reshape(2, n_slots, n_bins + 1).sum(axis=0)  # value + compensation
-        ece = calibration.calibration_error(counted[0], counted[1].astype(np.float64), sums[:, :n_bins], 0)
-        loss = sums[:, n_bins]
+        canon = self.canon
+        state, at_or_below = self.state[canon], self.at_or_below[:, canon]
+        bin_count, bin_positives, bin_sums = self._bins()
+        ece = calibration.calibration_error(bin_count, bin_positives.astype(np.float64), bin_sums, 0)
+        loss = (self.cell_sums[2:] @ self.member).sum(axis=0)[canon]
         above = {}
         for f, value in enumerate(self.fixed.tolist()):  # thresholds the sweep never passed: every score below
-            below = self.at_or_below[f] if f < self.cursor[-1] else np.stack([positives, negatives], axis=1)
+            below = at_or_below[f] if f < self.cursor[1] else np.stack([positives, negatives], axis=1)
             above[value] = (positives - below[:, 0], negatives - below[:, 1])
         if self.threshold is None:
             thresholds = self.best[:, 1].copy()
-            best = (positives - self.state[:, 3], negatives - self.state[:, 4])
+            best = (positives - state[:, 3], negatives - state[:, 4])
         else:
             thresholds = np.full(len(layout.sizes), self.threshold)
             best = above[self.threshold]
         confusion = {"": above[0.5], _engine.BEST: best}
         groupings = _engine.from_counts(layout.sizes, count, positives, negatives, thresholds,
-                                        set(_engine.all_keys()), u2=self.state[:, 2], loss_sums=loss, ece=ece,
+                                        set(_engine.all_keys()), u2=state[:, 2], loss_sums=loss, ece=ece,
                                         confusion=confusion)
         warnings: list[str] = []
         results = [attribute_result(attribute, grouping, n_voxels, warnings)
@@ -515,19 +643,30 @@ class _Sweep:
 
 
 class _Part:
-    """The state of one range of buckets swept on its own thread, from the counts below it."""
+    """The state of one range of buckets swept on its own thread, from the counts below it (its
+    score and loss sums, and the score sums of its ECE snapshots, start at zero)."""
 
-    def __init__(self, sweep: _Sweep, below: np.ndarray, first_range: bool):
+    def __init__(self, sweep: _Sweep, below: np.ndarray):
         self.state = sweep.state.copy()
         self.state[:, :2] = below
         self.state[:, 2] = 0
         self.at_or_below = sweep.at_or_below.copy()
-        self.bins = np.zeros_like(sweep.bins)
-        self.sums = np.zeros_like(sweep.sums)
+        self.cell_sums = np.zeros_like(sweep.cell_sums)
+        self.snap_counts = sweep.snap_counts.copy()
+        self.snap_sums = sweep.snap_sums.copy()
         self.cursor = sweep.cursor.copy()
-        if not first_range:
-            self.cursor[:-1] = 0  # ECE bins: found again from the first bin (scores ascend)
         self.best = sweep.best.copy()
+
+
+def _add_compensated(sums: np.ndarray, other: np.ndarray) -> np.ndarray:
+    """Rows (sum, compensation, sum, compensation, ...) of ``sums`` plus those of ``other``, compensated."""
+    total = sums[0::2] + other[0::2]
+    error = np.where(np.abs(sums[0::2]) >= np.abs(other[0::2]), (sums[0::2] - total) + other[0::2],
+                     (other[0::2] - total) + sums[0::2])
+    out = np.empty_like(sums)
+    out[0::2] = total
+    out[1::2] = sums[1::2] + other[1::2] + error
+    return out
 
 
 def _split(starts: np.ndarray, n_parts: int) -> list[tuple[int, int]]:
@@ -661,6 +800,19 @@ def _run_all(source: _Source, n_images: int, work: Callable[[int, Any, Any, Any]
                          "attributes per image")
 
 
+def _add(accumulator: VoxelAccumulator, source: _Source, n_images: int, n_jobs: int, progress: Any) -> None:
+    """Every map of ``source`` into ``accumulator``: in-memory maps in two passes straight into the
+    buckets, others read once and staged."""
+    if source.known_voxels() is None:
+        _run_all(source, n_images, lambda i, s, t, r: accumulator.add(s, t, i, r), n_jobs, progress)
+        return
+    bar = Progress(source.length, "reading maps", bool(progress), "map")  # a bar only when asked
+    try:
+        accumulator._add_all(list(source.items()), n_jobs, lambda: bar.update(1))
+    finally:
+        bar.close()
+
+
 def evaluate_voxels(score_maps: Any, true_masks: Any, sensitive_features: Any, *, roi_masks: Any = None,
                     bins: _groups.Bins | None = None, intersectional: bool = False, threshold: float | None = None,
                     max_memory: Any = None, n_jobs: int | None = None, progress: Any = None) -> FairnessReport:
@@ -706,7 +858,7 @@ def evaluate_voxels(score_maps: Any, true_masks: Any, sensitive_features: Any, *
     # Staging: per thread a stage (bucket id and record per voxel), and the sweep's two bucket buffers.
     staging = jobs * _STAGE * 10
     if source.one_shot or (known is not None and known * source.record_bytes() + staging <= budget):
-        _run_all(source, n_images, lambda i, s, t, r: accumulator.add(s, t, i, r), jobs, progress)
+        _add(accumulator, source, n_images, jobs, progress)
         sweep = _Sweep(accumulator._layout, _mode_of(accumulator), accumulator.totals, accumulator.threshold)
         sweep.window(*accumulator._records(), 0, jobs)
         return sweep.report({"windows": 1})
@@ -746,7 +898,7 @@ def evaluate_voxels(score_maps: Any, true_masks: Any, sensitive_features: Any, *
     for lo, hi in windows:
         part = VoxelAccumulator(sensitive_features, bins=bins, intersectional=intersectional, threshold=threshold,
                                 n_jobs=jobs, _window=(lo, hi), _capacity=int(histogram[lo:hi].sum()))
-        _run_all(source, n_images, lambda i, s, t, r, part=part: part.add(s, t, i, r), jobs, progress)
+        _add(part, source, n_images, jobs, progress)
         if sweep is None:
             sweep = _Sweep(part._layout, _mode_of(part), part.totals, part.threshold)
         sweep.window(*part._records(), lo, jobs)

@@ -14,29 +14,33 @@ Modes: 0 float32 bits (uint32 keys), 1 uint8 value ``v`` meaning ``v / 255``, 2 
 import numpy as np
 
 from ._config import inline_kernel, kernel
-from ._slots import ascending_bin, neumaier_add
+from ._slots import neumaier_add, neumaier_step
 from .ranking import f1_at
 
 FLOAT32, UINT8, FLOAT64 = 0, 1, 2
 
 
 @inline_kernel
-def _key(bits, i, mode):
-    """Key of score ``i`` and whether it is a probability (within [0, 1], not NaN)."""
-    raw = np.uint64(bits[i])
+def _key_rule(mode):
+    """``(mask, limit)``: a score's key is its bits ``& mask``; it is a probability (within [0, 1],
+    not NaN; -0.0 allowed) when the key is at most ``limit`` and the sign bit is clear or the key 0."""
     if mode == 1:
-        return raw, True
+        return np.uint64(0xFF), np.uint64(0xFF)
     if mode == 0:
-        key = raw & np.uint64(0x7FFFFFFF)
-        return key, key <= np.uint64(0x3F800000) and (raw == key or key == 0)
-    key = raw & np.uint64(0x7FFFFFFFFFFFFFFF)
-    return key, key <= np.uint64(0x3FF0000000000000) and (raw == key or key == 0)
+        return np.uint64(0x7FFFFFFF), np.uint64(0x3F800000)
+    return np.uint64(0x7FFFFFFFFFFFFFFF), np.uint64(0x3FF0000000000000)
 
 
 @kernel
-def encode_map(bits, truth, roi, mode, low_bits, payload, payload_bits, bucket_lo, bucket_hi,
-               stage_bucket, stage_record, fill, totals):
-    """Stage the records of one map whose bucket lies in ``[bucket_lo, bucket_hi)``.
+def encode_map(bits, truth, roi, mode, low_bits, payload, payload_bits, bucket_lo, bucket_hi, stage_bucket,
+               records, position, totals):
+    """Write the records of one map whose bucket lies in ``[bucket_lo, bucket_hi)``.
+
+    Staged (``stage_bucket`` not empty): record and bucket of the next voxel to ``records[position[0]]``
+    and ``stage_bucket[position[0]]``, sorted into buckets later (:func:`stage_by_bucket`). Direct
+    (``stage_bucket`` empty): a record of bucket ``b`` to ``records[position[b - bucket_lo]]``, with
+    ``position`` from a counting pass (:func:`count_buckets`) and a prefix sum, so that the
+    records land in their buckets in one scatter. The used ``position`` entries move on.
 
     Parameters
     ----------
@@ -44,13 +48,10 @@ def encode_map(bits, truth, roi, mode, low_bits, payload, payload_bits, bucket_l
     truth : uint8 array of shape (n,); nonzero = positive
     roi : uint8 array of shape (n,) (nonzero = counted) or of shape (0,) (every voxel counted)
     payload : int, ``cell << 1``
-    stage_bucket : uint16 array; stage_record : uint32 or uint64 array; written from ``fill``
+    stage_bucket : uint16 array (staged) or of shape (0,) (direct); records : uint32 or uint64 array
+    position : int64 array of shape (1,) (staged) or (bucket_hi - bucket_lo,) (direct)
     totals : int64 array of shape (5,), updated over every voxel in the ROI (any bucket):
         voxels, positives, smallest key, largest key, and the first invalid voxel (-1 if none)
-
-    Returns
-    -------
-    fill : int, the new number of staged records
     """
     low_mask = np.uint64((1 << low_bits) - 1)
     shift = np.uint64(low_bits)
@@ -58,38 +59,47 @@ def encode_map(bits, truth, roi, mode, low_bits, payload, payload_bits, bucket_l
     lo = np.uint64(bucket_lo)
     hi = np.uint64(bucket_hi)
     use_roi = roi.shape[0] > 0
+    staged = stage_bucket.shape[0] > 0
+    mask, limit = _key_rule(mode)
+    tag = np.uint64(payload)
     count = 0
     positives = 0
-    smallest = totals[2]
-    largest = totals[3]
+    smallest = np.uint64(totals[2])
+    largest = np.uint64(max(totals[3], 0))
+    fill = position[0]
     for i in range(bits.shape[0]):
         if use_roi and roi[i] == 0:
             continue
-        key, valid = _key(bits, i, mode)
-        if not valid:
+        raw = np.uint64(bits[i])
+        key = raw & mask
+        if key > limit or (raw != key and key != 0):
             if totals[4] < 0:
                 totals[4] = i
             continue
-        positive = truth[i] != 0
+        label = np.uint64(truth[i] != 0)
         count += 1
-        if positive:
-            positives += 1
-        signed = np.int64(key)
-        if signed < smallest:
-            smallest = signed
-        if signed > largest:
-            largest = signed
+        positives += label
+        smallest = min(smallest, key)
+        largest = max(largest, key)
         bucket = key >> shift
         if bucket < lo or bucket >= hi:
             continue
-        stage_bucket[fill] = np.uint16(bucket - lo)
-        stage_record[fill] = ((key & low_mask) << pshift) | np.uint64(payload + (1 if positive else 0))
-        fill += 1
+        record = ((key & low_mask) << pshift) | tag | label
+        if staged:
+            stage_bucket[fill] = np.uint16(bucket - lo)
+            records[fill] = record
+            fill += 1
+        else:
+            b = np.intp(bucket - lo)
+            records[position[b]] = record
+            position[b] += 1
+    if staged:
+        position[0] = fill
     totals[0] += count
     totals[1] += positives
-    totals[2] = smallest
-    totals[3] = largest
-    return fill
+    totals[2] = np.int64(smallest)
+    if count:
+        totals[3] = np.int64(largest)
 
 
 @kernel
@@ -97,11 +107,13 @@ def count_buckets(bits, roi, mode, low_bits, histogram):
     """Add the voxels of one map (within the ROI) to ``histogram`` (int64, one count per bucket)."""
     shift = np.uint64(low_bits)
     use_roi = roi.shape[0] > 0
+    mask, limit = _key_rule(mode)
     for i in range(bits.shape[0]):
         if use_roi and roi[i] == 0:
             continue
-        key, valid = _key(bits, i, mode)
-        if valid:
+        raw = np.uint64(bits[i])
+        key = raw & mask
+        if key <= limit and (raw == key or key == 0):
             histogram[np.intp(key >> shift)] += 1
 
 
@@ -162,42 +174,53 @@ def _take(positives, negatives, index):
 
 @kernel
 def sweep_buckets(records, chunk_starts, first, last, bucket_lo, mode, low_bits, payload_bits, cell_slots,
-                  grouping_slots, edges, fixed, counts, at_or_below, bins, sums, cursor, best):
+                  all_slot, group_overall, group_slots, slot_cells, event_value, event_slot, fixed, counts, at_or_below,
+                  cell_sums, snap_counts, snap_sums, cursor, best):
     """Sweep buckets ``first`` to ``last - 1`` of one window in ascending score order, updating the
     carried state in place (the counts below must already include every earlier bucket).
+
+    Per distinct score the work is per record (its cell's counts), per cell present (score and BCE
+    sums, kept per cell since they add up over cells), and per slot present (Mann-Whitney U and the
+    counts below); ECE bins are counts and score sums between two of the slot's bin edges, taken
+    as snapshots when the sweep passes an edge (an *event*).
 
     Parameters
     ----------
     records : uint32 or uint64 array; chunk ``c`` holds bucket ``b`` (of this window) at
         ``records[chunk_starts[c, b]:chunk_starts[c, b + 1]]`` (see :func:`stage_by_bucket`)
     bucket_lo : int, the first bucket of the window (keys are ``(bucket_lo + b) << low_bits | low``)
-    cell_slots : int64 array of shape (n_cells, m); the slots of each cell (-1 = none)
-    grouping_slots : int64 array of shape (K, 3); first slot, slot past the last, overall slot
-    edges : float64 array of shape (n_slots, n_bins + 1); ECE bin edges of each slot
+    cell_slots : int64 array of shape (n_cells, m); the distinct slots of each cell (-1 after the last),
+        but for ``all_slot``
+    all_slot : int, the slot of every cell (its counts are the run's)
+    group_overall : int64 array of shape (K,); the slot of all samples of each grouping
+    group_slots : (starts, slots), int64 arrays of shape (K + 1,) and (total,): the slots of each grouping
+    slot_cells : (starts, cells), int64 arrays of shape (n_slots + 1,) and (total,): the cells of each slot
+    event_value, event_slot : float64 and int64 arrays of shape (E,), by ascending value: the ECE bin
+        edges of the slots; ``snap_*[e]`` is written when the sweep passes ``event_value[e]``
     fixed : float64 array of shape (F,), ascending; thresholds whose counts above are wanted
     counts : int64 array of shape (n_slots, 5), state: positives below, negatives below, twice the
         Mann-Whitney U, positives and negatives at or below the best-F1 threshold of the slot's grouping
     at_or_below : int64 array of shape (F, n_slots, 2): positives and negatives scoring at or below
-        ``fixed[f]``, written when the sweep passes ``fixed[f]`` (``cursor[n_slots]`` of them so far)
-    bins : int64 array of shape (2, n_slots * (n_bins + 1)): per slot ``s`` and bin ``b`` (at
-        ``s * (n_bins + 1) + b``) the sample count and the positives
-    sums : float64 array of shape (2, n_slots * (n_bins + 1)): compensated sums and their
-        compensations: the scores per bin, and at bin ``n_bins`` the BCE terms of the slot
-    cursor : int64 array of shape (n_slots + 1,): the current ECE bin of each slot, then the number
-        of fixed thresholds passed
+        ``fixed[f]``, written when the sweep passes ``fixed[f]``
+    cell_sums : float64 array of shape (4, n_cells): compensated sums of the scores (and their
+        compensations), then of the BCE terms (and theirs), of each cell
+    snap_counts : int64 array of shape (E, 2); snap_sums : float64 array of shape (E, 2): at each
+        event, the slot's positives and negatives below and its compensated score sum below
+    cursor : int64 array of shape (2,): events passed, fixed thresholds passed
     best : float64 array of shape (K, 4): best F1, its threshold, positives, negatives of the grouping
     """
     n_chunks = chunk_starts.shape[0]
     n_cells, width = cell_slots.shape
     n_slots = counts.shape[0]
-    n_groupings = grouping_slots.shape[0]
-    n_bins = edges.shape[1] - 1
+    n_groupings = group_overall.shape[0]
     n_fixed = fixed.shape[0]
-    row = n_bins + 1
-    bin_count = bins[0]
-    bin_positives = bins[1]
-    score_sum = sums[0]
-    compensation = sums[1]
+    n_events = event_value.shape[0]
+    group_start, group_list = group_slots
+    cells_start, cells_list = slot_cells
+    score_sum = cell_sums[0]
+    score_comp = cell_sums[1]
+    loss_sum = cell_sums[2]
+    loss_comp = cell_sums[3]
     pshift = np.uint64(payload_bits)
     pmask = np.uint64((1 << payload_bits) - 1)
     word32 = np.empty(1, np.uint32)
@@ -219,43 +242,67 @@ def sweep_buckets(records, chunk_starts, first, last, bucket_lo, mode, low_bits,
         largest = max(largest, size)
     if largest == 0:
         return
-    gathered = np.empty(largest, records.dtype)
-    ordered = np.empty(largest, records.dtype)
+    gathered = np.empty(largest if n_chunks > 1 else 0, records.dtype)
     n_low = 1 << low_bits
-    low_counts = np.zeros(n_low + 1 if low_bits <= 16 else 1, np.int64)
+    counting = 0 < low_bits <= 16
+    payloads = np.empty(largest, np.uint16)  # a bucket's payloads (cell << 1 | label) in score order
+    run_capacity = n_low if counting else (1 if low_bits == 0 else largest)
+    run_low = np.empty(run_capacity, np.uint64)  # a bucket's distinct low key bits, ascending
+    run_start = np.empty(run_capacity + 1, np.int64)  # and where their payloads start
+    low_counts = np.zeros(n_low + 1 if counting else 1, np.int64)
     for b in range(first, last):
-        size = 0
-        for c in range(n_chunks):
-            start, stop = chunk_starts[c, b], chunk_starts[c, b + 1]
-            gathered[size:size + stop - start] = records[start:stop]
-            size += stop - start
+        if n_chunks == 1:  # the bucket lies in one piece: no copy
+            size = chunk_starts[0, b + 1] - chunk_starts[0, b]
+            bucket = records[chunk_starts[0, b]:chunk_starts[0, b + 1]]
+        else:
+            size = 0
+            for c in range(n_chunks):
+                start, stop = chunk_starts[c, b], chunk_starts[c, b + 1]
+                gathered[size:size + stop - start] = records[start:stop]
+                size += stop - start
+            bucket = gathered[:size]
         if size == 0:
             continue
-        bucket = gathered[:size]
-        if low_bits == 0:
-            pass  # one key per bucket: nothing to order
-        elif low_bits <= 16 and size * 8 >= n_low:  # counting sort on the low key bits
+        # Order the bucket: its runs of equal keys, and their payloads.
+        n_runs = 0
+        if low_bits == 0:  # one key per bucket
+            for i in range(size):
+                payloads[i] = np.uint16(bucket[i] & pmask)
+            run_low[0] = 0
+            run_start[0] = 0
+            n_runs = 1
+        elif counting and size * 8 >= n_low:  # counting sort on the low key bits
             low_counts[:] = 0
             for i in range(size):
                 low_counts[np.intp(bucket[i] >> pshift) + 1] += 1
             for v in range(n_low):
+                if low_counts[v + 1]:
+                    run_low[n_runs] = v
+                    run_start[n_runs] = low_counts[v]
+                    n_runs += 1
                 low_counts[v + 1] += low_counts[v]
             for i in range(size):
                 v = np.intp(bucket[i] >> pshift)
-                ordered[low_counts[v]] = bucket[i]
+                payloads[low_counts[v]] = np.uint16(bucket[i] & pmask)
                 low_counts[v] += 1
-            bucket = ordered[:size]
         else:
-            bucket = np.sort(bucket)
+            sorted_records = np.sort(bucket)
+            previous = ~np.uint64(0)
+            for i in range(size):
+                low = np.uint64(sorted_records[i] >> pshift)
+                if low != previous:
+                    run_low[n_runs] = low
+                    run_start[n_runs] = i
+                    n_runs += 1
+                    previous = low
+                payloads[i] = np.uint16(sorted_records[i] & pmask)
+        run_start[n_runs] = size
         high = np.uint64(bucket_lo + b) << np.uint64(low_bits)
-        i = 0
-        while i < size:
-            low = bucket[i] >> pshift
+        for r in range(n_runs):
             n_touched = 0
-            run_start = i
             run_pos = 0
-            while i < size and (bucket[i] >> pshift) == low:
-                payload = np.intp(bucket[i] & pmask)
+            for i in range(run_start[r], run_start[r + 1]):
+                payload = np.intp(payloads[i])
                 cell = payload >> 1
                 if cell_pos[cell] == 0 and cell_neg[cell] == 0:
                     touched_cells[n_touched] = cell
@@ -265,59 +312,79 @@ def sweep_buckets(records, chunk_starts, first, last, bucket_lo, mode, low_bits,
                     run_pos += 1
                 else:
                     cell_neg[cell] += 1
-                i += 1
-            run_neg = i - run_start - run_pos
+            run_neg = run_start[r + 1] - run_start[r] - run_pos
+            low = run_low[r]
             value = _value(high | np.uint64(low), mode, word32, float32, word64, float64)
-            while cursor[n_slots] < n_fixed and value > fixed[cursor[n_slots]]:  # passing a fixed threshold
-                f = cursor[n_slots]
+            while cursor[1] < n_fixed and value > fixed[cursor[1]]:  # passing a fixed threshold
+                f = cursor[1]
                 for s in range(n_slots):
                     at_or_below[f, s, 0] = counts[s, 0]
                     at_or_below[f, s, 1] = counts[s, 1]
-                cursor[n_slots] = f + 1
-            # Per slot: this score's positives and negatives.
-            n_hit = 0
+                cursor[1] = f + 1
+            while cursor[0] < n_events and value > event_value[cursor[0]]:  # passing an ECE bin edge
+                e = cursor[0]
+                s = event_slot[e]
+                snap_counts[e, 0] = counts[s, 0]
+                snap_counts[e, 1] = counts[s, 1]
+                total = 0.0
+                compensation = 0.0
+                for j in range(cells_start[s], cells_start[s + 1]):
+                    c = cells_list[j]
+                    total, compensation = neumaier_step(total, compensation, score_sum[c])
+                    compensation += score_comp[c]
+                snap_sums[e, 0] = total
+                snap_sums[e, 1] = compensation
+                cursor[0] = e + 1
+            log_p = -max(np.log(value), -100.0) if run_pos else 0.0
+            log_q = -max(np.log(1.0 - value), -100.0) if run_neg else 0.0
+            # Per cell: its score and BCE sums; per slot: this score's positives and negatives.
+            n_hit = 1
+            touched_slots[0] = all_slot
+            slot_pos[all_slot] = run_pos
+            slot_neg[all_slot] = run_neg
             for t in range(n_touched):
                 cell = touched_cells[t]
                 p, q = _take(cell_pos, cell_neg, cell)
+                neumaier_add(score_sum, score_comp, cell, float(p + q) * value)
+                neumaier_add(loss_sum, loss_comp, cell, float(p) * log_p + float(q) * log_q)
                 for j in range(width):
                     s = cell_slots[cell, j]
                     if s < 0:
-                        continue
+                        break
                     if slot_pos[s] == 0 and slot_neg[s] == 0:
                         touched_slots[n_hit] = s
                         n_hit += 1
                     slot_pos[s] += p
                     slot_neg[s] += q
             # F1 at this threshold (predicted positive: score >= value), from the counts below it.
+            f1 = 0.0
             for k in range(n_groupings):
                 improved[k] = False
-                overall = grouping_slots[k, 2]
+                overall = group_overall[k]
                 if slot_pos[overall] + slot_neg[overall] == 0:
                     continue
-                f1 = f1_at(best[k, 2] - counts[overall, 0], best[k, 3] - counts[overall, 1], best[k, 2])
+                if k == 0 or overall != group_overall[k - 1]:  # groupings of the same samples: one F1
+                    tp = best[k, 2] - counts[overall, 0]
+                    fp = best[k, 3] - counts[overall, 1]
+                    # F1 <= 2 TP / (TP + FP + P) (rounding adds far less than 1e-9): skip the divisions
+                    # when that bound cannot beat the best
+                    if 2.0 * tp <= best[k, 0] * (tp + fp + best[k, 2]) * (1.0 - 1e-9):
+                        f1 = -np.inf
+                    else:
+                        f1 = f1_at(tp, fp, best[k, 2])
                 if f1 > best[k, 0]:
                     best[k, 0] = f1
                     best[k, 1] = value
                     improved[k] = True
-            log_p = -max(np.log(value), -100.0) if run_pos else 0.0
-            log_q = -max(np.log(1.0 - value), -100.0) if run_neg else 0.0
             for t in range(n_hit):
                 s = touched_slots[t]
                 p, q = _take(slot_pos, slot_neg, s)
                 counts[s, 2] += p * (2 * counts[s, 1] + q)
                 counts[s, 0] += p
                 counts[s, 1] += q
-                # ECE: bins are right-closed (edge[b], edge[b + 1]]; scores ascend, so the bin only moves up.
-                cur, inside = ascending_bin(edges, s, cursor[s], value)
-                cursor[s] = cur
-                if inside:
-                    cell = s * row + cur
-                    bin_count[cell] += p + q
-                    bin_positives[cell] += p
-                    neumaier_add(score_sum, compensation, cell, float(p + q) * value)
-                neumaier_add(score_sum, compensation, s * row + n_bins, float(p) * log_p + float(q) * log_q)
             for k in range(n_groupings):
                 if improved[k]:
-                    for s in range(grouping_slots[k, 0], grouping_slots[k, 1]):
+                    for j in range(group_start[k], group_start[k + 1]):
+                        s = group_list[j]
                         counts[s, 3] = counts[s, 0]
                         counts[s, 4] = counts[s, 1]

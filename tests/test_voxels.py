@@ -278,3 +278,20 @@ def test_command_line_score_maps(tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_info:
         cli.main(["score", str(tmp_path / "maps.csv"), "--score-map", "score_path", "--sensitive", "sex"])
     assert exit_info.value.code == 2 and "--true-mask" in capsys.readouterr().err
+
+
+def test_voxel_report_plots_and_html(tmp_path):
+    """Bars, the pairwise heat map and the HTML page need only the tables; ROC and reliability curves
+    need per-sample scores, which a voxel report does not keep: a clear error, a note in the page."""
+    pytest.importorskip("matplotlib")
+    from matplotlib.figure import Figure
+
+    scores, truth, groups = make_maps(9)
+    report = voxel_report(scores, truth, groups)
+    for kind in ("bars", "pairwise"):
+        assert isinstance(report.plot(kind), Figure)
+    with pytest.raises(ValueError, match="evaluate_voxels keep no per-voxel scores"):
+        report.plot("roc")
+    text = report.to_html(tmp_path / "voxels.html")
+    assert text.count("<img") == 2 and text.count("keeps none") == 2
+    assert "sex" in text and (tmp_path / "voxels.html").exists()

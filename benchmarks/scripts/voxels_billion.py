@@ -10,6 +10,7 @@ Maps are 512 x 512 float32 scores in [0, 1] (a quarter of the voxels positive, s
 process: it prints wall times and the peak resident memory above the inputs (getrusage high-water
 mark minus the resident memory once the inputs exist).
 """
+import os
 import resource
 import sys
 import time
@@ -26,6 +27,24 @@ def rss_mib():
 
 def peak_mib():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def streaming_pass(scores, truth):
+    """Seconds of one Numba pass that reads every score and label byte (a lower bound)."""
+    from numba import njit
+
+    @njit(nogil=True)
+    def total(bits, labels):
+        out = np.uint64(0)
+        for i in range(bits.shape[0]):
+            out += np.uint64(bits[i]) + np.uint64(labels[i])
+        return out
+
+    bits, labels = scores.reshape(-1).view(np.uint32), truth.reshape(-1).view(np.uint8)
+    total(bits[:8], labels[:8])
+    start = time.perf_counter()
+    total(bits, labels)
+    return time.perf_counter() - start
 
 
 def make(n_maps, seed=0):
@@ -68,13 +87,17 @@ def run(mode, n_maps, max_memory):
     print(f"{n_maps} maps of {SHAPE[0]}x{SHAPE[1]} ({scores.size / 1e9:.3f}e9 voxels) made in {made:.1f} s; "
           f"inputs resident {base:.0f} MiB")
     source = (scores, truth) if mode == "memory" else (Maps(scores, truth), None)
+    load = os.getloadavg()
     start, cpu = time.perf_counter(), time.process_time()
     report = fm.evaluate_voxels(*source, groups, max_memory=max_memory)
     took, cpu = time.perf_counter() - start, time.process_time() - cpu
-    print(f"evaluate_voxels {mode} max_memory={max_memory}: {took:.1f} s ({cpu:.1f} s CPU on all threads), windows "
+    print(f"evaluate_voxels {mode} max_memory={max_memory}: {took:.1f} s ({cpu:.1f} s CPU on all threads), "
+          f"load average before/after {load[0]:.1f}/{os.getloadavg()[0]:.1f}, windows "
           f"{report.metadata['windows']}, "
           f"peak above inputs {peak_mib() - base:.0f} MiB (one map: {scores[0].nbytes / 2**20:.0f} MiB)")
     print(report.summary[["overall-auc", "auc-gap", "ece-gap", "eod"]].to_string())
+    print(f"afterwards, a streaming Numba pass over the same score and label bytes: "
+          f"{streaming_pass(scores, truth):.2f} s")
     start, cpu = time.perf_counter(), time.process_time()
     np.sort(scores[: max(1, n_maps // 10)].reshape(-1))
     print(f"afterwards, np.sort of a tenth of the scores (lower bound, x10): {time.perf_counter() - start:.1f} s "
