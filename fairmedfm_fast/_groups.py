@@ -99,13 +99,12 @@ def _columns(sensitive_features: Any) -> list[tuple[str, Column]]:
     if isinstance(features, Mapping):
         # Values of a mapping are taken as plain arrays (as a DataFrame built from them would be),
         # except pyarrow and polars columns, which keep their own types.
-        return [(str(key), _column(value if is_arrow(value) or is_polars(value) else _recoded(value)
-                                   if _recoded(value) is not None
-                                   else to_numpy(value, f"sensitive_features[{key!r}]").ravel(),
+        return [(str(key), _column(_mapping_value(value, f"sensitive_features[{key!r}]"),
                                    f"sensitive_features[{key!r}]"))
                 for key, value in features.items()]
-    if _recoded(features) is not None:
-        return [("sensitive", _recoded(features))]
+    recoded = _recoded(features)
+    if recoded is not None:
+        return [("sensitive", recoded)]
     if is_polars(features):
         if hasattr(features, "get_columns"):  # DataFrame
             return [(str(column.name), _column(column, str(column.name))) for column in features.get_columns()]
@@ -123,6 +122,15 @@ def _columns(sensitive_features: Any) -> list[tuple[str, Column]]:
         return [(f"sensitive_{i}", array[:, i]) for i in range(array.shape[1])]
     raise ValueError(f"sensitive_features must be one value per sample or a (samples, attributes) table, "
                      f"got shape {array.shape}")
+
+
+def _mapping_value(value: Any, where: str) -> Any:
+    """One value of a mapping of attributes: pyarrow and polars columns as they are, a bare pandas
+    Categorical by its codes (:func:`_recoded`), anything else as a 1-D NumPy array."""
+    if is_arrow(value) or is_polars(value):
+        return value
+    recoded = _recoded(value)
+    return recoded if recoded is not None else to_numpy(value, where).ravel()
 
 
 def _recoded(values: Any) -> pd.Series | None:
