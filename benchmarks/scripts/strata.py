@@ -21,9 +21,11 @@ warnings.simplefilter("ignore")
 
 
 def joint_bootstrap(arranged, names, valid_groups, summarize, n_boot, level, seed, fixed_best,
-                    stratify="attribute", progress=None):
+                    stratify="attribute", progress=None, keep=None, extra=()):
     """The bootstrap of commit ede1f04: one resample for all attributes, stratified by the combination
-    of their groups, weights over the whole sorted order."""
+    of their groups, weights over the whole sorted order. It keeps no replicates for ``pairwise()``
+    (``keep``) and knows fairmedfm's metrics only (``extra`` must be empty)."""
+    assert not extra, "the joint-strata baseline covers fairmedfm's metrics only"
     from fairmedfm_fast.kernels import resampling
 
     n_attributes = len(names)

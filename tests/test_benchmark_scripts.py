@@ -1,0 +1,41 @@
+"""Every script under ``benchmarks/scripts/`` that needs no prepared files runs once on tiny inputs, so
+that a change of an internal signature cannot leave one broken (``strata.py`` once was, unnoticed)."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPTS = ROOT / "benchmarks" / "scripts"
+
+#: script -> tiny arguments. Scripts that read prepared files or console scripts (cli_*.py,
+#: dask_workers.py) are left out.
+TINY = {
+    "strata.py": ["3000", "2", "1"],
+    "tasks_vs_separate.py": ["3e3", "2", "1"],
+    "small_calls.py": ["200", "1"],
+    "bootstrap_vs_fairlearn.py": ["3000", "2", "1"],
+    "voxels_billion.py": ["memory", "4"],
+    "surface_vs_medpy.py": ["24", "2", "16", "1"],
+}
+
+
+def test_every_script_is_listed_or_needs_files():
+    assert {path.name for path in SCRIPTS.glob("*.py")} == {
+        *TINY, "cli_make_data.py", "cli_vs_fairmedfm.py", "dask_workers.py"}
+
+
+@pytest.mark.parametrize("script", list(TINY))
+def test_script_runs_on_tiny_inputs(script):
+    if script == "surface_vs_medpy.py":
+        pytest.importorskip("medpy")
+        pytest.importorskip("nibabel")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    done = subprocess.run([sys.executable, str(SCRIPTS / script), *TINY[script]], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip(), "the script printed nothing"
