@@ -56,7 +56,7 @@ def _average_precision(s):
 
 
 PER_GROUP: tuple[PerGroup, ...] = (
-    PerGroup("auc", "AUC", ("u2", "positives", "negatives"), _auc, additive=False),
+    PerGroup("auc", "AUC", ("u2", "positives", "negatives"), _auc, additive=False, ranked=True),
     PerGroup("acc", "accuracy", ("tp", "fp", "positives", "negatives"),
              lambda s: (s["tp"] + (s["negatives"] - s["fp"])) / (s["positives"] + s["negatives"]), True),
     PerGroup("bce", "BCE", ("loss", "totals"), lambda s: s["loss"] / s["totals"]),
@@ -121,12 +121,11 @@ def check_metrics(metrics) -> tuple[str, ...]:
 
 
 def needs_sort(keys: set[str], fixed_best: float | None = None) -> bool:
-    """Whether these keys need the samples sorted by score: the sums of ranks (AUC), or the
+    """Whether these keys need the samples sorted by score: a ranked metric (AUC, AP), or the
     best-F1 sweep for a threshold metric at BEST without a fixed threshold."""
     base = {key.removesuffix(BEST) for key in keys}
     at_best = any(key.endswith(BEST) and key.removesuffix(BEST) in THRESHOLD_NAMES for key in keys)
-    return any(BY_NAME[name].ranked or "u2" in BY_NAME[name].sums for name in base if name in BY_NAME) or (
-        at_best and fixed_best is None)
+    return any(BY_NAME[name].ranked for name in base if name in BY_NAME) or (at_best and fixed_best is None)
 
 
 def finish(sums: Mapping[str, np.ndarray], keys: set[str], suffixes: Mapping[str, Mapping[str, np.ndarray]]
