@@ -7,6 +7,7 @@ for the slot layout). Nothing here knows group names or pandas.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
@@ -52,6 +53,9 @@ class Arranged:
             calibration = _kernels()[1]
             n = len(self.scores)
             self.log_loss = np.empty(n)
+            if _n_threads(n) == 1:
+                calibration.log_loss_into(self.scores, self.labels, self.log_loss)
+                return self.log_loss
             bounds = np.linspace(0, n, _n_threads(n) + 1).astype(np.intp)
             _on_threads([lambda a=a, b=b: calibration.log_loss_into(self.scores[a:b], self.labels[a:b],
                                                                    self.log_loss[a:b])
@@ -66,10 +70,13 @@ class Arranged:
         return Arranged(self.scores, self.labels, codes, sizes, self.weights, self.is_sorted, self.log_loss)
 
 
+_CODE_TYPES = ((127, np.dtype(np.int8)), (32767, np.dtype(np.int16)), (2147483647, np.dtype(np.int32)))
+
+
 def code_dtype(largest: int) -> np.dtype:
-    for dtype in (np.int8, np.int16, np.int32):
-        if largest < np.iinfo(dtype).max:
-            return np.dtype(dtype)
+    for top, dtype in _CODE_TYPES:  # np.iinfo(dtype).max, which costs a microsecond a call
+        if largest < top:
+            return dtype
     return np.dtype(np.intp)
 
 
@@ -118,16 +125,44 @@ def _carries(n: int, labels: np.ndarray, code_type: np.dtype, n_rows: int, weigh
             and code_type == np.int8 and n_rows <= 7)
 
 
+_loaded: dict[str, object] = {}
+
+
 def _kernels():
     # Imported on first use, so that `import fairmedfm_fast` does not load numba.
-    from .kernels import calibration, ranking
+    if not _loaded:
+        from .kernels import calibration, ranking, sweeps
 
-    return ranking, calibration
+        _loaded.update(ranking=ranking, calibration=calibration, sweeps=sweeps)
+    return _loaded["ranking"], _loaded["calibration"]
+
+
+def _sweeps():
+    _kernels()
+    return _loaded["sweeps"]
+
+
+_ALL_KEYS = frozenset(all_keys())
+
+
+@lru_cache(maxsize=256)
+def _plan(keys: frozenset[str]) -> tuple[frozenset[str], bool, bool, bool, bool]:
+    """What the metric ``keys`` need: their base names, whether any is at the plain threshold or at
+    BEST, and whether they need the sort without and with a fixed BEST threshold."""
+    base = frozenset(key.removesuffix(BEST) for key in keys)
+    at_half = any(key in THRESHOLD_METRICS for key in keys)
+    at_best = any(key.endswith(BEST) and key.removesuffix(BEST) in THRESHOLD_METRICS for key in keys)
+    return (base, at_half, at_best, _metric_registry.needs_sort(set(keys), None),
+            _metric_registry.needs_sort(set(keys), 0.5))
+
+
+def _key_set(wanted: set[str] | None) -> frozenset[str]:
+    return _ALL_KEYS if wanted is None else frozenset(wanted)
 
 
 def needs_sort(wanted: set[str] | None, fixed_best: float | None = None) -> bool:
     """Whether these metrics need the scores sorted (AUC, or the best-F1 threshold sweep)."""
-    return _metric_registry.needs_sort(set(all_keys()) if wanted is None else set(wanted), fixed_best)
+    return _plan(_key_set(wanted))[3 if fixed_best is None else 4]
 
 
 class _Background:
@@ -173,9 +208,11 @@ def _threaded(n: int) -> bool:
 
 def _n_threads(n: int) -> int:
     """Threads for work on ``n`` samples: 1 below :data:`THREADED_FROM`, else ``resolve_n_jobs()``."""
+    if n < THREADED_FROM:
+        return 1
     from ._threads import resolve_n_jobs
 
-    return resolve_n_jobs() if n >= THREADED_FROM else 1
+    return resolve_n_jobs()
 
 
 def _on_threads(tasks: list, n_threads: int) -> list:
@@ -242,7 +279,7 @@ def arrange(scores: np.ndarray, labels: np.ndarray, code_rows: list[np.ndarray],
     these same scores, if the caller started it.
     """
     sizes = np.asarray(n_groups, dtype=np.int64)
-    code_type = code_dtype(int(sizes.max(initial=1)))
+    code_type = code_dtype(int(max(n_groups, default=1)))
     codes = np.empty((len(code_rows), len(scores)), code_type)
     if sort and (presort is None or not presort.threaded) and _carries(len(scores), labels, code_type,
                                                                        len(code_rows), weights):
@@ -260,10 +297,12 @@ def arrange(scores: np.ndarray, labels: np.ndarray, code_rows: list[np.ndarray],
                 # order holds valid indices: mode="clip" skips the bounds check and the buffer
                 np.take(source.astype(target.dtype, copy=False), order, out=target, mode="clip")
 
-        # np.take releases the GIL: on large inputs every other gather runs on a second thread.
-        other = _Background(lambda: gather(gathers[0::2]), _threaded(len(scores)))
-        gather(gathers[1::2])
-        other.result()
+        if _threaded(len(scores)):  # np.take releases the GIL: every other gather on a second thread
+            other = _Background(lambda: gather(gathers[0::2]), True)
+            gather(gathers[1::2])
+            other.result()
+        else:
+            gather(gathers)
         labels, weights = sorted_labels, sorted_weights
     else:
         scores, labels = np.ascontiguousarray(scores), np.ascontiguousarray(labels)
@@ -305,11 +344,9 @@ def measure(arranged: Arranged, wanted: set[str] | None = None, threshold: float
         when more than one thread is allowed (callers already running in a thread pool pass False).
     """
     ranking, calibration = _kernels()
-    keys = set(all_keys()) if wanted is None else set(wanted)
-    base = {key.removesuffix(BEST) for key in keys}
-    at_half = any(key in THRESHOLD_METRICS for key in keys)
-    at_best = any(key.endswith(BEST) and key.removesuffix(BEST) in THRESHOLD_METRICS for key in keys)
-    if needs_sort(wanted, fixed_best) and not arranged.is_sorted:
+    keys = _key_set(wanted)
+    base, at_half, at_best, sorted_free, sorted_fixed = _plan(keys)
+    if (sorted_free if fixed_best is None else sorted_fixed) and not arranged.is_sorted:
         raise RuntimeError("internal error: these metrics need the samples sorted by score")
     weights = arranged.weights if weights is None else weights
     if arranged.is_sorted:
@@ -367,14 +404,13 @@ def _sweep(arranged: Arranged, keys: set[str], base: set[str], at_half: bool, at
            n_threads: int = 1) -> list[Grouping]:
     """:func:`measure` on samples sorted by score: two fused passes (``kernels.sweeps``) per grouping,
     the groupings shared among ``n_threads`` threads."""
-    from .kernels import calibration
-
     scores, codes, sizes = arranged.scores, arranged.codes, arranged.sizes
     # Confusion counts at a fixed threshold t (prediction score > t) are the slot's totals less its
     # counts before position searchsorted(scores, t, "right"), which the first pass records.
-    fixed = [(suffix, t) for suffix, t, needed in (("", threshold, at_half),
-                                                   (BEST, fixed_best, at_best and fixed_best is not None)) if needed]
-    positions = sorted({int(np.searchsorted(scores, t, "right")) for _, t in fixed})
+    fixed = {suffix: int(np.searchsorted(scores, t, "right"))
+             for suffix, t, needed in (("", threshold, at_half), (BEST, fixed_best, at_best and fixed_best is not None))
+             if needed}
+    positions = sorted(set(fixed.values()))
     cuts = np.empty((len(sizes), len(positions)), np.int64)
     cuts[:] = positions
     loss_terms = arranged.log_loss_terms() if "bce" in base else _NO_LOSS
@@ -389,15 +425,16 @@ def _sweep(arranged: Arranged, keys: set[str], base: set[str], at_half: bool, at
     negatives = count - positives
     totals = count
     if weights is not None and sample_counts:
-        count = calibration.score_ranges(scores, arranged.labels, codes, sizes)[0]
+        count = _kernels()[1].score_ranges(scores, arranged.labels, codes, sizes)[0]
     confusion = {}
-    for suffix, t in fixed:
-        j = positions.index(int(np.searchsorted(scores, t, "right")))
+    for suffix, position in fixed.items():
+        j = positions.index(position)
         confusion[suffix] = (positives - pos_cut[:, j], negatives - neg_cut[:, j])
-    thresholds = np.full(len(sizes), np.nan if fixed_best is None else float(fixed_best))
     if sweep_f1:
         thresholds = found
         confusion[BEST] = (positives - pos_at, negatives - neg_at)
+    else:
+        thresholds = np.full(len(sizes), np.nan if fixed_best is None else float(fixed_best))
     return from_counts(sizes, count, positives, negatives, thresholds, keys, u2=u2 if "auc" in base else None,
                        loss_sums=loss if "bce" in base else None, ece=ece if with_ece else None,
                        confusion=confusion, totals=totals, extra=_optional_sums(arranged, base, weights))
@@ -408,13 +445,15 @@ def _passes(arranged: Arranged, rows: slice, loss_terms: np.ndarray, cuts: np.nd
     """Both sweeps over the groupings ``rows``: per-slot count, positives, u2, loss sums, counts below
     the cuts, then (when asked for) each grouping's best-F1 threshold with the counts at or below it,
     and ECE."""
-    from .kernels import calibration, sweeps
-
+    calibration, sweeps = _kernels()[1], _sweeps()
     scores, labels = arranged.scores, arranged.labels
-    codes, sizes = arranged.codes[rows], arranged.sizes[rows]
+    if rows.start == 0 and rows.stop == len(arranged.sizes):
+        codes, sizes = arranged.codes, arranged.sizes
+    else:
+        codes, sizes, cuts = arranged.codes[rows], arranged.sizes[rows], cuts[rows]
     count, positives, u2, low, high, loss, pos_cut, neg_cut = sweeps.ranked_sums(
-        scores, labels, codes, sizes, loss_terms, cuts[rows], weights)
-    found = np.full(len(sizes), np.nan)
+        scores, labels, codes, sizes, loss_terms, cuts, weights)
+    found = _NO_LOSS
     pos_at = neg_at = ece = _NO_LOSS
     if sweep_f1 or with_ece:
         edges = calibration.equal_width_edges(low, high, ECE_BINS) if with_ece else _NO_EDGES
@@ -467,16 +506,26 @@ def from_counts(sizes: np.ndarray, count: np.ndarray, positives: np.ndarray, neg
     for name, value in (("u2", u2), ("loss", loss_sums), ("ece", ece), *(extra or {}).items()):
         if value is not None:
             sums[name] = value
-    available = {metric.name for metric in _metric_registry.PER_GROUP
-                 if metric.at_threshold or all(need in sums for need in metric.sums)}
-    wanted = {key for key in keys if key.removesuffix(BEST) in available}
+    keys = frozenset(keys)
     suffixes = {suffix: {"tp": tp, "fp": fp} for suffix, (tp, fp) in (confusion or {}).items()}
-    per_slot = _metric_registry.finish(sums, wanted, suffixes)
-    slot_starts = np.concatenate(([0], np.cumsum(sizes + 1)))
+    order = _report_keys(keys, frozenset(sums))
+    per_slot = _metric_registry.finish(sums, frozenset(order), suffixes)
+    sizes_list = sizes.tolist()
     groupings = []
-    for k in range(len(sizes)):
-        window = slice(slot_starts[k], slot_starts[k + 1])
-        values = {key: per_slot[key][window] for key in KEY_ORDER if key in keys and key in per_slot}
+    start = 0
+    for k, size in enumerate(sizes_list):
+        window = slice(start, start + size + 1)
+        start += size + 1
+        values = {key: per_slot[key][window] for key in order if key in per_slot}
         groupings.append(Grouping(count[window], positives[window], negatives[window], float(thresholds[k]),
                                   values))
     return groupings
+
+
+@lru_cache(maxsize=256)
+def _report_keys(keys: frozenset[str], sums: frozenset[str]) -> tuple[str, ...]:
+    """The keys of ``keys`` whose metric the per-slot ``sums`` (or confusion counts) determine, in
+    report order."""
+    available = {metric.name for metric in _metric_registry.PER_GROUP
+                 if metric.at_threshold or all(need in sums for need in metric.sums)}
+    return tuple(key for key in KEY_ORDER if key in keys and key.removesuffix(BEST) in available)

@@ -90,6 +90,8 @@ def _column(values: Any, name: str) -> Column:
 def _columns(sensitive_features: Any) -> list[tuple[str, Column]]:
     """(attribute name, values) pairs, named as a pandas DataFrame of the same input would be."""
     features = sensitive_features
+    if isinstance(features, np.ndarray) and features.ndim == 1:  # the common case, first
+        return [("sensitive", features)]
     if is_pandas(features, "DataFrame"):
         return [(str(name), features.iloc[:, i].reset_index(drop=True))
                 for i, name in enumerate(features.columns)]
@@ -99,8 +101,8 @@ def _columns(sensitive_features: Any) -> list[tuple[str, Column]]:
     if isinstance(features, Mapping):
         # Values of a mapping are taken as plain arrays (as a DataFrame built from them would be),
         # except pyarrow and polars columns, which keep their own types.
-        return [(str(key), _column(_mapping_value(value, f"sensitive_features[{key!r}]"),
-                                   f"sensitive_features[{key!r}]"))
+        return [(str(key), value if isinstance(value, np.ndarray) and value.ndim == 1 else
+                 _column(_mapping_value(value, f"sensitive_features[{key!r}]"), f"sensitive_features[{key!r}]"))
                 for key, value in features.items()]
     recoded = _recoded(features)
     if recoded is not None:
@@ -167,9 +169,60 @@ def _is_arrow_dictionary(values: Column) -> bool:
     return pa.types.is_dictionary(pyarrow_type)
 
 
-def _small_range(array: np.ndarray) -> bool:
-    span = int(array.max()) - int(array.min())
-    return span <= max(1 << 16, 2 * len(array))
+def _small_range(low: int, high: int, n: int) -> bool:
+    return high - low <= max(1 << 16, 2 * n)
+
+
+#: Place values of the characters of a short text key (base 256, the first character the highest).
+_PLACES = 256.0 ** np.arange(5, -1, -1)
+
+
+def _distinct_text(array: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(array, return_inverse=True)`` of a NumPy text (``U``) array, faster for short text.
+
+    Single characters are counted by code point. Strings of up to six characters below U+0100 are
+    read as exact integers with the strings' order (a character per digit, base 256; NumPy pads
+    with U+0000, the lowest), which sort as numbers instead of as text.
+    """
+    array = np.ascontiguousarray(array)
+    n, width = len(array), array.dtype.itemsize // 4
+    chars = array.view(np.uint32).reshape(n, width) if n and width else None
+    if chars is None or width > 6 or (width > 1 and chars.max() > 255):
+        return np.unique(array, return_inverse=True)
+    if width == 1:
+        points = chars[:, 0]
+        low, high = int(points.min()), int(points.max())
+        if _small_range(low, high, n):
+            present = np.flatnonzero(np.bincount(points - np.uint32(low)))
+            position = np.empty(high - low + 1, np.intp)
+            position[present] = np.arange(len(present))
+            return (present + low).astype(np.uint32).view(array.dtype), position[points - np.uint32(low)]
+        keys = points
+    else:
+        keys = chars.astype(np.float64) @ _PLACES[-width:]  # exact: below 2**48
+    order = np.argsort(keys)
+    ordered = keys[order]
+    first = np.empty(n, bool)
+    first[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
+    inverse = np.empty(n, np.intp)
+    inverse[order] = np.cumsum(first) - 1
+    return array[order[first]], inverse
+
+
+def _integer_codes(array: np.ndarray, low: int, high: int, max_distinct: int | None
+                   ) -> tuple[np.ndarray, list[str]] | None:
+    """Codes and names of integers within +-2**53 over a short range: the distinct values in
+    ascending order (which is the report order of their names), by offsets and a bincount."""
+    offsets = array.astype(np.intp, copy=False) - low
+    present = np.flatnonzero(np.bincount(offsets, minlength=high - low + 1))
+    if max_distinct is not None and len(present) > max_distinct:
+        return None
+    if len(present) == high - low + 1:  # every value from low to high occurs: the offsets are the codes
+        return offsets, [str(value) for value in range(low, high + 1)]
+    position = np.full(high - low + 1, -1, np.intp)
+    position[present] = np.arange(len(present))
+    return position[offsets], [str(value + low) for value in present.tolist()]
 
 
 def encode_values(values: Column, max_distinct: int | None = None) -> tuple[np.ndarray, list[str]] | None:
@@ -179,6 +232,10 @@ def encode_values(values: Column, max_distinct: int | None = None) -> tuple[np.n
     made, so a continuous column fails fast). Names come from the distinct values as Python objects,
     exactly as ``pandas.Series.map`` would hand them over.
     """
+    if isinstance(values, np.ndarray) and values.dtype.kind in "iu" and len(values):
+        low, high = int(values.min()), int(values.max())
+        if -(1 << 53) < low and high < 1 << 53 and _small_range(low, high, len(values)):
+            return _integer_codes(values, low, high, max_distinct)
     if isinstance(values, np.ndarray) and (values.dtype.kind in "mM" or (
             values.dtype.kind == "O" and len(values)
             and isinstance(values[0], (datetime.datetime, datetime.timedelta, np.datetime64, np.timedelta64)))):
@@ -217,10 +274,11 @@ def encode_values(values: Column, max_distinct: int | None = None) -> tuple[np.n
         array = values if isinstance(values, np.ndarray) else None
         if array is None and values.dtype.kind in "iu" and not isinstance(values.dtype, pd.api.extensions.ExtensionDtype):
             array = values.to_numpy()
-        if array is not None and array.dtype.kind in "iu" and len(array) and _small_range(array):
+        if (array is not None and array.dtype.kind in "iu" and len(array)
+                and _small_range(int(array.min()), int(array.max()), len(array))):
             # Integers over a short range: offsets and a bincount instead of hashing every value.
             low = int(array.min())
-            offsets = (array - low).astype(np.intp, copy=False)
+            offsets = array.astype(np.intp, copy=False) - low
             present_offsets = np.flatnonzero(np.bincount(offsets))
             if max_distinct is not None and len(present_offsets) > max_distinct:
                 return None
@@ -229,7 +287,7 @@ def encode_values(values: Column, max_distinct: int | None = None) -> tuple[np.n
             raw_codes = position[offsets]
             uniques = (present_offsets + low).astype(array.dtype).tolist()
         elif array is not None and array.dtype.kind in "US" and len(array) <= 100_000:
-            distinct, raw_codes = np.unique(array, return_inverse=True)  # sorting beats hashing when small
+            distinct, raw_codes = _distinct_text(array)  # sorting beats hashing when small
             if max_distinct is not None and len(distinct) > max_distinct:
                 return None
             uniques = distinct.tolist()
@@ -238,16 +296,16 @@ def encode_values(values: Column, max_distinct: int | None = None) -> tuple[np.n
             if max_distinct is not None and len(distinct) > max_distinct:
                 return None
             uniques = distinct.tolist()
-        names = [group_name(value) for value in uniques]
+        # a NumPy text array's values are str, which group_name leaves as they are
+        names = uniques if array is not None and array.dtype.kind == "U" else [group_name(value) for value in uniques]
         ordered = sorted({name for name in names if name is not None}, key=order_key)
     position = {name: i for i, name in enumerate(ordered)}
-    lookup = np.array([position.get(name, -1) if name is not None else -1 for name in names] + [-1],
-                      dtype=np.intp)
+    lookup = [position.get(name, -1) if name is not None else -1 for name in names]
     raw_codes = np.asarray(raw_codes).ravel()
-    if np.array_equal(lookup[:-1], np.arange(len(names))):  # already in report order (e.g. categories)
+    if lookup == list(range(len(names))):  # already in report order (e.g. categories)
         return raw_codes.astype(np.intp), ordered
     # code -1 (missing) indexes the trailing -1 of the lookup table
-    return lookup[raw_codes], ordered
+    return np.array([*lookup, -1], dtype=np.intp)[raw_codes], ordered
 
 
 def _bin_edges_label(edge: float) -> str:
@@ -340,10 +398,13 @@ def combine(attributes: list[Attribute]) -> Attribute:
 def narrowest(codes: np.ndarray, n_groups: int) -> np.ndarray:
     """Group codes (-1 missing) in the narrowest signed integer type that holds ``n_groups`` groups:
     a 10M-sample attribute of a few groups takes 10 MB instead of 80 MB."""
-    for dtype in (np.int8, np.int16, np.int32):
-        if n_groups <= np.iinfo(dtype).max:
+    for top, dtype in _NARROW:
+        if n_groups <= top:
             return codes.astype(dtype, copy=False)
     return codes.astype(np.intp, copy=False)
+
+
+_NARROW = ((127, np.int8), (32767, np.int16), (2147483647, np.int32))  # np.iinfo(dtype).max costs 1 us a call
 
 
 def encode_attributes(sensitive_features: Any, n_samples: int, bins: Bins | None = None,
@@ -366,20 +427,23 @@ def encode_attributes(sensitive_features: Any, n_samples: int, bins: Bins | None
     columns = _columns(sensitive_features)
     if not columns:
         raise ValueError("sensitive_features has no attributes: pass at least one column of group values")
-    _require_distinct([name for name, _ in columns], "sensitive_features has several attributes named")
+    if len(columns) > 1:
+        _require_distinct([name for name, _ in columns], "sensitive_features has several attributes named")
     for name, values in columns:
         if len(values) != n_samples:
             raise ValueError(f"sensitive_features: attribute {name!r} has {len(values)} values but there are "
                              f"{n_samples} samples; pass one value per sample")
     if bins is not None and not isinstance(bins, Mapping):
         raise ValueError(f"bins must be a dict such as {{'age': [40, 60]}}, got {type(bins).__name__}")
-    bins = dict(bins or {})
-    known = [name for name, _ in columns]
-    unknown = sorted(set(map(str, bins)) - set(known))
-    if unknown:
-        raise ValueError(f"bins names attribute(s) {unknown} that sensitive_features does not have; "
-                         f"its attributes are {known}")
-    bins = {str(key): value for key, value in bins.items()}
+    if bins:
+        known = [name for name, _ in columns]
+        unknown = sorted(set(map(str, bins)) - set(known))
+        if unknown:
+            raise ValueError(f"bins names attribute(s) {unknown} that sensitive_features does not have; "
+                             f"its attributes are {known}")
+        bins = {str(key): value for key, value in bins.items()}
+    else:
+        bins = {}
     attributes = []
     for name, values in columns:
         if name in bins:

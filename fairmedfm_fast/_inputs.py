@@ -128,6 +128,8 @@ def check_memory(name: str, count: int, bytes_each: int, what: str, example: str
     """A ValueError naming the argument ``name`` when ``count`` times ``bytes_each`` bytes (the work
     it asks for, ``what``) would not fit in this machine's memory; checked before anything is allocated."""
     need = int(count) * int(bytes_each)  # Python integers: no overflow for 10**30
+    if not need:
+        return
     total = memory_bytes()
     if need > total:
         raise ValueError(f"{name}={shown(count)} would need {_size(need)} of memory for {what} ({_size(bytes_each)} "
@@ -218,10 +220,11 @@ def binary_labels(y_true: Any, pos_label: Any = None) -> tuple[np.ndarray, dict[
         labels = labels.argmax(axis=1)
     if len(labels) == 0:
         raise ValueError("y_true is empty: pass one label per sample")
-    labels = labels.reshape(len(labels), -1)
-    if labels.shape[1] != 1:
-        raise ValueError(f"y_true must hold one label per sample (or one-hot rows), got shape {raw.shape}")
-    labels = labels[:, 0]
+    if labels.ndim != 1:
+        labels = labels.reshape(len(labels), -1)
+        if labels.shape[1] != 1:
+            raise ValueError(f"y_true must hold one label per sample (or one-hot rows), got shape {raw.shape}")
+        labels = labels[:, 0]
     info: dict[str, Any] = {}
     if pos_label is not None:
         is_positive = np.asarray(labels == pos_label)
@@ -235,7 +238,8 @@ def binary_labels(y_true: Any, pos_label: Any = None) -> tuple[np.ndarray, dict[
     kind = labels.dtype.kind
     if kind == "b":
         return labels.astype(np.uint8), info
-    if kind in "iu" and labels.min() >= 0 and labels.max() <= 1:
+    # 0 <= labels <= 1 in one pass: a negative integer read as unsigned is above 1
+    if kind in "iu" and labels.view(labels.dtype.str.replace("i", "u")).max() <= 1:
         return labels.astype(np.uint8), info
     if kind == "f" and bool(np.all((labels == 0) | (labels == 1))):
         return labels.astype(np.uint8), info
@@ -299,14 +303,16 @@ def positive_scores(y_score: Any, score_type: str = "auto", score_column: int | 
                          f"{scores.shape}")
     if scores.size == 0:
         raise ValueError("y_score is empty: pass one score per sample")
-    nan = np.isnan(scores)
-    if nan.any():
+    # NaN shows in the minimum (NaN propagates), which the probability check needs anyway
+    low = scores.min()
+    if low != low:
+        nan = np.isnan(scores)
         where = np.flatnonzero(nan.reshape(len(scores), -1).any(axis=1))
         raise ValueError(f"y_score has {len(where)} missing values (NaN or null) at samples {preview(where)}; "
                          f"{MISSING_RULE}")
     info: dict[str, Any] = {}
     if scores.ndim == 1:
-        probability = _in_unit_interval(scores)
+        probability = bool(low >= 0 and scores.max() <= 1)
         if score_type == "probability" and not probability:
             raise ValueError(f"score_type='probability' but y_score ranges over [{scores.min()}, "
                              f"{scores.max()}]; pass score_type='logit' or 'auto' for logits")

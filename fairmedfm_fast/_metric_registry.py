@@ -134,12 +134,26 @@ def finish(sums: Mapping[str, np.ndarray], keys: set[str], suffixes: Mapping[str
     the confusion sums ("tp", "fp") at that threshold. A metric that needs no threshold has the
     same value under both keys."""
     values: dict[str, np.ndarray] = {}
+    # The confusion sums of every suffix stacked, (n_suffixes, n_slots): each metric at a threshold is
+    # then one NumPy expression for all suffixes (the same arithmetic, element by element).
+    names = list(suffixes)
+    stacked = None
+    if names:
+        tp = [suffixes[suffix]["tp"] for suffix in names]
+        fp = [suffixes[suffix]["fp"] for suffix in names]
+        if len({array.dtype for array in (*tp, *fp)}) == 1:
+            stacked = {**sums, "tp": np.stack(tp), "fp": np.stack(fp)}
     with np.errstate(divide="ignore", invalid="ignore"):
         for metric in PER_GROUP:
             if metric.at_threshold:
-                for suffix, confusion in suffixes.items():
-                    if metric.name + suffix in keys:
-                        values[metric.name + suffix] = metric.finish({**sums, **confusion})
+                wanted = [(j, suffix) for j, suffix in enumerate(names) if metric.name + suffix in keys]
+                if wanted and stacked is not None:
+                    value = metric.finish(stacked)
+                    for j, suffix in wanted:
+                        values[metric.name + suffix] = value[j] if np.ndim(value) == 2 else value
+                else:
+                    for _, suffix in wanted:
+                        values[metric.name + suffix] = metric.finish({**sums, **suffixes[suffix]})
             elif metric.name in keys or metric.name + BEST in keys:
                 value = metric.finish(sums)
                 for key in (metric.name, metric.name + BEST):

@@ -127,23 +127,31 @@ def assess(prepared: Prepared, attributes: list[_groups.Attribute], warnings: li
 def attribute_result(attribute: _groups.Attribute, grouping: _engine.Grouping, n_samples: int,
                       warnings: list[str], min_group_size: int | None = None) -> AttributeResult:
     name, g = attribute.name, attribute.n_groups
-    n = int(grouping.count[g])
+    # The per-slot arrays are short (a slot per group): Python lists beat NumPy calls on them.
+    counts = grouping.count.tolist()
+    n = int(counts[g])
     missing = n_samples - n
     if missing:
         warnings.append(f"{name}: {missing} samples have no value for this attribute and were left out of it")
-    positives, negatives = grouping.positives[:g], grouping.negatives[:g]
-    both = (positives > 0) & (negatives > 0)
-    small = grouping.count[:g] < (min_group_size or 0)
-    skipped = {i: too_small(min_group_size) for i in np.flatnonzero(small).tolist()}
-    for i, reason in skipped.items():
-        warnings.append(f"{name}={attribute.groups[i]}: skipped, {reason} (it has {int(grouping.count[i])}; "
-                        f"min_group_size={min_group_size})")
-    for i in np.flatnonzero(~both & ~small).tolist():
-        skipped[i] = f"only label {1 if positives[i] else 0}"
-        warnings.append(f"{name}={attribute.groups[i]}: skipped, {skipped[i]} among its "
-                        f"{int(grouping.count[i])} samples (AUC, TPR and TNR need both labels)")
-    both &= ~small
-    valid = np.flatnonzero(both).tolist()
+    positives, negatives = grouping.positives[:g].tolist(), grouping.negatives[:g].tolist()
+    least = min_group_size or 0
+    skipped: dict[int, str] = {}
+    if least:
+        for i in range(g):
+            if counts[i] < least:
+                skipped[i] = too_small(min_group_size)
+                warnings.append(f"{name}={attribute.groups[i]}: skipped, {skipped[i]} (it has {int(counts[i])}; "
+                                f"min_group_size={min_group_size})")
+    valid = []
+    for i in range(g):
+        if i in skipped:
+            continue
+        if positives[i] > 0 and negatives[i] > 0:
+            valid.append(i)
+        else:
+            skipped[i] = f"only label {1 if positives[i] else 0}"
+            warnings.append(f"{name}={attribute.groups[i]}: skipped, {skipped[i]} among its "
+                            f"{int(counts[i])} samples (AUC, TPR and TNR need both labels)")
     overall: dict[str, Any] = {}
     by_group: dict[int, dict[str, Any]] = {}
     summary: dict[str, Any] = {"n": n, "n_groups": len(valid)}
@@ -157,7 +165,7 @@ def attribute_result(attribute: _groups.Attribute, grouping: _engine.Grouping, n
         by_group = {i: {key: column[i] for key, column in values.items()} for i in valid}
         per_metric = {key: [column[i] for i in valid] for key, column in values.items()}
         summary.update(summarize(overall, per_metric))
-    return AttributeResult(name, n, attribute.groups, grouping.count[:g].astype(np.int64).tolist(), valid, skipped,
+    return AttributeResult(name, n, attribute.groups, [int(count) for count in counts[:g]], valid, skipped,
                            overall, by_group, summary, grouping.threshold)
 
 
@@ -175,34 +183,40 @@ def check_min_group_size(min_group_size: Any) -> int | None:
     return int(min_group_size)
 
 
+#: Summary columns of the overall value of a per-group key, and gaps (largest minus smallest group
+#: value) of a per-group key, in report order (``worst-auc`` comes between them, ``eod`` and ``eo`` last).
+_OVERALL_COLUMNS = (("overall-auc", "auc"), ("overall-acc", "acc@best_f1"), ("overall-bce", "bce"),
+                    ("overall-ece", "ece"))
+_GAP_COLUMNS = (("auc-gap", "auc"), ("acc-gap", "acc@best_f1"), ("bce-gap", "bce"), ("ece-gap", "ece"))
+_OPTIONAL_READS = frozenset(key for summary in _metric_registry.SUMMARIES if summary.optional
+                            for key in summary.reads)
+
+
 def summarize(overall: Mapping[str, float], groups: Mapping[str, Sequence[float]]) -> dict[str, float]:
     """The FairMedFM summary columns that the given metrics determine.
 
     Gaps are the largest minus the smallest group value; ``eo`` is the TPR gap and ``eod`` is
     ``1 - (TPR gap + TNR gap) / 2``, both at the best-F1 threshold.
     """
-    def gap(key: str) -> float:
-        return float(max(groups[key]) - min(groups[key]))
-
-    columns = (
-        ("overall-auc", ("auc",), (), lambda: float(overall["auc"])),
-        ("overall-acc", ("acc@best_f1",), (), lambda: float(overall["acc@best_f1"])),
-        ("overall-bce", ("bce",), (), lambda: float(overall["bce"])),
-        ("overall-ece", ("ece",), (), lambda: float(overall["ece"])),
-        ("worst-auc", (), ("auc",), lambda: float(min(groups["auc"]))),
-        ("auc-gap", (), ("auc",), lambda: gap("auc")),
-        ("acc-gap", (), ("acc@best_f1",), lambda: gap("acc@best_f1")),
-        ("bce-gap", (), ("bce",), lambda: gap("bce")),
-        ("ece-gap", (), ("ece",), lambda: gap("ece")),
-        ("eod", (), ("tpr@best_f1", "tnr@best_f1"),
-         lambda: float(1 - (gap("tpr@best_f1") + gap("tnr@best_f1")) / 2)),
-        ("eo", (), ("tpr@best_f1",), lambda: gap("tpr@best_f1")),
-    )
-    out = {name: value() for name, in_overall, in_groups, value in columns
-           if all(key in overall for key in in_overall) and all(key in groups for key in in_groups)}
-    for column in _metric_registry.optional_gaps(groups):  # ap-gap, brier-gap, dp, ...: when asked for
-        out[column] = gap(_metric_registry.SUMMARY[column].reads[0])
+    out = {column: float(overall[key]) for column, key in _OVERALL_COLUMNS if key in overall}
+    if "auc" in groups:
+        out["worst-auc"] = float(min(groups["auc"]))
+    for column, key in _GAP_COLUMNS:
+        if key in groups:
+            out[column] = _gap(groups[key])
+    if "tpr@best_f1" in groups:
+        tpr_gap = _gap(groups["tpr@best_f1"])
+        if "tnr@best_f1" in groups:
+            out["eod"] = float(1 - (tpr_gap + _gap(groups["tnr@best_f1"])) / 2)
+        out["eo"] = tpr_gap
+    if not _OPTIONAL_READS.isdisjoint(groups):
+        for column in _metric_registry.optional_gaps(groups):  # ap-gap, brier-gap, dp, ...: when asked for
+            out[column] = _gap(groups[_metric_registry.SUMMARY[column].reads[0]])
     return out
+
+
+def _gap(values: Sequence[float]) -> float:
+    return float(max(values) - min(values))
 
 
 def evaluate(y_true: Any, y_score: Any, sensitive_features: Any, *, pos_label: Any = None,
@@ -332,17 +346,10 @@ def with_default(extra: Sequence[str]) -> set[str] | None:
 def classification_report(results: list[AttributeResult], overall: dict[str, Any], warnings: list[str],
                           metadata: dict[str, Any], *, curve_data: tuple | None = None) -> FairnessReport:
     """The report of :func:`evaluate` from the per-attribute results."""
-    summaries: dict[str, dict[str, Any]] = {}
-    rows: list[dict[str, Any]] = []
-    attribute_overall: dict[str, dict[str, Any]] = {}
-    for result in results:
-        summaries[result.name] = result.summary
-        attribute_overall[result.name] = result.overall
-        for i, group in enumerate(result.groups):
-            rows.append({"attribute": result.name, "group": group, "n": result.counts[i],
-                         **result.by_group.get(i, {}), "skipped": result.skipped.get(i)})
-    # The frames are made on first access (pandas is not imported until then).
-    return FairnessReport("cls", partial(summary_frame, summaries), partial(_by_group_frame, rows), overall,
+    summaries = {result.name: result.summary for result in results}
+    attribute_overall = {result.name: result.overall for result in results}
+    # The frames (and the rows of by_group) are made on first access (pandas is not imported until then).
+    return FairnessReport("cls", partial(summary_frame, summaries), partial(_by_group_frame, results), overall,
                           attribute_overall, warnings, metadata, curve_data=curve_data)
 
 
@@ -463,7 +470,9 @@ def _p_values(arranged, results: list[AttributeResult], n_permutations: int, see
     return frame
 
 
-def _by_group_frame(rows: list[dict[str, Any]]):
+def _by_group_frame(results: list[AttributeResult]):
+    rows = [{"attribute": result.name, "group": group, "n": result.counts[i], **result.by_group.get(i, {}),
+             "skipped": result.skipped.get(i)} for result in results for i, group in enumerate(result.groups)]
     if rows:
         return group_frame(rows)
     import pandas as pd

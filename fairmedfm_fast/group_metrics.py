@@ -13,7 +13,7 @@ import warnings
 from typing import Any
 
 from . import _engine, _groups, _metric_registry
-from .evaluation import assess, prepare, require_both_labels, transform_note
+from .evaluation import assess, check_min_group_size, prepare, require_both_labels, transform_note
 
 __all__ = [
     "auc_gap", "worst_group_auc", "accuracy_gap", "bce_gap", "ece_gap", "equal_opportunity_difference",
@@ -26,8 +26,6 @@ def _classification(column: str, y_true: Any, y_score: Any, sensitive_features: 
                     score_type: str, score_column: int | None, bins: _groups.Bins | None,
                     sample_weight: Any = None, threshold: float | None = None,
                     min_group_size: int | None = None) -> float:
-    from .evaluation import check_min_group_size
-
     min_group_size = check_min_group_size(min_group_size)
     notes: list[str] = []
     prepared, sensitive_features = prepare(y_true, y_score, sensitive_features, pos_label, score_type,
