@@ -6,6 +6,7 @@ for the slot layout). Nothing here knows group names or pandas.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -412,7 +413,8 @@ def _sweep(arranged: Arranged, keys: set[str], base: set[str], at_half: bool, at
              if needed}
     positions = sorted(set(fixed.values()))
     cuts = np.empty((len(sizes), len(positions)), np.int64)
-    cuts[:] = positions
+    if positions:
+        cuts[:] = positions
     loss_terms = arranged.log_loss_terms() if "bce" in base else _NO_LOSS
     with_ece, sweep_f1 = "ece" in base, at_best and fixed_best is None
     if n_threads > 1 and len(sizes) > 1:  # a task per grouping (slots are per grouping)
@@ -434,7 +436,7 @@ def _sweep(arranged: Arranged, keys: set[str], base: set[str], at_half: bool, at
         thresholds = found
         confusion[BEST] = (positives - pos_at, negatives - neg_at)
     else:
-        thresholds = np.full(len(sizes), np.nan if fixed_best is None else float(fixed_best))
+        thresholds = [math.nan if fixed_best is None else float(fixed_best)] * len(sizes)
     return from_counts(sizes, count, positives, negatives, thresholds, keys, u2=u2 if "auc" in base else None,
                        loss_sums=loss if "bce" in base else None, ece=ece if with_ece else None,
                        confusion=confusion, totals=totals, extra=_optional_sums(arranged, base, weights))

@@ -25,7 +25,15 @@ pd: Any = _Pandas()
 def is_pandas(value: Any, *classes: str) -> bool:
     """``isinstance(value, (pandas.<class>, ...))``, False while pandas is not imported."""
     module = sys.modules.get("pandas")
-    return module is not None and isinstance(value, tuple(getattr(module, name) for name in classes))
+    if module is None:
+        return False
+    types = _classes.get(classes)
+    if types is None or types[0] is not module:  # the classes, looked up once per module
+        types = _classes[classes] = (module, tuple(getattr(module, name) for name in classes))
+    return isinstance(value, types[1])
+
+
+_classes: dict[tuple[str, ...], tuple[Any, tuple[type, ...]]] = {}
 
 
 def is_na(value: Any) -> bool:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -133,10 +134,13 @@ def finish(sums: Mapping[str, np.ndarray], keys: set[str], suffixes: Mapping[str
     """Per-slot values of ``keys`` from the per-slot ``sums``; ``suffixes`` maps "" and BEST to
     the confusion sums ("tp", "fp") at that threshold. A metric that needs no threshold has the
     same value under both keys."""
+    names = tuple(suffixes)
+    plan = _finish_plan(frozenset(keys), names)
     values: dict[str, np.ndarray] = {}
+    if not plan:
+        return values
     # The confusion sums of every suffix stacked, (n_suffixes, n_slots): each metric at a threshold is
     # then one NumPy expression for all suffixes (the same arithmetic, element by element).
-    names = list(suffixes)
     stacked = None
     if names:
         tp = [suffixes[suffix]["tp"] for suffix in names]
@@ -144,22 +148,34 @@ def finish(sums: Mapping[str, np.ndarray], keys: set[str], suffixes: Mapping[str
         if len({array.dtype for array in (*tp, *fp)}) == 1:
             stacked = {**sums, "tp": np.stack(tp), "fp": np.stack(fp)}
     with np.errstate(divide="ignore", invalid="ignore"):
-        for metric in PER_GROUP:
-            if metric.at_threshold:
-                wanted = [(j, suffix) for j, suffix in enumerate(names) if metric.name + suffix in keys]
-                if wanted and stacked is not None:
-                    value = metric.finish(stacked)
-                    for j, suffix in wanted:
-                        values[metric.name + suffix] = value[j] if np.ndim(value) == 2 else value
-                else:
-                    for _, suffix in wanted:
-                        values[metric.name + suffix] = metric.finish({**sums, **suffixes[suffix]})
-            elif metric.name in keys or metric.name + BEST in keys:
+        for metric, at_threshold, wanted in plan:
+            if not at_threshold:
                 value = metric.finish(sums)
-                for key in (metric.name, metric.name + BEST):
-                    if key in keys:
-                        values[key] = value
+                for key in wanted:
+                    values[key] = value
+            elif stacked is not None:
+                value = metric.finish(stacked)
+                for j, key in wanted:
+                    values[key] = value[j] if np.ndim(value) == 2 else value
+            else:
+                for j, key in wanted:
+                    values[key] = metric.finish({**sums, **suffixes[names[j]]})
     return values
+
+
+@lru_cache(maxsize=256)
+def _finish_plan(keys: frozenset[str], names: tuple[str, ...]) -> tuple:
+    """(metric, at a threshold, the keys it gives) for each metric that ``keys`` ask for; at a
+    threshold, each key with the position of its suffix in ``names``."""
+    plan = []
+    for metric in PER_GROUP:
+        if metric.at_threshold:
+            wanted = tuple((j, metric.name + suffix) for j, suffix in enumerate(names) if metric.name + suffix in keys)
+        else:
+            wanted = tuple(key for key in (metric.name, metric.name + BEST) if key in keys)
+        if wanted:
+            plan.append((metric, metric.at_threshold, wanted))
+    return tuple(plan)
 
 
 @dataclass(frozen=True)
