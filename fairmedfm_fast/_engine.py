@@ -459,13 +459,23 @@ def _passes(arranged: Arranged, rows: slice, loss_terms: np.ndarray, cuts: np.nd
     pos_at = neg_at = ece = _NO_LOSS
     if sweep_f1 or with_ece:
         edges = calibration.equal_width_edges(low, high, ECE_BINS) if with_ece else _NO_EDGES
-        overall = np.cumsum(sizes + 1) - 1
+        overall = _overall_slots(sizes)
         found, pos_at, neg_at, bin_count, bin_labels, bin_scores = sweeps.ranked_bins(
             scores, labels, codes, sizes, positives[overall], count[overall] - positives[overall], edges, sweep_f1,
             weights)
         if with_ece:
             ece = calibration.calibration_error(bin_count, bin_labels, bin_scores, 0)
     return count, positives, u2, loss, pos_cut, neg_cut, found, pos_at, neg_at, ece
+
+
+def _overall_slots(sizes: np.ndarray) -> np.ndarray:
+    """Each grouping's "all present samples" slot: ``np.cumsum(sizes + 1) - 1``, in Python (a few
+    groupings: cheaper than three NumPy calls)."""
+    slots, end = [], -1
+    for size in sizes.tolist():
+        end += size + 1
+        slots.append(end)
+    return np.array(slots, np.intp)
 
 
 _NO_LOSS = np.empty(0)

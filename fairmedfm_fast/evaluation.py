@@ -87,7 +87,7 @@ def as_python(value: Any) -> Any:
 
 def _python_values(values: np.ndarray) -> list:
     """``[as_python(v) for v in values]``, by one ``tolist``."""
-    return (values if values.dtype.kind in "iu" else values.astype(np.float64, copy=False)).tolist()
+    return values.tolist() if values.dtype.kind in "iuf" else values.astype(np.float64).tolist()
 
 
 def assess(prepared: Prepared, attributes: list[_groups.Attribute], warnings: list[str],
@@ -160,10 +160,15 @@ def attribute_result(attribute: _groups.Attribute, grouping: _engine.Grouping, n
                         "metrics")
     else:
         # Python numbers from whole arrays at once (as as_python: ints stay ints, the rest floats)
-        values = {key: _python_values(array) for key, array in grouping.values.items()}
-        overall = {key: column[g] for key, column in values.items()}
-        by_group = {i: {key: column[i] for key, column in values.items()} for i in valid}
-        per_metric = {key: [column[i] for i in valid] for key, column in values.items()}
+        keys = list(grouping.values)
+        columns = [_python_values(array) for array in grouping.values.values()]
+        rows = list(zip(*columns))  # a tuple of every metric per slot
+        overall = dict(zip(keys, rows[g]))
+        by_group = {i: dict(zip(keys, rows[i])) for i in valid}
+        if len(valid) == g:  # every group evaluable: the first g slots
+            per_metric = {key: column[:g] for key, column in zip(keys, columns)}
+        else:
+            per_metric = {key: [column[i] for i in valid] for key, column in zip(keys, columns)}
         summary.update(summarize(overall, per_metric))
     return AttributeResult(name, n, attribute.groups, [int(count) for count in counts[:g]], valid, skipped,
                            overall, by_group, summary, grouping.threshold)
