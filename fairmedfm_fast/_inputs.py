@@ -6,6 +6,7 @@ Python loop touches individual samples. Validation happens here, so kernels can 
 """
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -174,6 +175,8 @@ def align_by_index(named: dict[str, Any], notes: list[str]) -> tuple:
     table next to model outputs wrapped in a fresh Series looks just like it), so a ValueError
     explains both ways of choosing.
     """
+    if "pandas" not in sys.modules:  # no input can be a pandas object
+        return tuple(named.values())
     values = dict(named)
     reference_name = next((name for name, value in values.items() if pandas_index(value) is not None), None)
     if reference_name is None:
