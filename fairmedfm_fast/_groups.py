@@ -13,6 +13,7 @@ import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
@@ -60,6 +61,10 @@ def order_key(name: str):
         return (0, float(name), "")
     except ValueError:
         return (1, 0.0, name)
+
+
+#: :func:`order_key` of group names (text), remembered: a name that is not a number costs an exception.
+_name_order = lru_cache(maxsize=4096)(order_key)
 
 
 Column = "pd.Series | np.ndarray"
@@ -298,12 +303,12 @@ def encode_values(values: Column, max_distinct: int | None = None) -> tuple[np.n
             uniques = distinct.tolist()
         # a NumPy text array's values are str, which group_name leaves as they are
         names = uniques if array is not None and array.dtype.kind == "U" else [group_name(value) for value in uniques]
-        ordered = sorted({name for name in names if name is not None}, key=order_key)
+        ordered = sorted({name for name in names if name is not None}, key=_name_order)
     position = {name: i for i, name in enumerate(ordered)}
     lookup = [position.get(name, -1) if name is not None else -1 for name in names]
     raw_codes = np.asarray(raw_codes).ravel()
     if lookup == list(range(len(names))):  # already in report order (e.g. categories)
-        return raw_codes.astype(np.intp), ordered
+        return raw_codes.astype(np.intp, copy=False), ordered
     # code -1 (missing) indexes the trailing -1 of the lookup table
     return np.array([*lookup, -1], dtype=np.intp)[raw_codes], ordered
 

@@ -9,6 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 from compare import assert_same, both, check
+from hypothesis import given
+from hypothesis import strategies as st
 
 import fairmedfm_fast as fm
 
@@ -271,3 +273,36 @@ def test_error_messages_name_the_argument(name):
     assert any(word in message for word in words), f"{message!r} names none of {words}"
     assert "numba" not in message.lower()
     assert len(message) < 600
+
+
+# Short text and integers over a short range take faster routes through the coding of attributes
+# (code points or exact integer keys instead of np.unique; offsets and a bincount instead of
+# hashing). An object array of the same values takes the general route (pandas.factorize): both
+# must give the same codes and names.
+@given(st.lists(st.one_of(st.text(alphabet="ab<>=-0123456789.\xe9\xff ", max_size=8),
+                          st.text(alphabet=st.characters(codec="utf-8", exclude_characters="\x00"), max_size=8)),
+                min_size=1, max_size=6),
+       st.integers(1, 60), st.integers(0, 2 ** 32 - 1), st.booleans())
+def test_text_attributes_code_as_object_arrays_do(values, n, seed, strided):
+    from fairmedfm_fast._groups import encode_values
+
+    array = np.array(values)[np.random.default_rng(seed).integers(0, len(values), 2 * n)]
+    array = array[::2] if strided else array[:n]
+    codes, names = encode_values(array)
+    expected_codes, expected_names = encode_values(array.astype(object))
+    assert names == expected_names
+    np.testing.assert_array_equal(codes, expected_codes)
+
+
+@given(st.sampled_from(["int8", "int16", "int64", "uint8", "uint64"]), st.integers(-(2 ** 52), 2 ** 52),
+       st.integers(1, 40), st.integers(1, 60), st.integers(0, 2 ** 32 - 1))
+def test_integer_attributes_code_as_object_arrays_do(dtype, low, span, n, seed):
+    from fairmedfm_fast._groups import encode_values
+
+    info = np.iinfo(dtype)
+    low = int(np.clip(low, info.min, info.max - span))
+    array = (low + np.random.default_rng(seed).integers(0, span, n)).astype(dtype)
+    codes, names = encode_values(array)
+    expected_codes, expected_names = encode_values(array.astype(object))
+    assert names == expected_names
+    np.testing.assert_array_equal(codes, expected_codes)
