@@ -196,12 +196,16 @@ def _distinct_text(array: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return np.unique(array, return_inverse=True)
     if width == 1:
         points = chars[:, 0]
-        low, high = int(points.min()), int(points.max())
-        if _small_range(low, high, n):
-            present = np.flatnonzero(np.bincount(points - np.uint32(low)))
-            position = np.empty(high - low + 1, np.intp)
-            position[present] = np.arange(len(present))
-            return (present + low).astype(np.uint32).view(array.dtype), position[points - np.uint32(low)]
+        low = points.min()
+        offsets = points - low
+        if _small_range(0, int(offsets.max()), n):
+            counts = np.bincount(offsets)
+            present = np.flatnonzero(counts)
+            distinct = (present + int(low)).astype(np.uint32).view(array.dtype)
+            if len(present) == len(counts):  # every code point from the lowest to the highest occurs
+                return distinct, offsets.astype(np.intp)
+            position = np.cumsum(counts > 0) - 1
+            return distinct, position[offsets]
         keys = points
     else:
         keys = chars.astype(np.float64) @ _PLACES[-width:]  # exact: below 2**48
