@@ -273,6 +273,56 @@ def arrange(scores: np.ndarray, labels: np.ndarray, code_rows: list[np.ndarray],
     return Arranged(scores, labels, codes, sizes, weights, sort)
 
 
+#: The per-slot sums that :mod:`kernels.rank_sums` gives without sorting the samples.
+RANK_SUMS = frozenset({"count", "positives", "negatives", "totals", "u2"})
+
+
+def _ranks_only(wanted: set[str] | None) -> bool:
+    """Whether every metric in ``wanted`` is finished from :data:`RANK_SUMS` (AUC alone)."""
+    if not wanted:
+        return False
+    metrics = [_metric_registry.BY_NAME.get(key.removesuffix(BEST)) for key in wanted]
+    return all(metric is not None and not metric.at_threshold and set(metric.sums) <= RANK_SUMS
+               for metric in metrics)
+
+
+def _rank_groupings(scores: np.ndarray, labels: np.ndarray, code_rows: list[np.ndarray], n_groups: list[int],
+                    wanted: set[str], weights: np.ndarray | None) -> list[Grouping] | None:
+    """The groupings of :func:`measure` for AUC alone of one grouping, from the unsorted samples by
+    ``kernels.rank_sums`` (a radix partition whose buckets are sorted and swept in cache: no sorted
+    arrays are written); None where it does not apply (weights, several groupings, small inputs)."""
+    n = len(scores)
+    if not (RADIX_FROM <= n < 1 << 32 and weights is None and len(code_rows) == 1 and labels.dtype == np.uint8
+            and _ranks_only(wanted)):
+        return None
+    from .kernels import rank_sums
+
+    scores = np.ascontiguousarray(scores)
+    sums = rank_sums.rank_sums(_bits(scores), labels, np.ascontiguousarray(code_rows[0]), int(n_groups[0]),
+                               _n_threads(n))
+    if sums is None:  # a sample's payload does not fit beside its key's bits
+        return None
+    count, positives, u2 = sums
+    sizes = np.asarray(n_groups, dtype=np.int64)
+    return from_counts(sizes, count, positives, count - positives, np.full(1, np.nan), set(wanted), u2=u2)
+
+
+def arrange_and_measure(scores: np.ndarray, labels: np.ndarray, code_rows: list[np.ndarray], n_groups: list[int],
+                        weights: np.ndarray | None = None, wanted: set[str] | None = None,
+                        fixed_best: float | None = None, presort: Presort | None = None
+                        ) -> tuple[Arranged, list[Grouping]]:
+    """:func:`arrange` (sorting when ``wanted`` needs it) then :func:`measure` at ``fixed_best``.
+
+    AUC alone of one grouping (``auc_gap``, ``worst_group_auc``) skips the sort: its sums come from
+    :func:`_rank_groupings`, and the samples are returned unsorted (``is_sorted`` False).
+    """
+    groupings = _rank_groupings(scores, labels, code_rows, n_groups, wanted, weights)
+    if groupings is not None:
+        return arrange(scores, labels, code_rows, n_groups, weights, sort=False), groupings
+    arranged = arrange(scores, labels, code_rows, n_groups, weights, needs_sort(wanted, fixed_best), presort)
+    return arranged, measure(arranged, wanted, fixed_best=fixed_best)
+
+
 def compute(scores: np.ndarray, labels: np.ndarray, code_rows: list[np.ndarray], n_groups: list[int],
             wanted: set[str] | None = None, threshold: float = 0.5, fixed_best: float | None = None,
             weights: np.ndarray | None = None) -> list[Grouping]:

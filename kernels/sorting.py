@@ -17,25 +17,21 @@ _BITS = 11  # digit width: 2048 buckets, whose write positions stay in cache
 _WIDEST = 13  # the second level's widest digit: 8192 buckets, a 64 KiB count table
 
 
-@kernel
-def _float_key(bits, wide):
-    # Unsigned key with the order of the float whose bits these are (-0.0 keyed as +0.0).
-    if wide:
-        sign = np.uint64(1) << np.uint64(63)
-        full = np.uint64(0xFFFFFFFFFFFFFFFF)
-    else:
-        sign = np.uint64(1) << np.uint64(31)
-        full = np.uint64(0xFFFFFFFF)
-    if bits == sign:
-        bits = np.uint64(0)
-    if bits & sign:
-        return full ^ bits
-    return bits | sign
+@inline_kernel
+def float_key(bits, wide):
+    """Unsigned key with the order of the float whose bits these are (-0.0 keyed as +0.0); 64-bit
+    floats when ``wide``, else 32-bit. Branch-free: the sign of a score is a coin toss."""
+    top = np.uint64(63 if wide else 31)
+    sign = np.uint64(1) << top
+    full = (sign << np.uint64(1)) - np.uint64(1)  # all ones (wraps for 64 bits)
+    bits = np.uint64(0) if bits == sign else bits
+    negative = np.uint64(0) - (bits >> top)  # all ones for a negative float
+    return bits ^ ((negative & full) | sign)
 
 
 @kernel
 def _float_bits(key, wide):
-    # Inverse of _float_key.
+    # Inverse of float_key.
     if wide:
         sign = np.uint64(1) << np.uint64(63)
         full = np.uint64(0xFFFFFFFFFFFFFFFF)
@@ -132,7 +128,7 @@ def _prepare(score_bits, labels, codes, keys, pays, start, stop):
     low = np.uint64(0xFFFFFFFFFFFFFFFF)
     high = np.uint64(0)
     for i in range(start, stop):
-        key = _float_key(np.uint64(score_bits[i]), wide)
+        key = float_key(np.uint64(score_bits[i]), wide)
         keys[i] = key
         low = min(low, key)
         high = max(high, key)
@@ -233,7 +229,7 @@ def _unpack_order(keys, pays, out_bits, order, start, stop):
         order[i] = np.intp(pays[i])
 
 
-def _run(tasks):
+def run_tasks(tasks):
     """Run each ``(function, *arguments)``: all but the first on threads of their own (the kernels release
     the GIL), the first on this one; returns their values in order."""
     values = [None] * len(tasks)
@@ -260,7 +256,7 @@ def _run(tasks):
     return values
 
 
-def _pieces(n, n_threads):
+def pieces(n, n_threads):
     bounds = [n * j // n_threads for j in range(n_threads + 1)]
     return list(zip(bounds[:-1], bounds[1:]))
 
@@ -271,8 +267,8 @@ def _sort_records(prepare, unpack, n, keys, pays, keys2, pays2, n_threads):
     scattered into keys2/pays2 (each piece into its own part of every bucket, so the sort stays stable);
     the buckets, split into runs of about equal size, are sorted back into keys/pays; then
     ``unpack(start, stop)`` writes the outputs."""
-    pieces = _pieces(n, n_threads)
-    ranges = _run([(prepare, start, stop) for start, stop in pieces])
+    parts = pieces(n, n_threads)
+    ranges = run_tasks([(prepare, start, stop) for start, stop in parts])
     low = min(r[0] for r in ranges) if n else 0
     high = max(r[1] for r in ranges) if n else 0
     span = int(high) - int(low)
@@ -282,19 +278,19 @@ def _sort_records(prepare, unpack, n, keys, pays, keys2, pays2, n_threads):
         bits1 = min(n_bits, _BITS)
         radix = 1 << bits1
         low, shift = np.uint64(low), np.uint64(shift1)
-        counts = np.empty((len(pieces), radix), np.int64)
-        _run([(_histogram, keys, start, stop, low, shift, bits1, counts[j]) for j, (start, stop) in enumerate(pieces)])
+        counts = np.empty((len(parts), radix), np.int64)
+        run_tasks([(_histogram, keys, start, stop, low, shift, bits1, counts[j]) for j, (start, stop) in enumerate(parts)])
         totals = counts.sum(axis=0)
         first = np.zeros(radix + 1, np.int64)
         np.cumsum(totals, out=first[1:])
         starts = first[:-1] + np.cumsum(counts, axis=0) - counts  # each piece's place in each bucket
-        _run([(_scatter_from, keys, pays, keys2, pays2, start, stop, low, shift, bits1, starts[j])
-              for j, (start, stop) in enumerate(pieces)])
+        run_tasks([(_scatter_from, keys, pays, keys2, pays2, start, stop, low, shift, bits1, starts[j])
+                   for j, (start, stop) in enumerate(parts)])
         # runs of buckets of about n / n_threads keys each
         cuts = [0, *np.searchsorted(first, [n * j // n_threads for j in range(1, n_threads)]), radix]
-        _run([(_sort_buckets, keys, pays, keys2, pays2, first, int(cuts[j]), int(max(cuts[j], cuts[j + 1])),
-               low, shift1) for j in range(n_threads)])
-    _run([(unpack, start, stop) for start, stop in pieces])
+        run_tasks([(_sort_buckets, keys, pays, keys2, pays2, first, int(cuts[j]), int(max(cuts[j], cuts[j + 1])),
+                    low, shift1) for j in range(n_threads)])
+    run_tasks([(unpack, start, stop) for start, stop in parts])
 
 
 def sort_carrying(score_bits, labels, codes, n_threads=1):
