@@ -172,8 +172,19 @@ def _small_range(array: np.ndarray) -> bool:
     return span <= max(1 << 16, 2 * len(array))
 
 
+def _code_counts(codes: np.ndarray, n_codes: int) -> np.ndarray:
+    """Samples of each code ``0 .. n_codes - 1``: a kernel on large columns (``np.bincount`` widens
+    every code to intp and needs the negative ones taken out first)."""
+    if len(codes) < 1 << 16:
+        return np.bincount(codes[codes >= 0], minlength=n_codes)
+    from .kernels import coding
+
+    return coding.code_counts(np.ascontiguousarray(codes), n_codes)
+
+
 def encode_values(values: Column, max_distinct: int | None = None) -> tuple[np.ndarray, list[str]] | None:
-    """Codes (intp, -1 missing) in report order, and the group names, of one attribute column.
+    """Codes (a signed integer type, -1 missing) in report order, and the group names, of one
+    attribute column.
 
     None when the column has more than ``max_distinct`` distinct values (checked before any name is
     made, so a continuous column fails fast). Names come from the distinct values as Python objects,
@@ -192,7 +203,7 @@ def encode_values(values: Column, max_distinct: int | None = None) -> tuple[np.n
         # the codes serve directly either way (-1 where missing)
         raw_codes = values.cat.codes.to_numpy()
         names = [group_name(value) for value in values.cat.categories.tolist()]
-        present = np.bincount(raw_codes[raw_codes >= 0], minlength=len(names)) > 0
+        present = _code_counts(raw_codes, len(names)) > 0
         ordered: list[str] = []
         for name, here in zip(names, present):
             if here and name is not None and name not in ordered:
@@ -210,7 +221,7 @@ def encode_values(values: Column, max_distinct: int | None = None) -> tuple[np.n
             column = pa.array([], column.type)
         raw_codes = pc.fill_null(column.indices.cast(pa.int64()), -1).to_numpy(zero_copy_only=False).astype(np.intp)
         names = [group_name(value) for value in column.dictionary.to_pylist()]
-        used = np.bincount(raw_codes[raw_codes >= 0], minlength=len(names)) > 0
+        used = _code_counts(raw_codes, len(names)) > 0
         names = [name if here else None for name, here in zip(names, used)]
         ordered = sorted({name for name in names if name is not None}, key=order_key)
     else:
@@ -245,7 +256,7 @@ def encode_values(values: Column, max_distinct: int | None = None) -> tuple[np.n
                       dtype=np.intp)
     raw_codes = np.asarray(raw_codes).ravel()
     if np.array_equal(lookup[:-1], np.arange(len(names))):  # already in report order (e.g. categories)
-        return raw_codes.astype(np.intp), ordered
+        return raw_codes, ordered
     # code -1 (missing) indexes the trailing -1 of the lookup table
     return lookup[raw_codes], ordered
 
