@@ -425,17 +425,34 @@ def _sweep(arranged: Arranged, keys: set[str], base: set[str], at_half: bool, at
     fixed = [(suffix, t) for suffix, t, needed in (("", threshold, at_half),
                                                    (BEST, fixed_best, at_best and fixed_best is not None)) if needed]
     positions = sorted({int(np.searchsorted(scores, t, "right")) for _, t in fixed})
+    with_ece, sweep_f1 = "ece" in base, at_best and fixed_best is None
+    # the shared best-F1 sweep runs beside the BCE terms
+    job = _Background(lambda: _shared_best_f1(arranged, weights) if sweep_f1 else None, n_threads > 1)
+    loss_terms = arranged.log_loss_terms() if "bce" in base else _NO_LOSS
+    shared = job.result()
+    if shared is not None:  # the complete groupings' counts at it: prefix counts of the first pass
+        positions = sorted({*positions, shared[1]})
     cuts = np.empty((len(sizes), len(positions)), np.int64)
     cuts[:] = positions
-    loss_terms = arranged.log_loss_terms() if "bce" in base else _NO_LOSS
-    with_ece, sweep_f1 = "ece" in base, at_best and fixed_best is None
+    sweeps_f1 = [sweep_f1 and (shared is None or not shared[2][k]) for k in range(len(sizes))]
     if n_threads > 1 and len(sizes) > 1:  # a task per grouping (slots are per grouping)
-        parts = _on_threads([lambda k=k: _passes(arranged, slice(k, k + 1), loss_terms, cuts, with_ece, sweep_f1,
+        parts = _on_threads([lambda k=k: _passes(arranged, slice(k, k + 1), loss_terms, cuts, with_ece, sweeps_f1[k],
                                                  weights) for k in range(len(sizes))], n_threads)
+        sums = [np.concatenate(values) for values in zip(*parts)]
+    elif shared is not None:  # two calls at most: the groupings that sweep for F1, and the others
+        parts = [_passes(arranged, slice(k, k + 1), loss_terms, cuts, with_ece, sweeps_f1[k], weights)
+                 for k in range(len(sizes))]
         sums = [np.concatenate(values) for values in zip(*parts)]
     else:
         sums = _passes(arranged, slice(0, len(sizes)), loss_terms, cuts, with_ece, sweep_f1, weights)
     count, positives, u2, loss, pos_cut, neg_cut, found, pos_at, neg_at, ece = sums
+    if shared is not None:
+        threshold_found, at, complete = shared
+        slots = np.repeat(complete, sizes + 1)
+        found = np.where(complete, threshold_found, found)
+        j = positions.index(at)
+        pos_at = np.where(slots, pos_cut[:, j], pos_at)
+        neg_at = np.where(slots, neg_cut[:, j], neg_at)
     negatives = count - positives
     totals = count
     if weights is not None and sample_counts:
@@ -453,6 +470,29 @@ def _sweep(arranged: Arranged, keys: set[str], base: set[str], at_half: bool, at
                        confusion=confusion, totals=totals, extra=_optional_sums(arranged, base, weights))
 
 
+def _shared_best_f1(arranged: Arranged, weights: np.ndarray | None) -> tuple[float, int, np.ndarray] | None:
+    """The best-F1 threshold of every grouping without missing values (they all sweep the same
+    samples), by one sweep over all samples instead of one per grouping: the threshold, where its
+    tie block ends in the sorted order, and which groupings are complete. None with weights
+    (weighted totals are summed in the sweep's order), on small inputs, and with fewer than two
+    complete groupings."""
+    if weights is not None or len(arranged.sizes) < 2 or len(arranged.scores) < RADIX_FROM:
+        return None
+    complete = np.array([row.min(initial=0) >= 0 for row in arranged.codes])
+    if complete.sum() < 2:
+        return None
+    from .kernels import sweeps
+
+    n = len(arranged.scores)
+    n_pos = np.array([np.count_nonzero(arranged.labels)], np.int64)
+    one = np.zeros((1, n), np.int8)  # every sample in group 0
+    found = sweeps.ranked_bins(arranged.scores, arranged.labels, one, np.ones(1, np.int64), n_pos, n - n_pos,
+                               _NO_EDGES, True)[0]
+    if np.isnan(found[0]):
+        return None
+    return float(found[0]), int(np.searchsorted(arranged.scores, found[0], "right")), complete
+
+
 def _passes(arranged: Arranged, rows: slice, loss_terms: np.ndarray, cuts: np.ndarray, with_ece: bool,
             sweep_f1: bool, weights: np.ndarray | None) -> tuple[np.ndarray, ...]:
     """Both sweeps over the groupings ``rows``: per-slot count, positives, u2, loss sums, counts below
@@ -465,7 +505,8 @@ def _passes(arranged: Arranged, rows: slice, loss_terms: np.ndarray, cuts: np.nd
     count, positives, u2, low, high, loss, pos_cut, neg_cut = sweeps.ranked_sums(
         scores, labels, codes, sizes, loss_terms, cuts[rows], weights)
     found = np.full(len(sizes), np.nan)
-    pos_at = neg_at = ece = _NO_LOSS
+    ece = _NO_LOSS
+    pos_at = neg_at = np.zeros(len(count), count.dtype)
     if sweep_f1 or with_ece:
         edges = calibration.equal_width_edges(low, high, ECE_BINS) if with_ece else _NO_EDGES
         overall = np.cumsum(sizes + 1) - 1
