@@ -199,7 +199,8 @@ def _arrow_text_codes(values: Column) -> tuple[np.ndarray, list[str]] | None:
         return None
     from .kernels import coding
 
-    array = array.combine_chunks() if isinstance(array, pa.ChunkedArray) else array
+    if isinstance(array, pa.ChunkedArray):
+        array = array.chunk(0) if array.num_chunks == 1 else array.combine_chunks()
     _, offsets, data = array.buffers()
     offsets = np.frombuffer(offsets, np.int64 if pa.types.is_large_string(array.type) else np.int32)
     codes, firsts = coding.text_codes(offsets[array.offset:array.offset + len(array) + 1],
@@ -287,8 +288,8 @@ def encode_values(values: Column, max_distinct: int | None = None) -> tuple[np.n
     raw_codes = np.asarray(raw_codes).ravel()
     if np.array_equal(lookup[:-1], np.arange(len(names))):  # already in report order (e.g. categories)
         return raw_codes, ordered
-    # code -1 (missing) indexes the trailing -1 of the lookup table
-    return lookup[raw_codes], ordered
+    # code -1 (missing) indexes the trailing -1 of the lookup table, made as narrow as the codes need
+    return narrowest(lookup, len(ordered))[raw_codes], ordered
 
 
 def _bin_edges_label(edge: float) -> str:
