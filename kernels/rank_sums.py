@@ -2,26 +2,24 @@
 partition of the scores, without sorting them into an array.
 
 The scores' keys (the full bits with the sign flip of :func:`.sorting.float_key`) are counted by
-their first digit and scattered into buckets once. Each sample travels as one 64-bit word: its key's
-bits below that digit, then its ``code + 1`` (0 for a sample absent from the grouping) and its label. A bucket is then sorted by those key bits while it is in cache (a
-second digit, then insertion sorts or an LSD radix sort on the rest) and swept at once: the sweep
-sees the samples in ascending score order with tie blocks as runs, and nothing is written back.
+their first digit and scattered into buckets once (:func:`.sorting.bucket_words`). Each sample
+travels as one 64-bit word: its key's bits below that digit, then its ``code + 1`` (0 for a sample
+absent from the grouping) and its label. A bucket is then sorted by those key bits while it is in
+cache (:func:`.sorting.sort_bucket`) and swept at once: the sweep sees the samples in ascending
+score order with tie blocks as runs, and nothing is written back.
 
-Threads take pieces of the samples (:func:`digit_counts`, :func:`scatter_words`) and runs of buckets
-(:func:`bucket_sums`); a run's U, counted from its own start, adds twice its positives times the
-negatives of the runs before it (ties never span buckets). Exact integer sums, no weights.
+Threads take pieces of the samples (the scatter) and runs of buckets (:func:`bucket_sums`); a run's
+U, counted from its own start, adds twice its positives times the negatives of the runs before it
+(ties never span buckets). Exact integer sums, no weights.
 """
 import numpy as np
 
+from . import sorting
 from ._config import inline_kernel, kernel
-from .sorting import float_key, pieces, run_tasks
+from .sorting import bucket_scratch, float_key, sort_bucket
 
 #: The first digit's width: 2048 buckets, whose write positions stay in cache.
 FIRST = 11
-#: The widest second digit: 8192 sub-buckets (a 64 KiB table).
-WIDEST = 13
-#: The second digit leaves about 2**SPREAD samples a sub-bucket.
-SPREAD = 1
 
 
 def rank_sums(score_bits, labels, codes, n_groups, n_threads=1):
@@ -46,29 +44,16 @@ def rank_sums(score_bits, labels, codes, n_groups, n_threads=1):
     n = score_bits.shape[0]
     pay_bits = 1 + int(n_groups).bit_length()
     n_threads = max(1, min(int(n_threads), n // PIECE))
-    parts = pieces(n, n_threads)
-    ranges = run_tasks([(key_range, score_bits, start, stop) for start, stop in parts])
-    low = min(int(r[0]) for r in ranges) if n else 0
-    n_bits = (max(int(r[1]) for r in ranges) - low).bit_length() if n else 0
-    bits = min(n_bits, FIRST)
-    shift = n_bits - bits
-    if shift + pay_bits > 64:
+    scattered = sorting.bucket_words(
+        score_bits, pay_bits, n_threads,
+        lambda start, stop, low, shift, bits, starts, words: scatter_words(
+            score_bits, labels, codes, start, stop, low, shift, bits, np.uint64(pay_bits), starts, words),
+        FIRST)
+    if scattered is None:
         return None
-    radix = 1 << bits
-    counts = np.empty((len(parts), radix), np.int64)
-    low_key, at = np.uint64(low), np.uint64(shift)
-    run_tasks([(digit_counts, score_bits, start, stop, low_key, at, bits, counts[j])
-               for j, (start, stop) in enumerate(parts)])
-    first = np.zeros(radix + 1, np.int64)
-    np.cumsum(counts.sum(axis=0), out=first[1:])
-    starts = first[:-1] + np.cumsum(counts, axis=0) - counts  # each piece's place in each bucket
-    words = np.empty(n, np.uint64)
-    run_tasks([(scatter_words, score_bits, labels, codes, start, stop, low_key, at, bits, np.uint64(pay_bits),
-                starts[j], words) for j, (start, stop) in enumerate(parts)])
-    # runs of buckets of about n / n_threads samples each, in ascending order
-    cuts = [0, *np.searchsorted(first, [n * j // n_threads for j in range(1, n_threads)]), radix]
-    runs = run_tasks([(bucket_sums, words, first, int(cuts[j]), int(max(cuts[j], cuts[j + 1])), shift,
-                       np.uint64(pay_bits), int(n_groups)) for j in range(n_threads)])
+    words, first, _, shift, runs = scattered
+    runs = sorting.run_tasks([(bucket_sums, words, first, begin, end, shift, np.uint64(pay_bits), int(n_groups))
+                              for begin, end in runs])
     count, positives, u2, negatives = (np.array(values) for values in zip(*runs))
     before = np.cumsum(negatives, axis=0) - negatives  # each run's negatives below it
     return count.sum(axis=0), positives.sum(axis=0), (u2 + 2 * positives * before).sum(axis=0)
@@ -76,31 +61,6 @@ def rank_sums(score_bits, labels, codes, n_groups, n_threads=1):
 
 #: The fewest samples a thread takes on.
 PIECE = 1 << 17
-
-
-@kernel
-def key_range(score_bits, start, stop):
-    """Smallest and largest key of ``score_bits[start:stop]``."""
-    wide = score_bits.itemsize == 8
-    low = np.uint64(0xFFFFFFFFFFFFFFFF)
-    high = np.uint64(0)
-    for i in range(start, stop):
-        key = float_key(np.uint64(score_bits[i]), wide)
-        low = min(low, key)
-        high = max(high, key)
-    return low, high
-
-
-@kernel
-def digit_counts(score_bits, start, stop, low, shift, bits, counts):
-    """``counts[b]``: keys of ``score_bits[start:stop]`` whose ``bits``-bit digit of ``key - low`` at
-    ``shift`` is ``b``."""
-    wide = score_bits.itemsize == 8
-    mask = np.uint64((1 << bits) - 1)
-    counts[:] = 0
-    for i in range(start, stop):
-        key = float_key(np.uint64(score_bits[i]), wide)
-        counts[np.intp(((key - low) >> shift) & mask)] += 1
 
 
 @kernel
@@ -119,57 +79,6 @@ def scatter_words(score_bits, labels, codes, start, stop, low, shift, bits, pay_
         position = starts[bucket]
         words[position] = ((relative & below) << pay_bits) | payload
         starts[bucket] = position + 1
-
-
-@inline_kernel
-def _insertion(words, start, stop, pay_bits):
-    # Insertion sort of words[start:stop] by their key bits (above pay_bits); equal keys stay put.
-    for i in range(start + 1, stop):
-        word = words[i]
-        key = word >> pay_bits
-        j = i - 1
-        while j >= start and (words[j] >> pay_bits) > key:
-            words[j + 1] = words[j]
-            j -= 1
-        words[j + 1] = word
-
-
-@kernel
-def _lsd(words, other, start, stop, pay_bits, n_bits, table, positions):
-    # LSD radix sort of words[start:stop] by the n_bits key bits above pay_bits, 8-bit digits, with
-    # other[start:stop] as scratch; digits every word shares are skipped. The result is in ``words``.
-    m = stop - start
-    mask = np.uint64(255)
-    n_digits = (n_bits + 7) // 8
-    table[:n_digits] = 0
-    for i in range(start, stop):
-        key = words[i] >> pay_bits
-        for d in range(n_digits):
-            table[d, np.intp((key >> np.uint64(8 * d)) & mask)] += 1
-    a, b = words, other
-    swapped = False
-    for d in range(n_digits):
-        skip = False
-        for bucket in range(256):
-            if table[d, bucket] == m:
-                skip = True
-                break
-        if skip:
-            continue
-        shift = np.uint64(8 * d) + pay_bits
-        total = start
-        for bucket in range(256):
-            positions[bucket] = total
-            total += table[d, bucket]
-        for i in range(start, stop):
-            word = a[i]
-            bucket = np.intp((word >> shift) & mask)
-            b[positions[bucket]] = word
-            positions[bucket] += 1
-        a, b = b, a
-        swapped = not swapped
-    if swapped:
-        words[start:stop] = other[start:stop]
 
 
 @inline_kernel
@@ -246,61 +155,18 @@ def bucket_sums(words, first, begin_bucket, end_bucket, shift, pay_bits, n_group
     block_pos = np.zeros(n_groups + 1, np.int64)
     block_neg = np.zeros(n_groups + 1, np.int64)
     state = np.zeros(4, np.int64)  # the last slot's sums, as in _sweep
-    largest = 0
-    for bucket in range(begin_bucket, end_bucket):
-        largest = max(largest, first[bucket + 1] - first[bucket])
-    scratch = np.empty(largest, np.uint64)
-    second = np.empty((1 << WIDEST) + 1, np.int64)
-    table = np.empty((8, 256), np.int64)
-    positions = np.empty(256, np.int64)
+    scratch, second, table, positions = bucket_scratch(first, begin_bucket, end_bucket)
     for bucket in range(begin_bucket, end_bucket):
         start = first[bucket]
         stop = first[bucket + 1]
-        m = stop - start
-        if m == 0:
+        if stop == start:
             continue
-        if shift == 0 or m <= 32:
-            if shift > 0:
-                _insertion(words, start, stop, pay_bits)
+        if sort_bucket(words, start, stop, scratch, second, table, positions, shift, pay_bits):
+            _sweep(scratch, 0, stop - start, pay_bits, code_mask, positives, negatives, u, u_tied, block_pos,
+                   block_neg, state)
+        else:
             _sweep(words, start, stop, pay_bits, code_mask, positives, negatives, u, u_tied, block_pos, block_neg,
                    state)
-            continue
-        # A second digit as wide as the bucket is large (about 2**SPREAD words a sub-bucket), into scratch.
-        bits = 1
-        while bits < WIDEST and (m >> (bits + SPREAD)) > 0:
-            bits += 1
-        bits = min(bits, shift)
-        shift2 = shift - bits
-        at = np.uint64(shift2) + pay_bits
-        mask = np.uint64((1 << bits) - 1)
-        radix = 1 << bits
-        second[:radix + 1] = 0
-        for i in range(start, stop):
-            second[np.intp((words[i] >> at) & mask) + 1] += 1
-        crowded = 0  # the largest sub-bucket
-        for sub in range(radix):
-            crowded = max(crowded, second[sub + 1])
-            second[sub + 1] += second[sub]
-        for i in range(start, stop):
-            word = words[i]
-            sub = np.intp((word >> at) & mask)
-            scratch[second[sub]] = word
-            second[sub] += 1
-        if shift2 > 0 and crowded <= 32:
-            # one insertion sort over the bucket: each word moves only within its short sub-bucket
-            # (no branch per sub-bucket, whose sizes are a coin toss)
-            _insertion(scratch, 0, m, pay_bits)
-        elif shift2 > 0:
-            begin = 0
-            for sub in range(radix):  # second[sub] is now the end of sub-bucket sub
-                end = second[sub]
-                if end - begin > 32:  # words[start:stop] is free: the LSD sort's scratch
-                    _lsd(scratch[begin:end], words[start:start + end - begin], 0, end - begin, pay_bits, shift2,
-                         table, positions)
-                elif end - begin > 1:
-                    _insertion(scratch, begin, end, pay_bits)
-                begin = end
-        _sweep(scratch, 0, m, pay_bits, code_mask, positives, negatives, u, u_tied, block_pos, block_neg, state)
     positives[n_groups] = state[0]
     negatives[n_groups] = state[1]
     u[n_groups] = state[2]

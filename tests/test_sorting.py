@@ -117,3 +117,16 @@ def test_large_buckets(kind, n, n_rows, seed):
               "ties": lambda: np.round(rng.random(n), 3)}[kind]()
     _check(scores, *_payload(n, n_rows, seed))
     _check(scores.astype(np.float32), *_payload(n, n_rows, seed + 1))
+
+
+def test_words_when_they_fit_else_key_and_payload(monkeypatch):
+    # probabilities with 3 small groupings travel as one word; 7 groupings of 127 groups do not fit
+    calls = []
+    real = sorting._sort_words
+    monkeypatch.setattr(sorting, "_sort_words", lambda *a: calls.append(real(*a)) or calls[-1])
+    rng = np.random.default_rng(3)
+    scores = rng.random(5000)
+    _check(scores, rng.integers(0, 2, 5000).astype(np.uint8), rng.integers(-1, 5, (3, 5000)).astype(np.int8))
+    assert calls[-1] is not None
+    _check(scores, *_payload(5000, 7, 3))
+    assert calls[-1] is None
