@@ -313,6 +313,56 @@ def arrange(scores: np.ndarray, labels: np.ndarray, code_rows: list[np.ndarray],
     return Arranged(scores, labels, codes, sizes, weights, sort)
 
 
+#: The per-slot sums that :mod:`kernels.rank_sums` gives without sorting the samples.
+RANK_SUMS = frozenset({"count", "positives", "negatives", "totals", "u2"})
+
+
+def _ranks_only(wanted: set[str] | None) -> bool:
+    """Whether every metric in ``wanted`` is finished from :data:`RANK_SUMS` (AUC alone)."""
+    if not wanted:
+        return False
+    metrics = [_metric_registry.BY_NAME.get(key.removesuffix(BEST)) for key in wanted]
+    return all(metric is not None and not metric.at_threshold and set(metric.sums) <= RANK_SUMS
+               for metric in metrics)
+
+
+def _rank_groupings(scores: np.ndarray, labels: np.ndarray, code_rows: list[np.ndarray], n_groups: list[int],
+                    wanted: set[str], weights: np.ndarray | None) -> list[Grouping] | None:
+    """The groupings of :func:`measure` for AUC alone of one grouping, from the unsorted samples by
+    ``kernels.rank_sums`` (a radix partition whose buckets are sorted and swept in cache: no sorted
+    arrays are written); None where it does not apply (weights, several groupings, small inputs)."""
+    n = len(scores)
+    if not (RADIX_FROM <= n < 1 << 32 and weights is None and len(code_rows) == 1 and labels.dtype == np.uint8
+            and _ranks_only(wanted)):
+        return None
+    from .kernels import rank_sums
+
+    scores = np.ascontiguousarray(scores)
+    sums = rank_sums.rank_sums(_bits(scores), labels, np.ascontiguousarray(code_rows[0]), int(n_groups[0]),
+                               _n_threads(n))
+    if sums is None:  # a sample's payload does not fit beside its key's bits
+        return None
+    count, positives, u2 = sums
+    sizes = np.asarray(n_groups, dtype=np.int64)
+    return from_counts(sizes, count, positives, count - positives, np.full(1, np.nan), set(wanted), u2=u2)
+
+
+def arrange_and_measure(scores: np.ndarray, labels: np.ndarray, code_rows: list[np.ndarray], n_groups: list[int],
+                        weights: np.ndarray | None = None, wanted: set[str] | None = None,
+                        fixed_best: float | None = None, presort: Presort | None = None
+                        ) -> tuple[Arranged, list[Grouping]]:
+    """:func:`arrange` (sorting when ``wanted`` needs it) then :func:`measure` at ``fixed_best``.
+
+    AUC alone of one grouping (``auc_gap``, ``worst_group_auc``) skips the sort: its sums come from
+    :func:`_rank_groupings`, and the samples are returned unsorted (``is_sorted`` False).
+    """
+    groupings = _rank_groupings(scores, labels, code_rows, n_groups, wanted, weights)
+    if groupings is not None:
+        return arrange(scores, labels, code_rows, n_groups, weights, sort=False), groupings
+    arranged = arrange(scores, labels, code_rows, n_groups, weights, needs_sort(wanted, fixed_best), presort)
+    return arranged, measure(arranged, wanted, fixed_best=fixed_best)
+
+
 def compute(scores: np.ndarray, labels: np.ndarray, code_rows: list[np.ndarray], n_groups: list[int],
             wanted: set[str] | None = None, threshold: float = 0.5, fixed_best: float | None = None,
             weights: np.ndarray | None = None) -> list[Grouping]:
@@ -412,18 +462,35 @@ def _sweep(arranged: Arranged, keys: set[str], base: set[str], at_half: bool, at
              for suffix, t, needed in (("", threshold, at_half), (BEST, fixed_best, at_best and fixed_best is not None))
              if needed}
     positions = sorted(set(fixed.values()))
+    with_ece, sweep_f1 = "ece" in base, at_best and fixed_best is None
+    # the shared best-F1 sweep runs beside the BCE terms
+    job = _Background(lambda: _shared_best_f1(arranged, weights) if sweep_f1 else None, sweep_f1 and n_threads > 1)
+    loss_terms = arranged.log_loss_terms() if "bce" in base else _NO_LOSS
+    shared = job.result()
+    if shared is not None:  # the complete groupings' counts at it: prefix counts of the first pass
+        positions = sorted({*positions, shared[1]})
     cuts = np.empty((len(sizes), len(positions)), np.int64)
     if positions:
         cuts[:] = positions
-    loss_terms = arranged.log_loss_terms() if "bce" in base else _NO_LOSS
-    with_ece, sweep_f1 = "ece" in base, at_best and fixed_best is None
+    sweeps_f1 = [sweep_f1 and (shared is None or not shared[2][k]) for k in range(len(sizes))]
     if n_threads > 1 and len(sizes) > 1:  # a task per grouping (slots are per grouping)
-        parts = _on_threads([lambda k=k: _passes(arranged, slice(k, k + 1), loss_terms, cuts, with_ece, sweep_f1,
+        parts = _on_threads([lambda k=k: _passes(arranged, slice(k, k + 1), loss_terms, cuts, with_ece, sweeps_f1[k],
                                                  weights) for k in range(len(sizes))], n_threads)
+        sums = [np.concatenate(values) for values in zip(*parts)]
+    elif shared is not None:  # two calls at most: the groupings that sweep for F1, and the others
+        parts = [_passes(arranged, slice(k, k + 1), loss_terms, cuts, with_ece, sweeps_f1[k], weights)
+                 for k in range(len(sizes))]
         sums = [np.concatenate(values) for values in zip(*parts)]
     else:
         sums = _passes(arranged, slice(0, len(sizes)), loss_terms, cuts, with_ece, sweep_f1, weights)
     count, positives, u2, loss, pos_cut, neg_cut, found, pos_at, neg_at, ece = sums
+    if shared is not None:
+        threshold_found, at, complete = shared
+        slots = np.repeat(complete, sizes + 1)
+        found = np.where(complete, threshold_found, found)
+        j = positions.index(at)
+        pos_at = np.where(slots, pos_cut[:, j], pos_at)
+        neg_at = np.where(slots, neg_cut[:, j], neg_at)
     negatives = count - positives
     totals = count
     if weights is not None and sample_counts:
@@ -442,6 +509,28 @@ def _sweep(arranged: Arranged, keys: set[str], base: set[str], at_half: bool, at
                        confusion=confusion, totals=totals, extra=_optional_sums(arranged, base, weights))
 
 
+def _shared_best_f1(arranged: Arranged, weights: np.ndarray | None) -> tuple[float, int, np.ndarray] | None:
+    """The best-F1 threshold of every grouping without missing values (they all sweep the same
+    samples), by one sweep over all samples instead of one per grouping: the threshold, where its
+    tie block ends in the sorted order, and which groupings are complete. None with weights
+    (weighted totals are summed in the sweep's order), on small inputs, and with fewer than two
+    complete groupings."""
+    if weights is not None or len(arranged.sizes) < 2 or len(arranged.scores) < RADIX_FROM:
+        return None
+    complete = np.array([row.min(initial=0) >= 0 for row in arranged.codes])
+    if complete.sum() < 2:
+        return None
+    sweeps = _sweeps()
+    n = len(arranged.scores)
+    n_pos = np.array([np.count_nonzero(arranged.labels)], np.int64)
+    one = np.zeros((1, n), np.int8)  # every sample in group 0
+    found = sweeps.ranked_bins(arranged.scores, arranged.labels, one, np.ones(1, np.int64), n_pos, n - n_pos,
+                               _NO_EDGES, True)[0]
+    if np.isnan(found[0]):
+        return None
+    return float(found[0]), int(np.searchsorted(arranged.scores, found[0], "right")), complete
+
+
 def _passes(arranged: Arranged, rows: slice, loss_terms: np.ndarray, cuts: np.ndarray, with_ece: bool,
             sweep_f1: bool, weights: np.ndarray | None) -> tuple[np.ndarray, ...]:
     """Both sweeps over the groupings ``rows``: per-slot count, positives, u2, loss sums, counts below
@@ -455,8 +544,9 @@ def _passes(arranged: Arranged, rows: slice, loss_terms: np.ndarray, cuts: np.nd
         codes, sizes, cuts = arranged.codes[rows], arranged.sizes[rows], cuts[rows]
     count, positives, u2, low, high, loss, pos_cut, neg_cut = sweeps.ranked_sums(
         scores, labels, codes, sizes, loss_terms, cuts, weights)
-    found = _NO_LOSS
-    pos_at = neg_at = ece = _NO_LOSS
+    found = np.full(len(sizes), np.nan)
+    ece = _NO_LOSS
+    pos_at = neg_at = np.zeros(len(count), count.dtype)
     if sweep_f1 or with_ece:
         edges = calibration.equal_width_edges(low, high, ECE_BINS) if with_ece else _NO_EDGES
         overall = _overall_slots(sizes)

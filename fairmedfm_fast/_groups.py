@@ -234,8 +234,48 @@ def _integer_codes(array: np.ndarray, low: int, high: int, max_distinct: int | N
     return position[offsets], [str(value + low) for value in present.tolist()]
 
 
+def _code_counts(codes: np.ndarray, n_codes: int) -> np.ndarray:
+    """Samples of each code ``0 .. n_codes - 1``: a kernel on large columns (``np.bincount`` widens
+    every code to intp and needs the negative ones taken out first)."""
+    if len(codes) < 1 << 16:
+        return np.bincount(codes[codes >= 0], minlength=n_codes)
+    from .kernels import coding
+
+    return coding.code_counts(np.ascontiguousarray(codes), n_codes)
+
+
+def _arrow_text_codes(values: Column) -> tuple[np.ndarray, list[str]] | None:
+    """Codes and distinct strings (in order of first occurrence, as ``pandas.factorize``) of a large
+    Arrow-backed string column without missing values, by ``kernels.coding.text_codes`` on its
+    offsets and bytes (Arrow's dictionary encoding takes about three times as long); None for any
+    other column, or one of more than 512 distinct strings."""
+    pyarrow_type = getattr(getattr(values, "dtype", None), "pyarrow_dtype", None)
+    array = getattr(getattr(values, "array", None), "_pa_array", None)
+    if array is None or len(values) < 1 << 16:
+        return None
+    import pyarrow as pa
+
+    if pyarrow_type is None:  # pandas' "str" dtype keeps its Arrow type on the array only
+        pyarrow_type = array.type
+    if not (pa.types.is_string(pyarrow_type) or pa.types.is_large_string(pyarrow_type)) or array.null_count:
+        return None
+    from .kernels import coding
+
+    if isinstance(array, pa.ChunkedArray):
+        array = array.chunk(0) if array.num_chunks == 1 else array.combine_chunks()
+    _, offsets, data = array.buffers()
+    offsets = np.frombuffer(offsets, np.int64 if pa.types.is_large_string(array.type) else np.int32)
+    codes, firsts = coding.text_codes(offsets[array.offset:array.offset + len(array) + 1],
+                                      np.frombuffer(data, np.uint8) if data is not None else np.empty(0, np.uint8),
+                                      1024)
+    if len(firsts) == 0:
+        return None
+    return codes, array.take(pa.array(firsts)).to_pylist()
+
+
 def encode_values(values: Column, max_distinct: int | None = None) -> tuple[np.ndarray, list[str]] | None:
-    """Codes (intp, -1 missing) in report order, and the group names, of one attribute column.
+    """Codes (a signed integer type, -1 missing) in report order, and the group names, of one
+    attribute column.
 
     None when the column has more than ``max_distinct`` distinct values (checked before any name is
     made, so a continuous column fails fast). Names come from the distinct values as Python objects,
@@ -258,7 +298,7 @@ def encode_values(values: Column, max_distinct: int | None = None) -> tuple[np.n
         # the codes serve directly either way (-1 where missing)
         raw_codes = values.cat.codes.to_numpy()
         names = [group_name(value) for value in values.cat.categories.tolist()]
-        present = np.bincount(raw_codes[raw_codes >= 0], minlength=len(names)) > 0
+        present = _code_counts(raw_codes, len(names)) > 0
         ordered: list[str] = []
         for name, here in zip(names, present):
             if here and name is not None and name not in ordered:
@@ -276,7 +316,7 @@ def encode_values(values: Column, max_distinct: int | None = None) -> tuple[np.n
             column = pa.array([], column.type)
         raw_codes = pc.fill_null(column.indices.cast(pa.int64()), -1).to_numpy(zero_copy_only=False).astype(np.intp)
         names = [group_name(value) for value in column.dictionary.to_pylist()]
-        used = np.bincount(raw_codes[raw_codes >= 0], minlength=len(names)) > 0
+        used = _code_counts(raw_codes, len(names)) > 0
         names = [name if here else None for name, here in zip(names, used)]
         ordered = sorted({name for name in names if name is not None}, key=order_key)
     else:
@@ -300,6 +340,8 @@ def encode_values(values: Column, max_distinct: int | None = None) -> tuple[np.n
             if max_distinct is not None and len(distinct) > max_distinct:
                 return None
             uniques = distinct.tolist()
+        elif (text := _arrow_text_codes(values)) is not None:
+            raw_codes, uniques = text
         else:
             raw_codes, distinct = pd.factorize(values, use_na_sentinel=True)
             if max_distinct is not None and len(distinct) > max_distinct:
@@ -312,9 +354,9 @@ def encode_values(values: Column, max_distinct: int | None = None) -> tuple[np.n
     lookup = [position.get(name, -1) if name is not None else -1 for name in names]
     raw_codes = np.asarray(raw_codes).ravel()
     if lookup == list(range(len(names))):  # already in report order (e.g. categories)
-        return raw_codes.astype(np.intp, copy=False), ordered
-    # code -1 (missing) indexes the trailing -1 of the lookup table
-    return np.array([*lookup, -1], dtype=np.intp)[raw_codes], ordered
+        return raw_codes, ordered
+    # code -1 (missing) indexes the trailing -1 of the lookup table, made as narrow as the codes need
+    return narrowest(np.array([*lookup, -1]), len(ordered))[raw_codes], ordered
 
 
 def _bin_edges_label(edge: float) -> str:

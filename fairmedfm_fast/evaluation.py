@@ -112,9 +112,8 @@ def assess(prepared: Prepared, attributes: list[_groups.Attribute], warnings: li
         rows.append(np.zeros(len(labels), np.intp))
         sizes.append(1)
         complete = len(rows) - 1
-    arranged = _engine.arrange(prepared.scores, labels, rows, sizes, weights,
-                               _engine.needs_sort(wanted, threshold), presort)
-    groupings = _engine.measure(arranged, wanted, fixed_best=threshold)
+    arranged, groupings = _engine.arrange_and_measure(prepared.scores, labels, rows, sizes, weights, wanted, threshold,
+                                                      presort)
     overall = {}
     if with_overall:
         overall = {key: as_python(values[-1]) for key, values in groupings[complete].values.items()}

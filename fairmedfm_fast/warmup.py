@@ -27,7 +27,7 @@ import warnings
 from collections.abc import Callable
 
 KERNEL_MODULES = ("_slots", "sorting", "sweeps", "ranking", "calibration", "curves", "resampling", "segmentation",
-                  "surface", "voxels", "precision")
+                  "surface", "voxels", "precision", "rank_sums", "coding")
 
 
 def _optional_metrics() -> list[str]:
@@ -274,9 +274,26 @@ def _dask() -> None:
             fmd.evaluate(frame, label="y", score="p", sensitive="g", metrics=_optional_metrics())
 
 
+def _large_inputs() -> None:
+    """The paths of large inputs: auc_gap without a sort (``rank_sums``), the sort by 64-bit words,
+    and the coding of large categorical and Arrow string columns; float64 and float32 scores."""
+    import numpy as np
+    import pandas as pd
+
+    import fairmedfm_fast as fm
+
+    y, p, groups, rng = _data(70_000)
+    attributes = pd.DataFrame({"site": pd.Series(groups, dtype="category"),
+                               "sex": pd.Series(rng.choice(["F", "M"], len(y)), dtype="string[pyarrow]")})
+    for scores in (p, p.astype(np.float32)):
+        fm.auc_gap(y, scores, sensitive_features=attributes["site"])
+        fm.evaluate(y, scores, attributes)
+
+
 WORKLOADS: dict[str, Callable[[], None]] = {
     **{f"classification, {dtype} scores, {n} groups": _classification(dtype, n)
        for dtype in ("float64", "float32") for n in (3, 200, 33_000)},
+    "large inputs": _large_inputs,
     "fairmedfm_fast.metrics": _legacy_metrics,
     "segmentation from Dice scores": _segmentation_scores,
     **{f"Dice of {pred} masks": _masks(pred, trues) for pred, trues in _MASK_PAIRS.items()},

@@ -13,6 +13,8 @@ Modules, one per kernel family:
 
 - :mod:`.sorting`: the one sort, a radix sort on the scores' full bits that carries each
   sample's label and codes with its score (or its index).
+- :mod:`.rank_sums`: AUC's sums of one grouping without a sorted copy: a radix partition whose
+  buckets are sorted and swept while in cache.
 - :mod:`.sweeps`: the fused passes over the sorted samples (counts, AUC, score ranges, BCE sums,
   prefix counts at thresholds; then the best-F1 sweep and the ECE bins).
 - :mod:`.ranking`: AUC (needs scores sorted ascending), the best-F1 threshold sweep, and

@@ -5,7 +5,10 @@ keys for float32, so no tie fix-up is needed. The usual sign-flip transform make
 order the order of the floats, negative scores and subnormals included; -0.0 is keyed as 0.0, so
 that equal scores keep their input order (the sort is stable, as ``np.argsort(kind="stable")``).
 
-Each sample travels as its 64-bit key and, in a parallel array, a payload (the label and up to
+Samples are scattered into buckets by a first digit of their keys (its place chosen by the keys'
+range), then each bucket is sorted while in cache. When it fits, a sample travels as one 64-bit
+word: its key's bits below the first digit, above its label and codes (:func:`sort_bucket`).
+Otherwise it travels as its 64-bit key and, in a parallel array, a payload (the label and up to
 seven int8 codes packed byte by byte, or the sample index): 32 bits for up to three groupings (or an
 index below 2**32), 64 otherwise. Nothing is read at random after the sort.
 """
@@ -17,25 +20,21 @@ _BITS = 11  # digit width: 2048 buckets, whose write positions stay in cache
 _WIDEST = 13  # the second level's widest digit: 8192 buckets, a 64 KiB count table
 
 
-@kernel
-def _float_key(bits, wide):
-    # Unsigned key with the order of the float whose bits these are (-0.0 keyed as +0.0).
-    if wide:
-        sign = np.uint64(1) << np.uint64(63)
-        full = np.uint64(0xFFFFFFFFFFFFFFFF)
-    else:
-        sign = np.uint64(1) << np.uint64(31)
-        full = np.uint64(0xFFFFFFFF)
-    if bits == sign:
-        bits = np.uint64(0)
-    if bits & sign:
-        return full ^ bits
-    return bits | sign
+@inline_kernel
+def float_key(bits, wide):
+    """Unsigned key with the order of the float whose bits these are (-0.0 keyed as +0.0); 64-bit
+    floats when ``wide``, else 32-bit. Branch-free: the sign of a score is a coin toss."""
+    top = np.uint64(63 if wide else 31)
+    sign = np.uint64(1) << top
+    full = (sign << np.uint64(1)) - np.uint64(1)  # all ones (wraps for 64 bits)
+    bits = np.uint64(0) if bits == sign else bits
+    negative = np.uint64(0) - (bits >> top)  # all ones for a negative float
+    return bits ^ ((negative & full) | sign)
 
 
 @kernel
 def _float_bits(key, wide):
-    # Inverse of _float_key.
+    # Inverse of float_key.
     if wide:
         sign = np.uint64(1) << np.uint64(63)
         full = np.uint64(0xFFFFFFFFFFFFFFFF)
@@ -45,6 +44,152 @@ def _float_bits(key, wide):
     if key & sign:
         return key ^ sign
     return full ^ key
+
+
+# -- Sorting 64-bit words: a key's bits below the first digit above a payload's bits --------------
+
+@kernel
+def key_range(score_bits, start, stop):
+    """Smallest and largest key of ``score_bits[start:stop]``."""
+    wide = score_bits.itemsize == 8
+    low = np.uint64(0xFFFFFFFFFFFFFFFF)
+    high = np.uint64(0)
+    for i in range(start, stop):
+        key = float_key(np.uint64(score_bits[i]), wide)
+        low = min(low, key)
+        high = max(high, key)
+    return low, high
+
+
+@kernel
+def digit_counts(score_bits, start, stop, low, shift, bits, counts):
+    """``counts[b]``: keys of ``score_bits[start:stop]`` whose ``bits``-bit digit of ``key - low`` at
+    ``shift`` is ``b``."""
+    wide = score_bits.itemsize == 8
+    mask = np.uint64((1 << bits) - 1)
+    counts[:] = 0
+    for i in range(start, stop):
+        key = float_key(np.uint64(score_bits[i]), wide)
+        counts[np.intp(((key - low) >> shift) & mask)] += 1
+
+
+@inline_kernel
+def word_insertion(words, start, stop, pay_bits):
+    """Insertion sort of words[start:stop] by their key bits (above ``pay_bits``); equal keys stay put."""
+    for i in range(start + 1, stop):
+        word = words[i]
+        key = word >> pay_bits
+        j = i - 1
+        while j >= start and (words[j] >> pay_bits) > key:
+            words[j + 1] = words[j]
+            j -= 1
+        words[j + 1] = word
+
+
+@kernel
+def word_lsd(words, other, start, stop, pay_bits, n_bits, table, positions):
+    """Stable LSD radix sort of words[start:stop] by the ``n_bits`` key bits above ``pay_bits``, 8-bit
+    digits, with other[start:stop] as scratch; digits every word shares are skipped."""
+    m = stop - start
+    mask = np.uint64(255)
+    n_digits = (n_bits + 7) // 8
+    table[:n_digits] = 0
+    for i in range(start, stop):
+        key = words[i] >> pay_bits
+        for d in range(n_digits):
+            table[d, np.intp((key >> np.uint64(8 * d)) & mask)] += 1
+    a, b = words, other
+    swapped = False
+    for d in range(n_digits):
+        skip = False
+        for bucket in range(256):
+            if table[d, bucket] == m:
+                skip = True
+                break
+        if skip:
+            continue
+        shift = np.uint64(8 * d) + pay_bits
+        total = start
+        for bucket in range(256):
+            positions[bucket] = total
+            total += table[d, bucket]
+        for i in range(start, stop):
+            word = a[i]
+            bucket = np.intp((word >> shift) & mask)
+            b[positions[bucket]] = word
+            positions[bucket] += 1
+        a, b = b, a
+        swapped = not swapped
+    if swapped:
+        words[start:stop] = other[start:stop]
+
+
+#: The widest second digit of a bucket of words: 8192 sub-buckets (a 64 KiB table).
+WORDS_WIDEST = 13
+#: The second digit leaves about 2**WORDS_SPREAD words a sub-bucket.
+WORDS_SPREAD = 1
+
+
+@inline_kernel
+def bucket_scratch(first, begin_bucket, end_bucket):
+    """Scratch space of :func:`sort_bucket` for the buckets begin_bucket..end_bucket-1 (bounds ``first``):
+    words for the largest, and its tables."""
+    largest = 0
+    for bucket in range(begin_bucket, end_bucket):
+        largest = max(largest, first[bucket + 1] - first[bucket])
+    return (np.empty(largest, np.uint64), np.empty((1 << WORDS_WIDEST) + 1, np.int64), np.empty((8, 256), np.int64),
+            np.empty(256, np.int64))
+
+
+@inline_kernel
+def sort_bucket(words, start, stop, scratch, second, table, positions, shift, pay_bits):
+    """Stable sort of the words ``words[start:stop]`` (one first-level bucket: ``shift`` key bits above
+    ``pay_bits`` bits of payload) by their key bits. Returns True when the sorted words are in
+    ``scratch[:stop - start]``, False when in place.
+
+    A second digit as wide as the bucket is large (about 2**WORDS_SPREAD words a sub-bucket) scatters
+    the bucket into ``scratch``; then one insertion pass over the bucket when every sub-bucket is
+    short (no branch per sub-bucket, whose sizes are a coin toss), else an insertion or LSD sort of
+    each. ``second`` (2**WORDS_WIDEST + 1,), ``table`` (8, 256) and ``positions`` (256,) are scratch.
+    """
+    m = stop - start
+    if shift == 0 or m <= 32:
+        if shift > 0:
+            word_insertion(words, start, stop, pay_bits)
+        return False
+    bits = 1
+    while bits < WORDS_WIDEST and (m >> (bits + WORDS_SPREAD)) > 0:
+        bits += 1
+    bits = min(bits, shift)
+    shift2 = shift - bits
+    at = np.uint64(shift2) + pay_bits
+    mask = np.uint64((1 << bits) - 1)
+    radix = 1 << bits
+    second[:radix + 1] = 0
+    for i in range(start, stop):
+        second[np.intp((words[i] >> at) & mask) + 1] += 1
+    crowded = 0  # the largest sub-bucket
+    for sub in range(radix):
+        crowded = max(crowded, second[sub + 1])
+        second[sub + 1] += second[sub]
+    for i in range(start, stop):
+        word = words[i]
+        sub = np.intp((word >> at) & mask)
+        scratch[second[sub]] = word
+        second[sub] += 1
+    if shift2 > 0 and crowded <= 32:
+        word_insertion(scratch, 0, m, pay_bits)
+    elif shift2 > 0:
+        begin = 0
+        for sub in range(radix):  # second[sub] is now the end of sub-bucket sub
+            end = second[sub]
+            if end - begin > 32:  # words[start:stop] is free: the LSD sort's scratch
+                word_lsd(scratch[begin:end], words[start:start + end - begin], 0, end - begin, pay_bits, shift2,
+                         table, positions)
+            elif end - begin > 1:
+                word_insertion(scratch, begin, end, pay_bits)
+            begin = end
+    return True
 
 
 @kernel
@@ -132,7 +277,7 @@ def _prepare(score_bits, labels, codes, keys, pays, start, stop):
     low = np.uint64(0xFFFFFFFFFFFFFFFF)
     high = np.uint64(0)
     for i in range(start, stop):
-        key = _float_key(np.uint64(score_bits[i]), wide)
+        key = float_key(np.uint64(score_bits[i]), wide)
         keys[i] = key
         low = min(low, key)
         high = max(high, key)
@@ -233,7 +378,7 @@ def _unpack_order(keys, pays, out_bits, order, start, stop):
         order[i] = np.intp(pays[i])
 
 
-def _run(tasks):
+def run_tasks(tasks):
     """Run each ``(function, *arguments)``: all but the first on threads of their own (the kernels release
     the GIL), the first on this one; returns their values in order."""
     values = [None] * len(tasks)
@@ -260,7 +405,7 @@ def _run(tasks):
     return values
 
 
-def _pieces(n, n_threads):
+def pieces(n, n_threads):
     bounds = [n * j // n_threads for j in range(n_threads + 1)]
     return list(zip(bounds[:-1], bounds[1:]))
 
@@ -271,8 +416,8 @@ def _sort_records(prepare, unpack, n, keys, pays, keys2, pays2, n_threads):
     scattered into keys2/pays2 (each piece into its own part of every bucket, so the sort stays stable);
     the buckets, split into runs of about equal size, are sorted back into keys/pays; then
     ``unpack(start, stop)`` writes the outputs."""
-    pieces = _pieces(n, n_threads)
-    ranges = _run([(prepare, start, stop) for start, stop in pieces])
+    parts = pieces(n, n_threads)
+    ranges = run_tasks([(prepare, start, stop) for start, stop in parts])
     low = min(r[0] for r in ranges) if n else 0
     high = max(r[1] for r in ranges) if n else 0
     span = int(high) - int(low)
@@ -282,19 +427,135 @@ def _sort_records(prepare, unpack, n, keys, pays, keys2, pays2, n_threads):
         bits1 = min(n_bits, _BITS)
         radix = 1 << bits1
         low, shift = np.uint64(low), np.uint64(shift1)
-        counts = np.empty((len(pieces), radix), np.int64)
-        _run([(_histogram, keys, start, stop, low, shift, bits1, counts[j]) for j, (start, stop) in enumerate(pieces)])
+        counts = np.empty((len(parts), radix), np.int64)
+        run_tasks([(_histogram, keys, start, stop, low, shift, bits1, counts[j]) for j, (start, stop) in enumerate(parts)])
         totals = counts.sum(axis=0)
         first = np.zeros(radix + 1, np.int64)
         np.cumsum(totals, out=first[1:])
         starts = first[:-1] + np.cumsum(counts, axis=0) - counts  # each piece's place in each bucket
-        _run([(_scatter_from, keys, pays, keys2, pays2, start, stop, low, shift, bits1, starts[j])
-              for j, (start, stop) in enumerate(pieces)])
+        run_tasks([(_scatter_from, keys, pays, keys2, pays2, start, stop, low, shift, bits1, starts[j])
+                   for j, (start, stop) in enumerate(parts)])
         # runs of buckets of about n / n_threads keys each
         cuts = [0, *np.searchsorted(first, [n * j // n_threads for j in range(1, n_threads)]), radix]
-        _run([(_sort_buckets, keys, pays, keys2, pays2, first, int(cuts[j]), int(max(cuts[j], cuts[j + 1])),
-               low, shift1) for j in range(n_threads)])
-    _run([(unpack, start, stop) for start, stop in pieces])
+        run_tasks([(_sort_buckets, keys, pays, keys2, pays2, first, int(cuts[j]), int(max(cuts[j], cuts[j + 1])),
+                    low, shift1) for j in range(n_threads)])
+    run_tasks([(unpack, start, stop) for start, stop in parts])
+
+
+@kernel
+def _scatter_payload(score_bits, labels, codes, code_shifts, start, stop, low, shift, bits, pay_bits, starts, words):
+    # Scatter samples start:stop into words by the first digit (bucket b's next position starts[b]):
+    # a word holds the key's bits below the digit above the payload: the label (bit 0) and each
+    # grouping's code + 1 (0 when negative) at bit code_shifts[k].
+    wide = score_bits.itemsize == 8
+    mask = np.uint64((1 << bits) - 1)
+    below = (np.uint64(1) << shift) - np.uint64(1)
+    n_groupings = codes.shape[0]
+    for i in range(start, stop):
+        relative = float_key(np.uint64(score_bits[i]), wide) - low
+        payload = np.uint64(labels[i])
+        for k in range(n_groupings):
+            code = np.int64(codes[k, i])
+            payload |= np.uint64(code + 1 if code >= 0 else 0) << code_shifts[k]
+        bucket = np.intp((relative >> shift) & mask)
+        position = starts[bucket]
+        words[position] = ((relative & below) << pay_bits) | payload
+        starts[bucket] = position + 1
+
+
+@kernel
+def _unpack_buckets(words, first, begin_bucket, end_bucket, low, shift, pay_bits, code_shifts, out_bits, out_labels,
+                    out_codes):
+    # Sort the buckets begin_bucket..end_bucket-1 of words (bounds first) and write their scores' bits,
+    # labels and codes at their positions.
+    wide = out_bits.itemsize == 8
+    n_groupings = out_codes.shape[0]
+    code_masks = np.empty(n_groupings, np.uint64)
+    for k in range(n_groupings):
+        end = code_shifts[k + 1] if k + 1 < n_groupings else pay_bits
+        code_masks[k] = (np.uint64(1) << (end - code_shifts[k])) - np.uint64(1)
+    scratch, second, table, positions = bucket_scratch(first, begin_bucket, end_bucket)
+    one = np.uint64(1)
+    for bucket in range(begin_bucket, end_bucket):
+        start = first[bucket]
+        stop = first[bucket + 1]
+        if stop == start:
+            continue
+        in_scratch = sort_bucket(words, start, stop, scratch, second, table, positions, shift, pay_bits)
+        source = scratch if in_scratch else words[start:stop]
+        top = low + (np.uint64(bucket) << np.uint64(shift))
+        # a loop per output, each over contiguous arrays (vectorized)
+        for t in range(stop - start):
+            out_bits[start + t] = _float_bits(top + (source[t] >> pay_bits), wide)
+        for t in range(stop - start):
+            out_labels[start + t] = np.uint8(source[t] & one)
+        for k in range(n_groupings):
+            at = code_shifts[k]
+            mask = code_masks[k]
+            row = out_codes[k]
+            for t in range(stop - start):
+                row[start + t] = np.int8(np.int64((source[t] >> at) & mask) - 1)
+
+
+def bucket_words(score_bits, pay_bits, n_threads, scatter, first_bits=_BITS):
+    """The samples of ``score_bits`` scattered into buckets of 64-bit words by a first digit of their
+    keys, each piece of the samples on a thread: the keys' range, the digit's counts per piece, then
+    ``scatter(start, stop, low, shift, bits, starts, words)`` for each piece (a kernel such as
+    :func:`_scatter_payload`: the key's ``shift`` bits below the digit above ``pay_bits`` bits).
+
+    Returns
+    -------
+    (words, first, low, shift, runs), or None when ``shift + pay_bits`` exceeds 64 bits
+        ``first``: the buckets' bounds (int64, radix + 1); ``low``: the smallest key (uint64);
+        ``runs``: ``n_threads`` (begin, end) ranges of buckets of about equal size, in order.
+    """
+    n = score_bits.shape[0]
+    parts = pieces(n, n_threads)
+    ranges = run_tasks([(key_range, score_bits, start, stop) for start, stop in parts])
+    low = min(int(r[0]) for r in ranges) if n else 0
+    n_bits = (max(int(r[1]) for r in ranges) - low).bit_length() if n else 0
+    bits = min(n_bits, first_bits)
+    shift = n_bits - bits
+    if shift + pay_bits > 64:
+        return None
+    radix = 1 << bits
+    counts = np.empty((len(parts), radix), np.int64)
+    low_key, at = np.uint64(low), np.uint64(shift)
+    run_tasks([(digit_counts, score_bits, start, stop, low_key, at, bits, counts[j])
+               for j, (start, stop) in enumerate(parts)])
+    first = np.zeros(radix + 1, np.int64)
+    np.cumsum(counts.sum(axis=0), out=first[1:])
+    starts = first[:-1] + np.cumsum(counts, axis=0) - counts  # each piece's place in each bucket
+    words = np.empty(n, np.uint64)
+    run_tasks([(scatter, start, stop, low_key, at, bits, starts[j], words) for j, (start, stop) in enumerate(parts)])
+    cuts = [0, *np.searchsorted(first, [n * j // n_threads for j in range(1, n_threads)]), radix]
+    return words, first, low_key, shift, [(int(cuts[j]), int(max(cuts[j], cuts[j + 1]))) for j in range(n_threads)]
+
+
+def _sort_words(score_bits, labels, codes, n_threads):
+    """:func:`sort_carrying` by 64-bit words (see :func:`sort_bucket`), or None when a word cannot hold
+    a sample's label and codes beside its key's bits below the first digit."""
+    n = score_bits.shape[0]
+    n_groupings = codes.shape[0]
+    code_shifts = np.empty(n_groupings, np.uint64)
+    pay_bits = 1
+    for k in range(n_groupings):  # code + 1 in as many bits as the largest code needs
+        code_shifts[k] = pay_bits
+        pay_bits += (int(codes[k].max()) + 1).bit_length() if n else 1
+    if codes.dtype != np.int8:
+        return None
+    scattered = bucket_words(score_bits, pay_bits, n_threads, lambda start, stop, low, shift, bits, starts, words:
+                              _scatter_payload(score_bits, labels, codes, code_shifts, start, stop, low, shift, bits,
+                                               np.uint64(pay_bits), starts, words))
+    if scattered is None:
+        return None
+    words, first, low_key, shift, cuts = scattered
+    out_bits = np.empty(n, score_bits.dtype)
+    out_labels = np.empty(n, np.uint8)
+    out_codes = np.empty((n_groupings, n), np.int8)
+    run_tasks([(_unpack_buckets, words, first, begin, end, low_key, shift, np.uint64(pay_bits), code_shifts, out_bits,
+                out_labels, out_codes) for begin, end in cuts])
+    return out_bits, out_labels, out_codes
 
 
 def sort_carrying(score_bits, labels, codes, n_threads=1):
@@ -314,9 +575,15 @@ def sort_carrying(score_bits, labels, codes, n_threads=1):
     sorted_bits : array of shape (n,), the bits of the sorted scores (-0.0 becomes 0.0)
     sorted_labels : uint8 array of shape (n,)
     sorted_codes : int8 array of shape (K, n)
-        In the order of ``np.argsort(scores, kind="stable")``. The three share one buffer, which
-        served the sort as its scratch space.
+        In the order of ``np.argsort(scores, kind="stable")``; a negative code comes out as -1.
+
+    Each sample travels as one 64-bit word (its key's bits below the first digit, its label and its
+    ``code + 1`` in as many bits as the row's largest code needs) when that fits; otherwise as a key
+    and a separate payload, the outputs then sharing one buffer that served the sort as scratch.
     """
+    sorted_words = _sort_words(score_bits, labels, codes, _threads_for(score_bits.shape[0], n_threads))
+    if sorted_words is not None:
+        return sorted_words
     n = score_bits.shape[0]
     n_groupings = codes.shape[0]
     width = score_bits.itemsize

@@ -27,6 +27,10 @@ from hypothesis import strategies as st
 
 PROBABILITY_KINDS = ("continuous", "ties", "edges", "extremes", "constant", "group_constant", "tiny_range")
 LAYOUTS = ("contiguous", "readonly", "strided", "readonly_strided")
+#: float64 values whose keys a radix sort gets wrong most easily: signed zeros, subnormals, the
+#: neighbours of 0.5, the largest finite values and the infinities.
+SPECIAL_FLOAT64 = st.sampled_from([0.0, -0.0, 5e-324, -5e-324, 2.2250738585072014e-308, -1e-310, 1.0, -1.0, 0.5,
+                                   np.nextafter(0.5, 1), np.nextafter(0.5, 0), 1e308, -1e308, np.inf, -np.inf])
 
 
 @dataclass

@@ -4,6 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
+from strategies import SPECIAL_FLOAT64
 
 from fairmedfm_fast import _engine
 from fairmedfm_fast.kernels import sorting
@@ -31,12 +32,8 @@ def _payload(n, n_rows, seed):
     return rng.integers(0, 2, n).astype(np.uint8), rng.integers(-1, 127, (n_rows, n)).astype(np.int8)
 
 
-special64 = st.sampled_from([0.0, -0.0, 5e-324, -5e-324, 2.2250738585072014e-308, -1e-310, 1.0, -1.0, 0.5,
-                             np.nextafter(0.5, 1), np.nextafter(0.5, 0), 1e308, -1e308, np.inf, -np.inf])
-
-
 @settings(max_examples=150, deadline=None)
-@given(values=st.lists(st.one_of(special64, st.floats(allow_nan=False, width=64)), max_size=200),
+@given(values=st.lists(st.one_of(SPECIAL_FLOAT64, st.floats(allow_nan=False, width=64)), max_size=200),
        n_rows=st.integers(0, 7), seed=st.integers(0, 2**16))
 def test_float64_any_values(values, n_rows, seed):
     scores = np.array(values, np.float64)
@@ -69,7 +66,7 @@ def test_fixed_cases(scores):
 
 
 @settings(max_examples=100, deadline=None)
-@given(values=st.lists(st.one_of(special64, st.floats(allow_nan=False, width=64), st.sampled_from([0.25, -0.25])),
+@given(values=st.lists(st.one_of(SPECIAL_FLOAT64, st.floats(allow_nan=False, width=64), st.sampled_from([0.25, -0.25])),
                        max_size=300),
        n_threads=st.integers(2, 5), seed=st.integers(0, 2**16))
 def test_threads_share_each_step(values, n_threads, seed):
@@ -120,3 +117,16 @@ def test_large_buckets(kind, n, n_rows, seed):
               "ties": lambda: np.round(rng.random(n), 3)}[kind]()
     _check(scores, *_payload(n, n_rows, seed))
     _check(scores.astype(np.float32), *_payload(n, n_rows, seed + 1))
+
+
+def test_words_when_they_fit_else_key_and_payload(monkeypatch):
+    # probabilities with 3 small groupings travel as one word; 7 groupings of 127 groups do not fit
+    calls = []
+    real = sorting._sort_words
+    monkeypatch.setattr(sorting, "_sort_words", lambda *a: calls.append(real(*a)) or calls[-1])
+    rng = np.random.default_rng(3)
+    scores = rng.random(5000)
+    _check(scores, rng.integers(0, 2, 5000).astype(np.uint8), rng.integers(-1, 5, (3, 5000)).astype(np.int8))
+    assert calls[-1] is not None
+    _check(scores, *_payload(5000, 7, 3))
+    assert calls[-1] is None

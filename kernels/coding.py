@@ -1,0 +1,93 @@
+"""Group codes from raw attribute columns: how often each code occurs."""
+import numpy as np
+
+from ._config import kernel
+
+#: Up to this many codes, each is counted in a pass of its own (a vectorized comparison).
+FEW_CODES = 8
+
+
+@kernel
+def code_counts(codes, n_codes):
+    """Samples of each code ``0 .. n_codes - 1`` (negative codes are not counted).
+
+    Parameters
+    ----------
+    codes : integer array of shape (n,), each below ``n_codes``
+    n_codes : int
+
+    Returns
+    -------
+    int64 array of shape (n_codes,)
+    """
+    counts = np.zeros(n_codes + 1, np.int64)  # slot n_codes takes the negative codes
+    if n_codes <= FEW_CODES:
+        for code in range(n_codes):
+            found = 0
+            for i in range(codes.shape[0]):
+                found += codes[i] == code
+            counts[code] = found
+        return counts[:n_codes]
+    for i in range(codes.shape[0]):
+        code = np.int64(codes[i])
+        counts[code if code >= 0 else n_codes] += 1
+    return counts[:n_codes]
+
+
+@kernel
+def text_codes(offsets, data, capacity):
+    """Codes of strings given as Arrow's ``offsets`` (n + 1 positions into ``data``) and ``data``
+    (their UTF-8 bytes): equal bytes, equal code; codes in order of first occurrence.
+
+    A hash table of ``capacity`` entries (a power of two). Strings of up to 8 bytes are told apart
+    by their length and their bytes packed in one word; longer ones by comparing their bytes.
+
+    Returns
+    -------
+    codes : int32 array of shape (n,)
+    firsts : int64 array of shape (n_distinct,), the first sample of each code; an empty array
+        when there are more than ``capacity // 2`` distinct strings (the caller codes otherwise).
+    """
+    n = offsets.shape[0] - 1
+    codes = np.empty(n, np.int32)
+    table = np.full(capacity, -1, np.int64)  # code at each slot
+    most = capacity // 2
+    firsts = np.empty(most, np.int64)
+    packed = np.empty(most, np.uint64)  # each code's first 8 bytes
+    lengths = np.empty(most, np.int64)
+    n_distinct = 0
+    mask = np.uint64(capacity - 1)
+    for i in range(n):
+        start = offsets[i]
+        length = offsets[i + 1] - start
+        word = np.uint64(0)
+        for b in range(start, start + min(length, 8)):
+            word = (word << np.uint64(8)) | np.uint64(data[b])
+        h = word ^ np.uint64(length)
+        for b in range(start + 8, start + length):  # the bytes after the eighth: FNV-1a
+            h = (h ^ np.uint64(data[b])) * np.uint64(1099511628211)
+        slot = np.intp(((h * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(40)) & mask)
+        while True:
+            code = table[slot]
+            if code < 0:
+                if n_distinct == most:
+                    return codes, firsts[:0]
+                table[slot] = n_distinct
+                firsts[n_distinct] = i
+                packed[n_distinct] = word
+                lengths[n_distinct] = length
+                codes[i] = n_distinct
+                n_distinct += 1
+                break
+            if lengths[code] == length and packed[code] == word:
+                same = True
+                other = offsets[firsts[code]]
+                for b in range(8, length):
+                    if data[other + b] != data[start + b]:
+                        same = False
+                        break
+                if same:
+                    codes[i] = code
+                    break
+            slot = (slot + 1) & np.intp(mask)
+    return codes, firsts[:n_distinct]

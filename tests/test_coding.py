@@ -1,0 +1,75 @@
+"""kernels/coding.py against np.bincount, and the categorical and Arrow-dictionary coding of large
+columns that uses it."""
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from fairmedfm_fast import _groups
+from fairmedfm_fast.kernels import coding
+
+
+@settings(max_examples=60, deadline=None)
+@given(n_codes=st.integers(1, 40), data=st.data())
+def test_code_counts(n_codes, data):
+    dtype = data.draw(st.sampled_from([np.int8, np.int16, np.intp]))
+    codes = data.draw(hnp.arrays(dtype, st.integers(0, 300), elements=st.integers(-1, n_codes - 1)))
+    np.testing.assert_array_equal(coding.code_counts(codes, n_codes),
+                                  np.bincount(codes[codes >= 0].astype(np.intp), minlength=n_codes))
+
+
+def test_large_categorical_and_dictionary_columns():
+    # from 65,536 values the presence of each category is counted by the kernel: unused categories
+    # are dropped and missing values stay -1
+    rng = np.random.default_rng(0)
+    n = 70_000
+    codes = rng.integers(-1, 4, n)  # category "d" (code 4) is never used
+    categorical = pd.Series(pd.Categorical.from_codes(codes, categories=["a", "b", "c", "x", "d"]))
+    got, names = _groups.encode_values(categorical)
+    assert names == ["a", "b", "c", "x"]
+    np.testing.assert_array_equal(got, codes)
+    dictionary = pa.DictionaryArray.from_arrays(pa.array(np.where(codes < 0, None, codes).tolist(), pa.int32()),
+                                                pa.array(["x", "b", "a", "c", "d"]))
+    got, names = _groups.encode_values(pd.Series(pd.arrays.ArrowExtensionArray(dictionary)))
+    assert names == ["a", "b", "c", "x"]
+    expected = np.array([3, 1, 0, 2, -1])[codes]  # x b a c -> report order a b c x; -1 stays -1
+    np.testing.assert_array_equal(got, expected)
+
+
+def _buffers(array):
+    _, offsets, data = array.buffers()
+    offsets = np.frombuffer(offsets, np.int64 if pa.types.is_large_string(array.type) else np.int32)
+    data = np.frombuffer(data, np.uint8) if data is not None else np.empty(0, np.uint8)
+    return offsets[array.offset:array.offset + len(array) + 1], data
+
+
+texts = st.one_of(st.sampled_from(["", "a", "b", "ab", "ba", "12345678", "123456789", "123456780", "F", "M",
+                                   "éà", "\x00", "\x00\x00", "x" * 30, "x" * 29 + "y"]), st.text(max_size=12))
+
+
+@settings(max_examples=80, deadline=None)
+@given(values=st.lists(texts, max_size=120), large=st.booleans(), skip=st.integers(0, 3), capacity=st.sampled_from([4, 64]))
+def test_text_codes_against_factorize(values, large, skip, capacity):
+    # strings of up to 8 bytes are compared as packed words, longer ones byte by byte; a sliced array
+    # starts at an offset into its buffers
+    array = pa.array(["pad"] * skip + values, pa.large_string() if large else pa.string()).slice(skip)
+    codes, firsts = coding.text_codes(*_buffers(array), capacity)
+    expected, uniques = pd.factorize(np.array(values, dtype=object))
+    if len(uniques) > capacity // 2:
+        assert len(firsts) == 0
+        return
+    np.testing.assert_array_equal(codes, expected)
+    assert array.take(pa.array(firsts, pa.int64())).to_pylist() == list(uniques)
+
+
+def test_large_arrow_string_column():
+    rng = np.random.default_rng(1)
+    names = np.array(["white", "black", "asian", "a much longer group name", "other"], dtype=object)
+    values = names[rng.integers(0, 5, 70_000)]
+    series = pd.Series(pd.arrays.ArrowExtensionArray(pa.chunked_array([values[:30_000], values[30_000:]])))
+    got, groups = _groups.encode_values(series)
+    expected, expected_groups = _groups.encode_values(values)  # an object array: pandas.factorize
+    assert groups == expected_groups
+    np.testing.assert_array_equal(got, expected)
