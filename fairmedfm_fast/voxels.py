@@ -444,7 +444,6 @@ class _Sweep:
         self.layout, self.mode, self.threshold = layout, mode, threshold
         self.totals = totals
         member = layout.slot_matrix()
-        self.member = member.astype(np.float64)
         cell_totals = np.zeros((layout.n_cells, 2), np.int64)
         np.add.at(cell_totals, layout.image_cells, totals[:, :2])
         self.count = cell_totals[:, 0] @ member.astype(np.int64)
@@ -467,7 +466,7 @@ class _Sweep:
         n_slots = layout.n_slots
         self.state = np.zeros((n_slots, 5), np.int64)
         self.at_or_below = np.zeros((len(self.fixed), n_slots, 2), np.int64)
-        self.cell_sums = np.zeros((4, layout.n_cells))
+        self.slot_sums = np.zeros((4, n_slots))
         self.snap_counts = np.zeros((len(self.event_value), 2), np.int64)
         self.snap_sums = np.zeros((len(self.event_value), 2))
         self.cursor = np.zeros(2, np.int64)
@@ -498,8 +497,10 @@ class _Sweep:
         groups = [sorted(set(canon[first:last].tolist())) for first, last, _ in layout.grouping_slots.tolist()]
         self.group_slots = (np.concatenate(([0], np.cumsum([len(g) for g in groups]))).astype(np.int64),
                             np.array([s for g in groups for s in g], np.int64))
-        cells = [np.flatnonzero(member[:, s]) for s in range(layout.n_slots)]
-        self.slot_cells = (np.concatenate(([0], np.cumsum([len(c) for c in cells]))).astype(np.int64),
+        spread = np.unique(self.cell_slots[self.cell_slots >= 0])
+        cells = [np.flatnonzero(member[:, s]) for s in spread]
+        self.slot_cells = (spread.astype(np.int64),
+                           np.concatenate(([0], np.cumsum([len(c) for c in cells]))).astype(np.int64),
                            np.concatenate(cells + [np.zeros(0, np.intp)]).astype(np.int64))
         unique = np.unique(canon)
         unique = unique[np.isfinite(self.edges[unique, 0])]
@@ -520,7 +521,7 @@ class _Sweep:
     def _arguments(self, target: _Sweep | _Part) -> tuple:
         return (self.mode, _LOW_BITS[self.mode], self.layout.payload_bits, self.cell_slots, self.all_slot,
                 self.group_overall, self.group_slots, self.slot_cells, self.event_value, self.event_slot, self.fixed,
-                target.state, target.at_or_below, target.cell_sums, target.snap_counts, target.snap_sums,
+                target.state, target.at_or_below, target.slot_sums, target.snap_counts, target.snap_sums,
                 target.cursor, target.best)
 
     def window(self, records: np.ndarray | None, starts: list[np.ndarray], bucket_lo: int, n_jobs: int = 1) -> None:
@@ -572,10 +573,9 @@ class _Sweep:
             if reached > events:  # ECE edges passed in this range: its score sums start at the earlier ranges'
                 slots = self.event_slot[events:reached]
                 self.snap_counts[events:reached] = part.snap_counts[events:reached]
-                below = self.cell_sums[:2] @ self.member
-                self.snap_sums[events:reached] = part.snap_sums[events:reached] + below[:, slots].T
+                self.snap_sums[events:reached] = part.snap_sums[events:reached] + self.slot_sums[:2, slots].T
                 events = reached
-            self.cell_sums = _add_compensated(self.cell_sums, part.cell_sums)
+            self.slot_sums = _add_compensated(self.slot_sums, part.slot_sums)
         self.cursor[:] = (events, passed)
         self.state[:, :2] = parts[-1].state[:, :2]
 
@@ -585,7 +585,7 @@ class _Sweep:
         below = np.zeros((n_slots, n_edges, 2), np.int64)  # at or below each edge; never passed: all
         below[:] = self.state[:, None, :2]
         score = np.zeros((n_slots, n_edges, 2))
-        score[:] = (self.cell_sums[:2] @ self.member).T[:, None, :]
+        score[:] = self.slot_sums[:2].T[:, None, :]
         passed = int(self.cursor[0])
         where = self.event_slot[:passed], self.event_edge[:passed]
         below[where] = self.snap_counts[:passed]
@@ -616,7 +616,7 @@ class _Sweep:
         state, at_or_below = self.state[canon], self.at_or_below[:, canon]
         bin_count, bin_positives, bin_sums = self._bins()
         ece = calibration.calibration_error(bin_count, bin_positives.astype(np.float64), bin_sums, 0)
-        loss = (self.cell_sums[2:] @ self.member).sum(axis=0)[canon]
+        loss = self.slot_sums[2:].sum(axis=0)[canon]
         above = {}
         for f, value in enumerate(self.fixed.tolist()):  # thresholds the sweep never passed: every score below
             below = at_or_below[f] if f < self.cursor[1] else np.stack([positives, negatives], axis=1)
@@ -651,7 +651,7 @@ class _Part:
         self.state[:, :2] = below
         self.state[:, 2] = 0
         self.at_or_below = sweep.at_or_below.copy()
-        self.cell_sums = np.zeros_like(sweep.cell_sums)
+        self.slot_sums = np.zeros_like(sweep.slot_sums)
         self.snap_counts = sweep.snap_counts.copy()
         self.snap_sums = sweep.snap_sums.copy()
         self.cursor = sweep.cursor.copy()
