@@ -96,6 +96,14 @@ def _nonzero_bytes(mask: np.ndarray, where: str) -> np.ndarray:
     return (mask > 0).ravel().view(np.uint8)
 
 
+def _check_values(index: int, totals: np.ndarray, offset: int) -> None:
+    """Raise when the map's ``totals`` (see the kernels' ``encode_map``) saw an invalid score."""
+    if totals[4] >= 0:
+        raise ValueError(f"score map of image {index} has values outside [0, 1] or NaN (e.g. voxel "
+                         f"{int(totals[4]) + offset} of the flattened map); pass probabilities, e.g. apply a "
+                         "sigmoid to logits")
+
+
 class _Stage:
     """One thread's staging arrays: records of several maps, sorted into buckets when full."""
 
@@ -135,7 +143,7 @@ class VoxelAccumulator:
 
     def __init__(self, sensitive_features: Any, *, bins: _groups.Bins | None = None, intersectional: bool = False,
                  threshold: float | None = None, n_jobs: int | None = None, _window: tuple[int, int] | None = None,
-                 _capacity: int = 0):
+                 _capacity: int = 0, _reuse: np.ndarray | None = None):
         self._layout = _Layout(sensitive_features, bins, intersectional)
         self.threshold = check_threshold(threshold)
         self.n_jobs = resolve_n_jobs(n_jobs)
@@ -143,6 +151,7 @@ class VoxelAccumulator:
         self._mode: int | None = None
         self._capacity = _capacity  # records expected (the arena is made at that size)
         self._arena: np.ndarray | None = None
+        self._reuse = _reuse  # an earlier window's arena, written again (no new pages)
         self._used = 0
         self._starts: list[np.ndarray] = []
         self._stages: dict[int, _Stage] = {}
@@ -212,25 +221,21 @@ class VoxelAccumulator:
         def count(block: np.ndarray) -> np.ndarray:
             histogram = None
             for j in block.tolist():
-                bits, _, roi = self._prepare(*items[j])
+                index = items[j][0]
+                bits, truth, roi = self._prepare(*items[j])
                 if histogram is None:
                     histogram = np.zeros(_N_BUCKETS[self._mode], np.int64)
-                voxels.count_buckets(bits, roi, self._mode, _LOW_BITS[self._mode], histogram)
+                voxels.count_map(bits, truth, roi, self._mode, _LOW_BITS[self._mode], histogram, self.totals[index])
+                _check_values(index, self.totals[index], 0)
             return histogram
 
         def scatter(block: np.ndarray, position: np.ndarray) -> None:
-            empty = np.empty(0, np.uint16)
             for j in block.tolist():
                 index = items[j][0]
                 bits, truth, roi = self._prepare(*items[j])
-                totals = self.totals[index]
-                voxels.encode_map(bits, truth, roi, self._mode, _LOW_BITS[self._mode],
-                                  int(self._layout.image_cells[index]) << 1, self._layout.payload_bits, lo, hi,
-                                  empty, self._arena, position, totals)
-                if totals[4] >= 0:
-                    raise ValueError(f"score map of image {index} has values outside [0, 1] or NaN (e.g. voxel "
-                                     f"{int(totals[4])} of the flattened map); pass probabilities, e.g. apply a "
-                                     "sigmoid to logits")
+                voxels.scatter_map(bits, truth, roi, self._mode, _LOW_BITS[self._mode],
+                                   int(self._layout.image_cells[index]) << 1, self._layout.payload_bits, lo, hi,
+                                   self._arena, position)
                 done()
 
         histograms = [job.result() for job in [pool.submit(count, block) for block in blocks]]
@@ -288,10 +293,7 @@ class VoxelAccumulator:
             voxels.encode_map(bits[part], truth[part], roi[part] if len(roi) else roi, self._mode,
                               _LOW_BITS[self._mode], payload, self._layout.payload_bits, lo, hi, stage.bucket,
                               stage.record, stage.position, totals)
-            if totals[4] >= 0:
-                raise ValueError(f"score map of image {index} has values outside [0, 1] or NaN (e.g. voxel "
-                                 f"{int(totals[4]) + start} of the flattened map); pass probabilities, e.g. "
-                                 "apply a sigmoid to logits")
+            _check_values(index, totals, start)
 
     def _flush(self, stage: _Stage) -> None:
         if stage.fill:
@@ -308,7 +310,10 @@ class VoxelAccumulator:
     def _reserve(self, n: int, dtype: np.dtype) -> None:
         """Room for ``n`` more records in the arena (made at the expected size, else doubled)."""
         if self._arena is None:
-            self._arena = np.empty(max(n, self._capacity), dtype)
+            size = max(n, self._capacity)
+            reuse, self._reuse = self._reuse, None
+            fits = reuse is not None and reuse.dtype == dtype and len(reuse) >= size
+            self._arena = reuse if fits else np.empty(size, dtype)
         elif self._used + n > len(self._arena):
             grown = np.empty(max(self._used + n, 2 * len(self._arena)), dtype)
             grown[: self._used] = self._arena[: self._used]
@@ -349,6 +354,7 @@ class VoxelAccumulator:
         self._flush_all()
         state = self.__dict__.copy()
         del state["_lock"], state["_stages"]
+        state["_reuse"] = None
         if self._arena is not None:  # only the used part travels
             state["_arena"] = self._arena[: self._used]
         return state
@@ -529,7 +535,8 @@ class _Sweep:
         bucket ``bucket_lo + b`` at ``records[starts[c][b]:starts[c][b + 1]]``.
 
         With ``n_jobs > 1`` the buckets are cut into ranges of about equal size, swept on as many
-        threads from the counts below each range (a counting pass), and their states combined."""
+        threads, each from the counts below its range (a counting pass on that thread), and their
+        states combined."""
         if not starts:
             return
         voxels, _ = _kernels()
@@ -539,20 +546,17 @@ class _Sweep:
         if len(ranges) == 1:
             voxels.sweep_buckets(records, starts, 0, starts.shape[1] - 1, bucket_lo, *self._arguments(self))
             return
-        pool = executor(len(ranges))
         member = layout.slot_matrix().astype(np.int64)
-        below = [pool.submit(voxels.cell_counts, records, starts, first, last, layout.payload_bits, layout.n_cells)
-                 for first, last in ranges[:-1]]
-        parts = []
-        counted = self.state[:, :2].copy()
-        for j in range(len(ranges)):
-            parts.append(_Part(self, counted))
-            if j < len(ranges) - 1:
-                cells = below[j].result()
-                counted = counted + np.stack([cells[:, 1] @ member, cells[:, 0] @ member], axis=1)
-        jobs = [pool.submit(voxels.sweep_buckets, records, starts, first, last, bucket_lo, *self._arguments(part))
-                for (first, last), part in zip(ranges, parts)]
-        for job in jobs:
+        parts = [_Part(self, self.state[:, :2]) for _ in ranges]
+
+        def sweep(first: int, last: int, part: _Part) -> None:
+            if first:  # the counts below the range: the window's earlier buckets, counted on this thread
+                cells = voxels.cell_counts(records, starts, 0, first, layout.payload_bits, layout.n_cells)
+                part.state[:, :2] += np.stack([cells[:, 1] @ member, cells[:, 0] @ member], axis=1)
+            voxels.sweep_buckets(records, starts, first, last, bucket_lo, *self._arguments(part))
+
+        pool = executor(len(ranges))
+        for job in [pool.submit(sweep, first, last, part) for (first, last), part in zip(ranges, parts)]:
             job.result()
         self._combine(parts)
 
@@ -895,10 +899,13 @@ def evaluate_voxels(score_maps: Any, true_masks: Any, sensitive_features: Any, *
     # 10% of the budget left for the sweep's bucket buffers and its per-thread states
     windows = _plan_windows(histogram, max(1, int(0.9 * budget - staging) // record_bytes))
     sweep = None
+    arena = None
+    largest = max(int(histogram[lo:hi].sum()) for lo, hi in windows)
     for lo, hi in windows:
         part = VoxelAccumulator(sensitive_features, bins=bins, intersectional=intersectional, threshold=threshold,
-                                n_jobs=jobs, _window=(lo, hi), _capacity=int(histogram[lo:hi].sum()))
+                                n_jobs=jobs, _window=(lo, hi), _capacity=largest, _reuse=arena)
         _add(part, source, n_images, jobs, progress)
+        arena = part._arena
         if sweep is None:
             sweep = _Sweep(part._layout, _mode_of(part), part.totals, part.threshold)
         sweep.window(*part._records(), lo, jobs)

@@ -38,13 +38,10 @@ def _key_rule(mode):
 @kernel
 def encode_map(bits, truth, roi, mode, low_bits, payload, payload_bits, bucket_lo, bucket_hi, stage_bucket,
                records, position, totals):
-    """Write the records of one map whose bucket lies in ``[bucket_lo, bucket_hi)``.
-
-    Staged (``stage_bucket`` not empty): record and bucket of the next voxel to ``records[position[0]]``
-    and ``stage_bucket[position[0]]``, sorted into buckets later (:func:`stage_by_bucket`). Direct
-    (``stage_bucket`` empty): a record of bucket ``b`` to ``records[position[b - bucket_lo]]``, with
-    ``position`` from a counting pass (:func:`count_buckets`) and a prefix sum, so that the
-    records land in their buckets in one scatter. The used ``position`` entries move on.
+    """Stage the records of one map whose bucket lies in ``[bucket_lo, bucket_hi)``: record and
+    bucket of the next such voxel to ``records[position[0]]`` and ``stage_bucket[position[0]]``
+    (both must have room for every voxel of the map), sorted into buckets later
+    (:func:`stage_by_bucket`); ``position[0]`` moves on.
 
     Parameters
     ----------
@@ -52,8 +49,7 @@ def encode_map(bits, truth, roi, mode, low_bits, payload, payload_bits, bucket_l
     truth : uint8 array of shape (n,); nonzero = positive
     roi : uint8 array of shape (n,) (nonzero = counted) or of shape (0,) (every voxel counted)
     payload : int, ``cell << 1``
-    stage_bucket : uint16 array (staged) or of shape (0,) (direct); records : uint32 or uint64 array
-    position : int64 array of shape (1,) (staged) or (bucket_hi - bucket_lo,) (direct)
+    stage_bucket : uint16 array; records : uint32 or uint64 array; position : int64 array of shape (1,)
     totals : int64 array of shape (5,), updated over every voxel in the ROI (any bucket):
         voxels, positives, smallest key, largest key, and the first invalid voxel (-1 if none)
     """
@@ -61,9 +57,8 @@ def encode_map(bits, truth, roi, mode, low_bits, payload, payload_bits, bucket_l
     shift = np.uint64(low_bits)
     pshift = np.uint64(payload_bits)
     lo = np.uint64(bucket_lo)
-    hi = np.uint64(bucket_hi)
+    span = np.uint64(bucket_hi - bucket_lo)
     use_roi = roi.shape[0] > 0
-    staged = stage_bucket.shape[0] > 0
     mask, limit = _key_rule(mode)
     tag = np.uint64(payload)
     count = 0
@@ -85,25 +80,75 @@ def encode_map(bits, truth, roi, mode, low_bits, payload, payload_bits, bucket_l
         positives += label
         smallest = min(smallest, key)
         largest = max(largest, key)
-        bucket = key >> shift
-        if bucket < lo or bucket >= hi:
-            continue
-        record = ((key & low_mask) << pshift) | tag | label
-        if staged:
-            stage_bucket[fill] = np.uint16(bucket - lo)
-            records[fill] = record
-            fill += 1
-        else:
-            b = np.intp(bucket - lo)
-            records[position[b]] = record
-            position[b] += 1
-    if staged:
-        position[0] = fill
+        bucket = (key >> shift) - lo  # wraps around below the window
+        stage_bucket[fill] = np.uint16(bucket)  # written always, kept when in the window
+        records[fill] = ((key & low_mask) << pshift) | tag | label
+        fill += bucket < span
+    position[0] = fill
     totals[0] += count
     totals[1] += positives
     totals[2] = np.int64(smallest)
     if count:
         totals[3] = np.int64(largest)
+
+
+@kernel
+def count_map(bits, truth, roi, mode, low_bits, histogram, totals):
+    """Add the voxels of one map (within the ROI) to ``histogram`` (int64, one count per bucket) and
+    to ``totals`` (as :func:`encode_map`'s), so that :func:`scatter_map` need not check them."""
+    shift = np.uint64(low_bits)
+    use_roi = roi.shape[0] > 0
+    mask, limit = _key_rule(mode)
+    count = 0
+    positives = 0
+    smallest = np.uint64(totals[2])
+    largest = np.uint64(max(totals[3], 0))
+    for i in range(bits.shape[0]):
+        if use_roi and roi[i] == 0:
+            continue
+        raw = np.uint64(bits[i])
+        key = raw & mask
+        if key > limit or (raw != key and key != 0):
+            if totals[4] < 0:
+                totals[4] = i
+            continue
+        count += 1
+        positives += truth[i] != 0
+        smallest = min(smallest, key)
+        largest = max(largest, key)
+        histogram[np.intp(key >> shift)] += 1
+    totals[0] += count
+    totals[1] += positives
+    totals[2] = np.int64(smallest)
+    if count:
+        totals[3] = np.int64(largest)
+
+
+@kernel
+def scatter_map(bits, truth, roi, mode, low_bits, payload, payload_bits, bucket_lo, bucket_hi, records, position):
+    """Write the record of each valid voxel of one map whose bucket ``b`` lies in ``[bucket_lo,
+    bucket_hi)`` to ``records[position[b - bucket_lo]]``, which moves on; ``position`` comes from a
+    counting pass (:func:`count_map`) and a prefix sum, so that records land in their buckets in
+    one scatter."""
+    low_mask = np.uint64((1 << low_bits) - 1)
+    shift = np.uint64(low_bits)
+    pshift = np.uint64(payload_bits)
+    lo = np.uint64(bucket_lo)
+    span = np.uint64(bucket_hi - bucket_lo)
+    use_roi = roi.shape[0] > 0
+    mask, limit = _key_rule(mode)
+    tag = np.uint64(payload)
+    for i in range(bits.shape[0]):
+        if use_roi and roi[i] == 0:
+            continue
+        raw = np.uint64(bits[i])
+        key = raw & mask
+        bucket = (key >> shift) - lo  # wraps around below the window
+        if bucket >= span or key > limit or (raw != key and key != 0):
+            continue
+        b = np.intp(bucket)
+        records[position[b]] = ((key & low_mask) << pshift) | tag | np.uint64(truth[i] != 0)
+        position[b] += 1
 
 
 @kernel
