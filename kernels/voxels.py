@@ -35,6 +35,16 @@ def _key_rule(mode):
     return np.uint64(0x7FFFFFFFFFFFFFFF), np.uint64(0x3FF0000000000000)
 
 
+@inline_kernel
+def _store_totals(totals, count, positives, smallest, largest):
+    """Add a map's voxels and positives to ``totals`` and widen its key range."""
+    totals[0] += count
+    totals[1] += positives
+    totals[2] = np.int64(smallest)
+    if count:
+        totals[3] = np.int64(largest)
+
+
 @kernel
 def encode_map(bits, truth, roi, mode, low_bits, payload, payload_bits, bucket_lo, bucket_hi, stage_bucket,
                records, position, totals):
@@ -61,10 +71,8 @@ def encode_map(bits, truth, roi, mode, low_bits, payload, payload_bits, bucket_l
     use_roi = roi.shape[0] > 0
     mask, limit = _key_rule(mode)
     tag = np.uint64(payload)
-    count = 0
-    positives = 0
-    smallest = np.uint64(totals[2])
-    largest = np.uint64(max(totals[3], 0))
+    count = positives = 0
+    smallest, largest = np.uint64(totals[2]), np.uint64(max(totals[3], 0))
     fill = position[0]
     for i in range(bits.shape[0]):
         if use_roi and roi[i] == 0:
@@ -85,11 +93,7 @@ def encode_map(bits, truth, roi, mode, low_bits, payload, payload_bits, bucket_l
         records[fill] = ((key & low_mask) << pshift) | tag | label
         fill += bucket < span
     position[0] = fill
-    totals[0] += count
-    totals[1] += positives
-    totals[2] = np.int64(smallest)
-    if count:
-        totals[3] = np.int64(largest)
+    _store_totals(totals, count, positives, smallest, largest)
 
 
 @kernel
@@ -99,10 +103,8 @@ def count_map(bits, truth, roi, mode, low_bits, histogram, totals):
     shift = np.uint64(low_bits)
     use_roi = roi.shape[0] > 0
     mask, limit = _key_rule(mode)
-    count = 0
-    positives = 0
-    smallest = np.uint64(totals[2])
-    largest = np.uint64(max(totals[3], 0))
+    count = positives = 0
+    smallest, largest = np.uint64(totals[2]), np.uint64(max(totals[3], 0))
     for i in range(bits.shape[0]):
         if use_roi and roi[i] == 0:
             continue
@@ -117,11 +119,7 @@ def count_map(bits, truth, roi, mode, low_bits, histogram, totals):
         smallest = min(smallest, key)
         largest = max(largest, key)
         histogram[np.intp(key >> shift)] += 1
-    totals[0] += count
-    totals[1] += positives
-    totals[2] = np.int64(smallest)
-    if count:
-        totals[3] = np.int64(largest)
+    _store_totals(totals, count, positives, smallest, largest)
 
 
 @kernel
