@@ -142,7 +142,7 @@ def scatter_map(bits, truth, roi, mode, low_bits, payload, payload_bits, bucket_
         raw = np.uint64(bits[i])
         key = raw & mask
         bucket = (key >> shift) - lo  # wraps around below the window
-        if bucket >= span or key > limit or (raw != key and key != 0):
+        if not ((bucket < span) & (key <= limit) & ((raw == key) | (key == 0))):  # one branch
             continue
         b = np.intp(bucket)
         records[position[b]] = ((key & low_mask) << pshift) | tag | np.uint64(truth[i] != 0)
