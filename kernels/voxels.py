@@ -20,6 +20,8 @@ from .ranking import f1_at
 FLOAT32, UINT8, FLOAT64 = 0, 1, 2
 #: Most lanes (two per slot) added per record at once; more slots go through each record's cell.
 _MAX_LANES = 64
+#: Buckets from this many records are ordered in two counting passes (each part fits in cache).
+_TWO_STEPS = 1 << 17
 #: Records added into int32 lanes before they move to the int64 counts.
 _PIECE = 1 << 30
 
@@ -343,6 +345,11 @@ def sweep_buckets(records, chunk_starts, first, last, bucket_lo, mode, low_bits,
     run_low = np.empty(run_capacity, np.uint64)  # a bucket's distinct low key bits, ascending
     run_start = np.empty(run_capacity + 1, np.int64)  # and where their payloads start
     low_counts = np.zeros(n_low + 1 if counting else 1, np.int64)
+    half = low_bits // 2
+    n_parts = 1 << (low_bits - half)
+    part_shift = np.uint64(payload_bits + half)
+    part_fill = np.empty(n_parts, np.int64)
+    parted = np.empty(largest if counting and largest >= _TWO_STEPS else 0, records.dtype)
     for b in range(first, last):
         if n_chunks == 1:  # the bucket lies in one piece: no copy
             size = chunk_starts[0, b + 1] - chunk_starts[0, b]
@@ -374,10 +381,22 @@ def sweep_buckets(records, chunk_starts, first, last, bucket_lo, mode, low_bits,
                     run_start[n_runs] = low_counts[v]
                     n_runs += 1
                 low_counts[v + 1] += low_counts[v]
-            for i in range(size):
-                v = np.intp(bucket[i] >> pshift)
-                payloads[low_counts[v]] = np.uint16(bucket[i] & pmask)
-                low_counts[v] += 1
+            if size < _TWO_STEPS:
+                for i in range(size):
+                    v = np.intp(bucket[i] >> pshift)
+                    payloads[low_counts[v]] = np.uint16(bucket[i] & pmask)
+                    low_counts[v] += 1
+            else:  # a large bucket: first by the upper half of the low bits, then each part in cache
+                for h in range(n_parts):
+                    part_fill[h] = low_counts[h << half]
+                for i in range(size):
+                    h = np.intp(bucket[i] >> part_shift)
+                    parted[part_fill[h]] = bucket[i]
+                    part_fill[h] += 1
+                for i in range(size):
+                    v = np.intp(parted[i] >> pshift)
+                    payloads[low_counts[v]] = np.uint16(parted[i] & pmask)
+                    low_counts[v] += 1
         else:
             sorted_records = np.sort(bucket)
             previous = ~np.uint64(0)
