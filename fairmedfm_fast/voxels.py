@@ -156,6 +156,8 @@ class VoxelAccumulator:
         self._starts: list[np.ndarray] = []
         self._stages: dict[int, _Stage] = {}
         self._lock = threading.Lock()
+        self._room = threading.Condition(self._lock)  # flushes writing into the arena: self._writing
+        self._writing = 0
         self.totals = np.zeros((self._layout.n_images, 5), np.int64)
         self.totals[:, 2] = _NO_KEY
         self.totals[:, 3:] = -1
@@ -299,16 +301,26 @@ class VoxelAccumulator:
         if stage.fill:
             voxels, _ = _kernels()
             lo, hi = self._bounds()
-            with self._lock:  # the arena may grow (moves): one flush at a time
+            with self._room:  # claim a part of the arena; it moves (grows) only while no flush writes
                 self._reserve(stage.fill, stage.record.dtype)
-                starts = voxels.stage_by_bucket(stage.bucket, stage.record, stage.fill, hi - lo, self._arena,
-                                                self._used)
+                arena, offset = self._arena, self._used
                 self._used += stage.fill
+                self._writing += 1
+            try:  # flushes of several threads sort their records at once
+                starts = voxels.stage_by_bucket(stage.bucket, stage.record, stage.fill, hi - lo, arena, offset)
+            finally:
+                with self._room:
+                    self._writing -= 1
+                    self._room.notify_all()
+            with self._lock:
                 self._starts.append(starts)
             stage.fill = 0
 
     def _reserve(self, n: int, dtype: np.dtype) -> None:
-        """Room for ``n`` more records in the arena (made at the expected size, else doubled)."""
+        """Room for ``n`` more records in the arena (made at the expected size, else doubled, once no
+        flush writes into it; called with ``self._room`` held when threads flush)."""
+        while self._writing and self._used + n > len(self._arena):
+            self._room.wait()
         if self._arena is None:
             size = max(n, self._capacity)
             reuse, self._reuse = self._reuse, None
@@ -353,7 +365,7 @@ class VoxelAccumulator:
     def __getstate__(self) -> dict:
         self._flush_all()
         state = self.__dict__.copy()
-        del state["_lock"], state["_stages"]
+        del state["_lock"], state["_room"], state["_stages"]
         state["_reuse"] = None
         if self._arena is not None:  # only the used part travels
             state["_arena"] = self._arena[: self._used]
@@ -362,6 +374,7 @@ class VoxelAccumulator:
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
         self._lock = threading.Lock()
+        self._room = threading.Condition(self._lock)
         self._stages = {}
 
     def result(self) -> FairnessReport:

@@ -161,6 +161,21 @@ def test_many_groups_count_through_each_voxels_cell():
     assert_reports_equal(voxel_report(scores, truth, groups), flat_evaluate(scores, truth, groups))
 
 
+@pytest.mark.parametrize("max_memory", [None, 2000])
+def test_streamed_maps_flush_small_stages_on_two_threads(monkeypatch, max_memory):
+    """Stages of 50 records: flushes of two threads sort into the arena at once while it grows
+    (a one-shot iterator) or into each window's arena (a re-iterable)."""
+    from fairmedfm_fast import voxels
+
+    monkeypatch.setattr(voxels, "_STAGE", 50)
+    scores, truth, groups = make_maps(15, n_images=30, shape=(9, 8), levels=20)
+    pairs = list(zip(scores, truth))
+    source = iter(pairs) if max_memory is None else pairs
+    report = voxel_report(source, None, groups, n_jobs=2, max_memory=max_memory)
+    assert (report.metadata["windows"] > 1) == (max_memory is not None)
+    assert_reports_equal(report, flat_evaluate(scores, truth, groups))
+
+
 def test_threshold_and_intersectional():
     scores, truth, groups = make_maps(7)
     assert_reports_equal(voxel_report(scores, truth, groups, threshold=0.4, intersectional=True),
