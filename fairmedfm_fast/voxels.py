@@ -96,6 +96,14 @@ def _nonzero_bytes(mask: np.ndarray, where: str) -> np.ndarray:
     return (mask > 0).ravel().view(np.uint8)
 
 
+def _check_values(index: int, totals: np.ndarray, offset: int) -> None:
+    """Raise when the map's ``totals`` (see the kernels' ``encode_map``) saw an invalid score."""
+    if totals[4] >= 0:
+        raise ValueError(f"score map of image {index} has values outside [0, 1] or NaN (e.g. voxel "
+                         f"{int(totals[4]) + offset} of the flattened map); pass probabilities, e.g. apply a "
+                         "sigmoid to logits")
+
+
 class _Stage:
     """One thread's staging arrays: records of several maps, sorted into buckets when full."""
 
@@ -135,7 +143,7 @@ class VoxelAccumulator:
 
     def __init__(self, sensitive_features: Any, *, bins: _groups.Bins | None = None, intersectional: bool = False,
                  threshold: float | None = None, n_jobs: int | None = None, _window: tuple[int, int] | None = None,
-                 _capacity: int = 0):
+                 _capacity: int = 0, _reuse: np.ndarray | None = None):
         self._layout = _Layout(sensitive_features, bins, intersectional)
         self.threshold = check_threshold(threshold)
         self.n_jobs = resolve_n_jobs(n_jobs)
@@ -143,10 +151,13 @@ class VoxelAccumulator:
         self._mode: int | None = None
         self._capacity = _capacity  # records expected (the arena is made at that size)
         self._arena: np.ndarray | None = None
+        self._reuse = _reuse  # an earlier window's arena, written again (no new pages)
         self._used = 0
         self._starts: list[np.ndarray] = []
         self._stages: dict[int, _Stage] = {}
         self._lock = threading.Lock()
+        self._room = threading.Condition(self._lock)  # flushes writing into the arena: self._writing
+        self._writing = 0
         self.totals = np.zeros((self._layout.n_images, 5), np.int64)
         self.totals[:, 2] = _NO_KEY
         self.totals[:, 3:] = -1
@@ -212,25 +223,21 @@ class VoxelAccumulator:
         def count(block: np.ndarray) -> np.ndarray:
             histogram = None
             for j in block.tolist():
-                bits, _, roi = self._prepare(*items[j])
+                index = items[j][0]
+                bits, truth, roi = self._prepare(*items[j])
                 if histogram is None:
                     histogram = np.zeros(_N_BUCKETS[self._mode], np.int64)
-                voxels.count_buckets(bits, roi, self._mode, _LOW_BITS[self._mode], histogram)
+                voxels.count_map(bits, truth, roi, self._mode, _LOW_BITS[self._mode], histogram, self.totals[index])
+                _check_values(index, self.totals[index], 0)
             return histogram
 
         def scatter(block: np.ndarray, position: np.ndarray) -> None:
-            empty = np.empty(0, np.uint16)
             for j in block.tolist():
                 index = items[j][0]
                 bits, truth, roi = self._prepare(*items[j])
-                totals = self.totals[index]
-                voxels.encode_map(bits, truth, roi, self._mode, _LOW_BITS[self._mode],
-                                  int(self._layout.image_cells[index]) << 1, self._layout.payload_bits, lo, hi,
-                                  empty, self._arena, position, totals)
-                if totals[4] >= 0:
-                    raise ValueError(f"score map of image {index} has values outside [0, 1] or NaN (e.g. voxel "
-                                     f"{int(totals[4])} of the flattened map); pass probabilities, e.g. apply a "
-                                     "sigmoid to logits")
+                voxels.scatter_map(bits, truth, roi, self._mode, _LOW_BITS[self._mode],
+                                   int(self._layout.image_cells[index]) << 1, self._layout.payload_bits, lo, hi,
+                                   self._arena, position)
                 done()
 
         histograms = [job.result() for job in [pool.submit(count, block) for block in blocks]]
@@ -288,27 +295,37 @@ class VoxelAccumulator:
             voxels.encode_map(bits[part], truth[part], roi[part] if len(roi) else roi, self._mode,
                               _LOW_BITS[self._mode], payload, self._layout.payload_bits, lo, hi, stage.bucket,
                               stage.record, stage.position, totals)
-            if totals[4] >= 0:
-                raise ValueError(f"score map of image {index} has values outside [0, 1] or NaN (e.g. voxel "
-                                 f"{int(totals[4]) + start} of the flattened map); pass probabilities, e.g. "
-                                 "apply a sigmoid to logits")
+            _check_values(index, totals, start)
 
     def _flush(self, stage: _Stage) -> None:
         if stage.fill:
             voxels, _ = _kernels()
             lo, hi = self._bounds()
-            with self._lock:  # the arena may grow (moves): one flush at a time
+            with self._room:  # claim a part of the arena; it moves (grows) only while no flush writes
                 self._reserve(stage.fill, stage.record.dtype)
-                starts = voxels.stage_by_bucket(stage.bucket, stage.record, stage.fill, hi - lo, self._arena,
-                                                self._used)
+                arena, offset = self._arena, self._used
                 self._used += stage.fill
+                self._writing += 1
+            try:  # flushes of several threads sort their records at once
+                starts = voxels.stage_by_bucket(stage.bucket, stage.record, stage.fill, hi - lo, arena, offset)
+            finally:
+                with self._room:
+                    self._writing -= 1
+                    self._room.notify_all()
+            with self._lock:
                 self._starts.append(starts)
             stage.fill = 0
 
     def _reserve(self, n: int, dtype: np.dtype) -> None:
-        """Room for ``n`` more records in the arena (made at the expected size, else doubled)."""
+        """Room for ``n`` more records in the arena (made at the expected size, else doubled, once no
+        flush writes into it; called with ``self._room`` held when threads flush)."""
+        while self._writing and self._used + n > len(self._arena):
+            self._room.wait()
         if self._arena is None:
-            self._arena = np.empty(max(n, self._capacity), dtype)
+            size = max(n, self._capacity)
+            reuse, self._reuse = self._reuse, None
+            fits = reuse is not None and reuse.dtype == dtype and len(reuse) >= size
+            self._arena = reuse if fits else np.empty(size, dtype)
         elif self._used + n > len(self._arena):
             grown = np.empty(max(self._used + n, 2 * len(self._arena)), dtype)
             grown[: self._used] = self._arena[: self._used]
@@ -348,7 +365,8 @@ class VoxelAccumulator:
     def __getstate__(self) -> dict:
         self._flush_all()
         state = self.__dict__.copy()
-        del state["_lock"], state["_stages"]
+        del state["_lock"], state["_room"], state["_stages"]
+        state["_reuse"] = None
         if self._arena is not None:  # only the used part travels
             state["_arena"] = self._arena[: self._used]
         return state
@@ -356,6 +374,7 @@ class VoxelAccumulator:
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
         self._lock = threading.Lock()
+        self._room = threading.Condition(self._lock)
         self._stages = {}
 
     def result(self) -> FairnessReport:
@@ -444,7 +463,6 @@ class _Sweep:
         self.layout, self.mode, self.threshold = layout, mode, threshold
         self.totals = totals
         member = layout.slot_matrix()
-        self.member = member.astype(np.float64)
         cell_totals = np.zeros((layout.n_cells, 2), np.int64)
         np.add.at(cell_totals, layout.image_cells, totals[:, :2])
         self.count = cell_totals[:, 0] @ member.astype(np.int64)
@@ -467,7 +485,7 @@ class _Sweep:
         n_slots = layout.n_slots
         self.state = np.zeros((n_slots, 5), np.int64)
         self.at_or_below = np.zeros((len(self.fixed), n_slots, 2), np.int64)
-        self.cell_sums = np.zeros((4, layout.n_cells))
+        self.slot_sums = np.zeros((4, n_slots))
         self.snap_counts = np.zeros((len(self.event_value), 2), np.int64)
         self.snap_sums = np.zeros((len(self.event_value), 2))
         self.cursor = np.zeros(2, np.int64)
@@ -498,8 +516,10 @@ class _Sweep:
         groups = [sorted(set(canon[first:last].tolist())) for first, last, _ in layout.grouping_slots.tolist()]
         self.group_slots = (np.concatenate(([0], np.cumsum([len(g) for g in groups]))).astype(np.int64),
                             np.array([s for g in groups for s in g], np.int64))
-        cells = [np.flatnonzero(member[:, s]) for s in range(layout.n_slots)]
-        self.slot_cells = (np.concatenate(([0], np.cumsum([len(c) for c in cells]))).astype(np.int64),
+        spread = np.unique(self.cell_slots[self.cell_slots >= 0])
+        cells = [np.flatnonzero(member[:, s]) for s in spread]
+        self.slot_cells = (spread.astype(np.int64),
+                           np.concatenate(([0], np.cumsum([len(c) for c in cells]))).astype(np.int64),
                            np.concatenate(cells + [np.zeros(0, np.intp)]).astype(np.int64))
         unique = np.unique(canon)
         unique = unique[np.isfinite(self.edges[unique, 0])]
@@ -520,7 +540,7 @@ class _Sweep:
     def _arguments(self, target: _Sweep | _Part) -> tuple:
         return (self.mode, _LOW_BITS[self.mode], self.layout.payload_bits, self.cell_slots, self.all_slot,
                 self.group_overall, self.group_slots, self.slot_cells, self.event_value, self.event_slot, self.fixed,
-                target.state, target.at_or_below, target.cell_sums, target.snap_counts, target.snap_sums,
+                target.state, target.at_or_below, target.slot_sums, target.snap_counts, target.snap_sums,
                 target.cursor, target.best)
 
     def window(self, records: np.ndarray | None, starts: list[np.ndarray], bucket_lo: int, n_jobs: int = 1) -> None:
@@ -528,7 +548,8 @@ class _Sweep:
         bucket ``bucket_lo + b`` at ``records[starts[c][b]:starts[c][b + 1]]``.
 
         With ``n_jobs > 1`` the buckets are cut into ranges of about equal size, swept on as many
-        threads from the counts below each range (a counting pass), and their states combined."""
+        threads, each from the counts below its range (a counting pass on that thread), and their
+        states combined."""
         if not starts:
             return
         voxels, _ = _kernels()
@@ -538,20 +559,17 @@ class _Sweep:
         if len(ranges) == 1:
             voxels.sweep_buckets(records, starts, 0, starts.shape[1] - 1, bucket_lo, *self._arguments(self))
             return
-        pool = executor(len(ranges))
         member = layout.slot_matrix().astype(np.int64)
-        below = [pool.submit(voxels.cell_counts, records, starts, first, last, layout.payload_bits, layout.n_cells)
-                 for first, last in ranges[:-1]]
-        parts = []
-        counted = self.state[:, :2].copy()
-        for j in range(len(ranges)):
-            parts.append(_Part(self, counted))
-            if j < len(ranges) - 1:
-                cells = below[j].result()
-                counted = counted + np.stack([cells[:, 1] @ member, cells[:, 0] @ member], axis=1)
-        jobs = [pool.submit(voxels.sweep_buckets, records, starts, first, last, bucket_lo, *self._arguments(part))
-                for (first, last), part in zip(ranges, parts)]
-        for job in jobs:
+        parts = [_Part(self, self.state[:, :2]) for _ in ranges]
+
+        def sweep(first: int, last: int, part: _Part) -> None:
+            if first:  # the counts below the range: the window's earlier buckets, counted on this thread
+                cells = voxels.cell_counts(records, starts, 0, first, layout.payload_bits, layout.n_cells)
+                part.state[:, :2] += np.stack([cells[:, 1] @ member, cells[:, 0] @ member], axis=1)
+            voxels.sweep_buckets(records, starts, first, last, bucket_lo, *self._arguments(part))
+
+        pool = executor(len(ranges))
+        for job in [pool.submit(sweep, first, last, part) for (first, last), part in zip(ranges, parts)]:
             job.result()
         self._combine(parts)
 
@@ -572,10 +590,9 @@ class _Sweep:
             if reached > events:  # ECE edges passed in this range: its score sums start at the earlier ranges'
                 slots = self.event_slot[events:reached]
                 self.snap_counts[events:reached] = part.snap_counts[events:reached]
-                below = self.cell_sums[:2] @ self.member
-                self.snap_sums[events:reached] = part.snap_sums[events:reached] + below[:, slots].T
+                self.snap_sums[events:reached] = part.snap_sums[events:reached] + self.slot_sums[:2, slots].T
                 events = reached
-            self.cell_sums = _add_compensated(self.cell_sums, part.cell_sums)
+            self.slot_sums = _add_compensated(self.slot_sums, part.slot_sums)
         self.cursor[:] = (events, passed)
         self.state[:, :2] = parts[-1].state[:, :2]
 
@@ -585,7 +602,7 @@ class _Sweep:
         below = np.zeros((n_slots, n_edges, 2), np.int64)  # at or below each edge; never passed: all
         below[:] = self.state[:, None, :2]
         score = np.zeros((n_slots, n_edges, 2))
-        score[:] = (self.cell_sums[:2] @ self.member).T[:, None, :]
+        score[:] = self.slot_sums[:2].T[:, None, :]
         passed = int(self.cursor[0])
         where = self.event_slot[:passed], self.event_edge[:passed]
         below[where] = self.snap_counts[:passed]
@@ -616,7 +633,7 @@ class _Sweep:
         state, at_or_below = self.state[canon], self.at_or_below[:, canon]
         bin_count, bin_positives, bin_sums = self._bins()
         ece = calibration.calibration_error(bin_count, bin_positives.astype(np.float64), bin_sums, 0)
-        loss = (self.cell_sums[2:] @ self.member).sum(axis=0)[canon]
+        loss = self.slot_sums[2:].sum(axis=0)[canon]
         above = {}
         for f, value in enumerate(self.fixed.tolist()):  # thresholds the sweep never passed: every score below
             below = at_or_below[f] if f < self.cursor[1] else np.stack([positives, negatives], axis=1)
@@ -651,7 +668,7 @@ class _Part:
         self.state[:, :2] = below
         self.state[:, 2] = 0
         self.at_or_below = sweep.at_or_below.copy()
-        self.cell_sums = np.zeros_like(sweep.cell_sums)
+        self.slot_sums = np.zeros_like(sweep.slot_sums)
         self.snap_counts = sweep.snap_counts.copy()
         self.snap_sums = sweep.snap_sums.copy()
         self.cursor = sweep.cursor.copy()
@@ -895,10 +912,13 @@ def evaluate_voxels(score_maps: Any, true_masks: Any, sensitive_features: Any, *
     # 10% of the budget left for the sweep's bucket buffers and its per-thread states
     windows = _plan_windows(histogram, max(1, int(0.9 * budget - staging) // record_bytes))
     sweep = None
+    arena = None
+    largest = max(int(histogram[lo:hi].sum()) for lo, hi in windows)
     for lo, hi in windows:
         part = VoxelAccumulator(sensitive_features, bins=bins, intersectional=intersectional, threshold=threshold,
-                                n_jobs=jobs, _window=(lo, hi), _capacity=int(histogram[lo:hi].sum()))
+                                n_jobs=jobs, _window=(lo, hi), _capacity=largest, _reuse=arena)
         _add(part, source, n_images, jobs, progress)
+        arena = part._arena
         if sweep is None:
             sweep = _Sweep(part._layout, _mode_of(part), part.totals, part.threshold)
         sweep.window(*part._records(), lo, jobs)

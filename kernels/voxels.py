@@ -18,6 +18,12 @@ from ._slots import neumaier_add, neumaier_step
 from .ranking import f1_at
 
 FLOAT32, UINT8, FLOAT64 = 0, 1, 2
+#: Most lanes (two per slot) added per record at once; more slots go through each record's cell.
+_MAX_LANES = 64
+#: Buckets from this many records are ordered in two counting passes (each part fits in cache).
+_TWO_STEPS = 1 << 17
+#: Records added into int32 lanes before they move to the int64 counts.
+_PIECE = 1 << 30
 
 
 @inline_kernel
@@ -31,16 +37,23 @@ def _key_rule(mode):
     return np.uint64(0x7FFFFFFFFFFFFFFF), np.uint64(0x3FF0000000000000)
 
 
+@inline_kernel
+def _store_totals(totals, count, positives, smallest, largest):
+    """Add a map's voxels and positives to ``totals`` and widen its key range."""
+    totals[0] += count
+    totals[1] += positives
+    totals[2] = np.int64(smallest)
+    if count:
+        totals[3] = np.int64(largest)
+
+
 @kernel
 def encode_map(bits, truth, roi, mode, low_bits, payload, payload_bits, bucket_lo, bucket_hi, stage_bucket,
                records, position, totals):
-    """Write the records of one map whose bucket lies in ``[bucket_lo, bucket_hi)``.
-
-    Staged (``stage_bucket`` not empty): record and bucket of the next voxel to ``records[position[0]]``
-    and ``stage_bucket[position[0]]``, sorted into buckets later (:func:`stage_by_bucket`). Direct
-    (``stage_bucket`` empty): a record of bucket ``b`` to ``records[position[b - bucket_lo]]``, with
-    ``position`` from a counting pass (:func:`count_buckets`) and a prefix sum, so that the
-    records land in their buckets in one scatter. The used ``position`` entries move on.
+    """Stage the records of one map whose bucket lies in ``[bucket_lo, bucket_hi)``: record and
+    bucket of the next such voxel to ``records[position[0]]`` and ``stage_bucket[position[0]]``
+    (both must have room for every voxel of the map), sorted into buckets later
+    (:func:`stage_by_bucket`); ``position[0]`` moves on.
 
     Parameters
     ----------
@@ -48,8 +61,7 @@ def encode_map(bits, truth, roi, mode, low_bits, payload, payload_bits, bucket_l
     truth : uint8 array of shape (n,); nonzero = positive
     roi : uint8 array of shape (n,) (nonzero = counted) or of shape (0,) (every voxel counted)
     payload : int, ``cell << 1``
-    stage_bucket : uint16 array (staged) or of shape (0,) (direct); records : uint32 or uint64 array
-    position : int64 array of shape (1,) (staged) or (bucket_hi - bucket_lo,) (direct)
+    stage_bucket : uint16 array; records : uint32 or uint64 array; position : int64 array of shape (1,)
     totals : int64 array of shape (5,), updated over every voxel in the ROI (any bucket):
         voxels, positives, smallest key, largest key, and the first invalid voxel (-1 if none)
     """
@@ -57,15 +69,12 @@ def encode_map(bits, truth, roi, mode, low_bits, payload, payload_bits, bucket_l
     shift = np.uint64(low_bits)
     pshift = np.uint64(payload_bits)
     lo = np.uint64(bucket_lo)
-    hi = np.uint64(bucket_hi)
+    span = np.uint64(bucket_hi - bucket_lo)
     use_roi = roi.shape[0] > 0
-    staged = stage_bucket.shape[0] > 0
     mask, limit = _key_rule(mode)
     tag = np.uint64(payload)
-    count = 0
-    positives = 0
-    smallest = np.uint64(totals[2])
-    largest = np.uint64(max(totals[3], 0))
+    count = positives = 0
+    smallest, largest = np.uint64(totals[2]), np.uint64(max(totals[3], 0))
     fill = position[0]
     for i in range(bits.shape[0]):
         if use_roi and roi[i] == 0:
@@ -81,25 +90,65 @@ def encode_map(bits, truth, roi, mode, low_bits, payload, payload_bits, bucket_l
         positives += label
         smallest = min(smallest, key)
         largest = max(largest, key)
-        bucket = key >> shift
-        if bucket < lo or bucket >= hi:
+        bucket = (key >> shift) - lo  # wraps around below the window
+        stage_bucket[fill] = np.uint16(bucket)  # written always, kept when in the window
+        records[fill] = ((key & low_mask) << pshift) | tag | label
+        fill += bucket < span
+    position[0] = fill
+    _store_totals(totals, count, positives, smallest, largest)
+
+
+@kernel
+def count_map(bits, truth, roi, mode, low_bits, histogram, totals):
+    """Add the voxels of one map (within the ROI) to ``histogram`` (int64, one count per bucket) and
+    to ``totals`` (as :func:`encode_map`'s), so that :func:`scatter_map` need not check them."""
+    shift = np.uint64(low_bits)
+    use_roi = roi.shape[0] > 0
+    mask, limit = _key_rule(mode)
+    count = positives = 0
+    smallest, largest = np.uint64(totals[2]), np.uint64(max(totals[3], 0))
+    for i in range(bits.shape[0]):
+        if use_roi and roi[i] == 0:
             continue
-        record = ((key & low_mask) << pshift) | tag | label
-        if staged:
-            stage_bucket[fill] = np.uint16(bucket - lo)
-            records[fill] = record
-            fill += 1
-        else:
-            b = np.intp(bucket - lo)
-            records[position[b]] = record
-            position[b] += 1
-    if staged:
-        position[0] = fill
-    totals[0] += count
-    totals[1] += positives
-    totals[2] = np.int64(smallest)
-    if count:
-        totals[3] = np.int64(largest)
+        raw = np.uint64(bits[i])
+        key = raw & mask
+        if key > limit or (raw != key and key != 0):
+            if totals[4] < 0:
+                totals[4] = i
+            continue
+        count += 1
+        positives += truth[i] != 0
+        smallest = min(smallest, key)
+        largest = max(largest, key)
+        histogram[np.intp(key >> shift)] += 1
+    _store_totals(totals, count, positives, smallest, largest)
+
+
+@kernel
+def scatter_map(bits, truth, roi, mode, low_bits, payload, payload_bits, bucket_lo, bucket_hi, records, position):
+    """Write the record of each valid voxel of one map whose bucket ``b`` lies in ``[bucket_lo,
+    bucket_hi)`` to ``records[position[b - bucket_lo]]``, which moves on; ``position`` comes from a
+    counting pass (:func:`count_map`) and a prefix sum, so that records land in their buckets in
+    one scatter."""
+    low_mask = np.uint64((1 << low_bits) - 1)
+    shift = np.uint64(low_bits)
+    pshift = np.uint64(payload_bits)
+    lo = np.uint64(bucket_lo)
+    span = np.uint64(bucket_hi - bucket_lo)
+    use_roi = roi.shape[0] > 0
+    mask, limit = _key_rule(mode)
+    tag = np.uint64(payload)
+    for i in range(bits.shape[0]):
+        if use_roi and roi[i] == 0:
+            continue
+        raw = np.uint64(bits[i])
+        key = raw & mask
+        bucket = (key >> shift) - lo  # wraps around below the window
+        if not ((bucket < span) & (key <= limit) & ((raw == key) | (key == 0))):  # one branch
+            continue
+        b = np.intp(bucket)
+        records[position[b]] = ((key & low_mask) << pshift) | tag | np.uint64(truth[i] != 0)
+        position[b] += 1
 
 
 @kernel
@@ -172,17 +221,40 @@ def _take(positives, negatives, index):
     return p, q
 
 
+@inline_kernel
+def _scale(high, mode, word32, float32, word64, float64):
+    """``(base, unit)`` of the bucket whose keys are ``high | low``: the value of key ``high | low``
+    is ``(base + low) * unit`` exactly (float32: one exponent per bucket; uint8: ``v / 255``), so
+    that score sums within the bucket are integer sums."""
+    if mode == 1:
+        return np.int64(high), 1.0 / 255.0
+    value = _value(high, mode, word32, float32, word64, float64)
+    unit = _value(high | np.uint64(1), mode, word32, float32, word64, float64) - value
+    return np.int64(value / unit), unit
+
+
+@inline_kernel
+def _scaled(total, mode, unit):
+    """The score sum whose integer form is ``total`` (see :func:`_scale`), rounded once."""
+    if mode == 1:
+        return float(total) / 255.0
+    return float(total) * unit
+
+
 @kernel
 def sweep_buckets(records, chunk_starts, first, last, bucket_lo, mode, low_bits, payload_bits, cell_slots,
                   all_slot, group_overall, group_slots, slot_cells, event_value, event_slot, fixed, counts, at_or_below,
-                  cell_sums, snap_counts, snap_sums, cursor, best):
+                  slot_sums, snap_counts, snap_sums, cursor, best):
     """Sweep buckets ``first`` to ``last - 1`` of one window in ascending score order, updating the
     carried state in place (the counts below must already include every earlier bucket).
 
-    Per distinct score the work is per record (its cell's counts), per cell present (score and BCE
-    sums, kept per cell since they add up over cells), and per slot present (Mann-Whitney U and the
-    counts below); ECE bins are counts and score sums between two of the slot's bin edges, taken
-    as snapshots when the sweep passes an edge (an *event*).
+    Per distinct score the records add up per slot: a row of int32 lanes per record (two per slot
+    of any cell) when the score has many records and the slots are few, else through the slots of
+    each record's cell.
+    Per slot present: the Mann-Whitney U, the counts below and the BCE sum; score sums are exact
+    integers within a bucket (float32 and uint8 maps; see :func:`_scale`), added once per bucket.
+    ECE bins are counts and score sums between two of the slot's bin edges, taken as snapshots
+    when the sweep passes an edge (an *event*).
 
     Parameters
     ----------
@@ -194,7 +266,8 @@ def sweep_buckets(records, chunk_starts, first, last, bucket_lo, mode, low_bits,
     all_slot : int, the slot of every cell (its counts are the run's)
     group_overall : int64 array of shape (K,); the slot of all samples of each grouping
     group_slots : (starts, slots), int64 arrays of shape (K + 1,) and (total,): the slots of each grouping
-    slot_cells : (starts, cells), int64 arrays of shape (n_slots + 1,) and (total,): the cells of each slot
+    slot_cells : (slots, starts, cells), int64 arrays of shape (S,), (S + 1,) and (total,): the slots
+        of ``cell_slots`` and the cells of each
     event_value, event_slot : float64 and int64 arrays of shape (E,), by ascending value: the ECE bin
         edges of the slots; ``snap_*[e]`` is written when the sweep passes ``event_value[e]``
     fixed : float64 array of shape (F,), ascending; thresholds whose counts above are wanted
@@ -202,8 +275,8 @@ def sweep_buckets(records, chunk_starts, first, last, bucket_lo, mode, low_bits,
         Mann-Whitney U, positives and negatives at or below the best-F1 threshold of the slot's grouping
     at_or_below : int64 array of shape (F, n_slots, 2): positives and negatives scoring at or below
         ``fixed[f]``, written when the sweep passes ``fixed[f]``
-    cell_sums : float64 array of shape (4, n_cells): compensated sums of the scores (and their
-        compensations), then of the BCE terms (and theirs), of each cell
+    slot_sums : float64 array of shape (4, n_slots): compensated sums of the scores (and their
+        compensations), then of the BCE terms (and theirs), of each slot
     snap_counts : int64 array of shape (E, 2); snap_sums : float64 array of shape (E, 2): at each
         event, the slot's positives and negatives below and its compensated score sum below
     cursor : int64 array of shape (2,): events passed, fixed thresholds passed
@@ -216,23 +289,45 @@ def sweep_buckets(records, chunk_starts, first, last, bucket_lo, mode, low_bits,
     n_fixed = fixed.shape[0]
     n_events = event_value.shape[0]
     group_start, group_list = group_slots
-    cells_start, cells_list = slot_cells
-    score_sum = cell_sums[0]
-    score_comp = cell_sums[1]
-    loss_sum = cell_sums[2]
-    loss_comp = cell_sums[3]
+    spread_slots, cells_start, cells_list = slot_cells
+    n_spread = spread_slots.shape[0]
+    score_sum = slot_sums[0]
+    score_comp = slot_sums[1]
+    loss_sum = slot_sums[2]
+    loss_comp = slot_sums[3]
+    integer_sums = mode != 2
     pshift = np.uint64(payload_bits)
     pmask = np.uint64((1 << payload_bits) - 1)
     word32 = np.empty(1, np.uint32)
     float32 = word32.view(np.float32)
     word64 = np.empty(1, np.uint64)
     float64 = word64.view(np.float64)
-    cell_pos = np.zeros(n_cells, np.int64)
-    cell_neg = np.zeros(n_cells, np.int64)
-    touched_cells = np.empty(n_cells, np.int64)
-    slot_pos = np.zeros(n_slots, np.int64)
-    slot_neg = np.zeros(n_slots, np.int64)
-    touched_slots = np.empty(n_slots, np.int64)
+    spare = n_slots  # a slot of no sample: pads the rows of cell_slots
+    slot_pos = np.zeros(n_slots + 1, np.int64)
+    slot_neg = np.zeros(n_slots + 1, np.int64)
+    slot_int = np.zeros(n_slots, np.int64)  # this bucket's score sum of each slot, as an integer
+    touched_slots = np.empty(n_slots + 2, np.int64)
+    seen = np.zeros(n_slots + 1, np.int64)  # the last run that touched each slot
+    stamp = 0
+    width += 1
+    padded = np.empty((n_cells, width), np.int64)  # the slots of each cell, the all slot first
+    spread = np.empty(n_spread + 1, np.int64)  # the slots of any cell, the all slot first
+    spread[0] = all_slot
+    spread[1:] = spread_slots
+    # table[payload, lanes]: 1 in the lane of the payload's label in each slot of its cell
+    n_lanes = (2 * n_spread + 9) // 8 * 8
+    table = np.zeros((2 * n_cells, n_lanes if n_lanes <= _MAX_LANES else 0), np.int32)
+    lanes = np.zeros(n_lanes, np.int32)
+    for c in range(n_cells):
+        padded[c, 0] = all_slot
+        for j in range(1, width):
+            padded[c, j] = cell_slots[c, j - 1] if cell_slots[c, j - 1] >= 0 else spare
+    for t in range(n_spread + 1 if table.shape[1] else 0):
+        for j in range(cells_start[t - 1], cells_start[t]) if t else range(n_cells):
+            c = cells_list[j] if t else j
+            table[2 * c + 1, 2 * t] = 1
+            table[2 * c, 2 * t + 1] = 1
+    n_spread += 1
     improved = np.zeros(n_groupings, np.bool_)
     largest = 0
     for b in range(first, last):
@@ -250,6 +345,11 @@ def sweep_buckets(records, chunk_starts, first, last, bucket_lo, mode, low_bits,
     run_low = np.empty(run_capacity, np.uint64)  # a bucket's distinct low key bits, ascending
     run_start = np.empty(run_capacity + 1, np.int64)  # and where their payloads start
     low_counts = np.zeros(n_low + 1 if counting else 1, np.int64)
+    half = low_bits // 2
+    n_parts = 1 << (low_bits - half)
+    part_shift = np.uint64(payload_bits + half)
+    part_fill = np.empty(n_parts, np.int64)
+    parted = np.empty(largest if counting and largest >= _TWO_STEPS else 0, records.dtype)
     for b in range(first, last):
         if n_chunks == 1:  # the bucket lies in one piece: no copy
             size = chunk_starts[0, b + 1] - chunk_starts[0, b]
@@ -281,10 +381,22 @@ def sweep_buckets(records, chunk_starts, first, last, bucket_lo, mode, low_bits,
                     run_start[n_runs] = low_counts[v]
                     n_runs += 1
                 low_counts[v + 1] += low_counts[v]
-            for i in range(size):
-                v = np.intp(bucket[i] >> pshift)
-                payloads[low_counts[v]] = np.uint16(bucket[i] & pmask)
-                low_counts[v] += 1
+            if size < _TWO_STEPS:
+                for i in range(size):
+                    v = np.intp(bucket[i] >> pshift)
+                    payloads[low_counts[v]] = np.uint16(bucket[i] & pmask)
+                    low_counts[v] += 1
+            else:  # a large bucket: first by the upper half of the low bits, then each part in cache
+                for h in range(n_parts):
+                    part_fill[h] = low_counts[h << half]
+                for i in range(size):
+                    h = np.intp(bucket[i] >> part_shift)
+                    parted[part_fill[h]] = bucket[i]
+                    part_fill[h] += 1
+                for i in range(size):
+                    v = np.intp(parted[i] >> pshift)
+                    payloads[low_counts[v]] = np.uint16(parted[i] & pmask)
+                    low_counts[v] += 1
         else:
             sorted_records = np.sort(bucket)
             previous = ~np.uint64(0)
@@ -298,21 +410,37 @@ def sweep_buckets(records, chunk_starts, first, last, bucket_lo, mode, low_bits,
                 payloads[i] = np.uint16(sorted_records[i] & pmask)
         run_start[n_runs] = size
         high = np.uint64(bucket_lo + b) << np.uint64(low_bits)
+        base, unit = _scale(high, mode, word32, float32, word64, float64)
         for r in range(n_runs):
-            n_touched = 0
-            run_pos = 0
-            for i in range(run_start[r], run_start[r + 1]):
-                payload = np.intp(payloads[i])
-                cell = payload >> 1
-                if cell_pos[cell] == 0 and cell_neg[cell] == 0:
-                    touched_cells[n_touched] = cell
-                    n_touched += 1
-                if payload & 1:
-                    cell_pos[cell] += 1
-                    run_pos += 1
-                else:
-                    cell_neg[cell] += 1
-            run_neg = run_start[r + 1] - run_start[r] - run_pos
+            start, stop = run_start[r], run_start[r + 1]
+            if (stop - start) * width * 2 >= n_spread and n_lanes <= _MAX_LANES:
+                # many records: add up every slot's counts at once (a row of lanes per payload)
+                for piece in range(start, stop, _PIECE):
+                    for i in range(piece, min(stop, piece + _PIECE)):
+                        payload = np.intp(payloads[i])
+                        for j in range(n_lanes):
+                            lanes[j] += table[payload, j]
+                    for t in range(n_spread):
+                        s = spread[t]
+                        slot_pos[s] += lanes[2 * t]
+                        slot_neg[s] += lanes[2 * t + 1]
+                    lanes[:] = 0
+                n_hit = n_spread
+                touched_slots[:n_spread] = spread
+            else:  # few: through the slots of each record's cell (``spare`` pads the rows)
+                stamp += 1
+                n_hit = 0
+                for i in range(start, stop):
+                    payload = np.intp(payloads[i])
+                    label = payload & 1
+                    cell = payload >> 1
+                    for j in range(width):
+                        s = padded[cell, j]
+                        touched_slots[n_hit] = s
+                        n_hit += seen[s] != stamp
+                        seen[s] = stamp
+                        slot_pos[s] += label
+                        slot_neg[s] += 1 - label
             low = run_low[r]
             value = _value(high | np.uint64(low), mode, word32, float32, word64, float64)
             while cursor[1] < n_fixed and value > fixed[cursor[1]]:  # passing a fixed threshold
@@ -326,36 +454,13 @@ def sweep_buckets(records, chunk_starts, first, last, bucket_lo, mode, low_bits,
                 s = event_slot[e]
                 snap_counts[e, 0] = counts[s, 0]
                 snap_counts[e, 1] = counts[s, 1]
-                total = 0.0
-                compensation = 0.0
-                for j in range(cells_start[s], cells_start[s + 1]):
-                    c = cells_list[j]
-                    total, compensation = neumaier_step(total, compensation, score_sum[c])
-                    compensation += score_comp[c]
+                total, compensation = neumaier_step(score_sum[s], score_comp[s],
+                                                    _scaled(slot_int[s], mode, unit))
                 snap_sums[e, 0] = total
                 snap_sums[e, 1] = compensation
                 cursor[0] = e + 1
-            log_p = -max(np.log(value), -100.0) if run_pos else 0.0
-            log_q = -max(np.log(1.0 - value), -100.0) if run_neg else 0.0
-            # Per cell: its score and BCE sums; per slot: this score's positives and negatives.
-            n_hit = 1
-            touched_slots[0] = all_slot
-            slot_pos[all_slot] = run_pos
-            slot_neg[all_slot] = run_neg
-            for t in range(n_touched):
-                cell = touched_cells[t]
-                p, q = _take(cell_pos, cell_neg, cell)
-                neumaier_add(score_sum, score_comp, cell, float(p + q) * value)
-                neumaier_add(loss_sum, loss_comp, cell, float(p) * log_p + float(q) * log_q)
-                for j in range(width):
-                    s = cell_slots[cell, j]
-                    if s < 0:
-                        break
-                    if slot_pos[s] == 0 and slot_neg[s] == 0:
-                        touched_slots[n_hit] = s
-                        n_hit += 1
-                    slot_pos[s] += p
-                    slot_neg[s] += q
+            log_p = -max(np.log(value), -100.0) if slot_pos[all_slot] else 0.0
+            log_q = -max(np.log(1.0 - value), -100.0) if slot_neg[all_slot] else 0.0
             # F1 at this threshold (predicted positive: score >= value), from the counts below it.
             f1 = 0.0
             for k in range(n_groupings):
@@ -376,15 +481,28 @@ def sweep_buckets(records, chunk_starts, first, last, bucket_lo, mode, low_bits,
                     best[k, 0] = f1
                     best[k, 1] = value
                     improved[k] = True
+            key = base + np.int64(low)
             for t in range(n_hit):
                 s = touched_slots[t]
                 p, q = _take(slot_pos, slot_neg, s)
+                if s == spare:
+                    continue
                 counts[s, 2] += p * (2 * counts[s, 1] + q)
                 counts[s, 0] += p
                 counts[s, 1] += q
+                if integer_sums:
+                    slot_int[s] += (p + q) * key
+                else:
+                    neumaier_add(score_sum, score_comp, s, float(p + q) * value)
+                neumaier_add(loss_sum, loss_comp, s, float(p) * log_p + float(q) * log_q)
             for k in range(n_groupings):
                 if improved[k]:
                     for j in range(group_start[k], group_start[k + 1]):
                         s = group_list[j]
                         counts[s, 3] = counts[s, 0]
                         counts[s, 4] = counts[s, 1]
+        if integer_sums:  # the bucket's score sums, rounded once
+            for s in range(n_slots):
+                if slot_int[s]:
+                    neumaier_add(score_sum, score_comp, s, _scaled(slot_int[s], mode, unit))
+                    slot_int[s] = 0

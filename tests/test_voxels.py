@@ -144,6 +144,38 @@ def test_sweep_on_several_threads(monkeypatch, options):
         assert_reports_equal(voxel_report(scores, truth, groups, **options), expected)
 
 
+def test_a_large_bucket_ordered_in_two_passes():
+    """More than 2**17 voxels in one bucket (float32 scores within [0.5, 0.5 + 2**-8)), ties among them."""
+    rng = np.random.default_rng(13)
+    scores, truth, groups = make_maps(13, n_images=5, shape=(190, 190))
+    scores = (0.5 + rng.integers(0, 1 << 16, scores.shape) * 2.0 ** -24).astype(np.float32)
+    scores[1, :40] = scores[1, 0, 0]  # a long run of one score in one image
+    for n_jobs in (1, 2):
+        assert_reports_equal(voxel_report(scores, truth, groups, n_jobs=n_jobs), flat_evaluate(scores, truth, groups))
+
+
+def test_many_groups_count_through_each_voxels_cell():
+    """More slots than the per-score lanes hold: runs of equal scores add up through the cells' slots."""
+    scores, truth, groups = make_maps(14, n_images=60, levels=8)
+    groups["site"] = [f"s{i % 40}" for i in range(60)]
+    assert_reports_equal(voxel_report(scores, truth, groups), flat_evaluate(scores, truth, groups))
+
+
+@pytest.mark.parametrize("max_memory", [None, 2000])
+def test_streamed_maps_flush_small_stages_on_two_threads(monkeypatch, max_memory):
+    """Stages of 50 records: flushes of two threads sort into the arena at once while it grows
+    (a one-shot iterator) or into each window's arena (a re-iterable)."""
+    from fairmedfm_fast import voxels
+
+    monkeypatch.setattr(voxels, "_STAGE", 50)
+    scores, truth, groups = make_maps(15, n_images=30, shape=(9, 8), levels=20)
+    pairs = list(zip(scores, truth))
+    source = iter(pairs) if max_memory is None else pairs
+    report = voxel_report(source, None, groups, n_jobs=2, max_memory=max_memory)
+    assert (report.metadata["windows"] > 1) == (max_memory is not None)
+    assert_reports_equal(report, flat_evaluate(scores, truth, groups))
+
+
 def test_threshold_and_intersectional():
     scores, truth, groups = make_maps(7)
     assert_reports_equal(voxel_report(scores, truth, groups, threshold=0.4, intersectional=True),
