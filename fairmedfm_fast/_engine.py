@@ -477,12 +477,13 @@ def _sweep(arranged: Arranged, keys: set[str], base: set[str], at_half: bool, at
         parts = _on_threads([lambda k=k: _passes(arranged, slice(k, k + 1), loss_terms, cuts, with_ece, sweeps_f1[k],
                                                  weights) for k in range(len(sizes))], n_threads)
         sums = [np.concatenate(values) for values in zip(*parts)]
-    elif shared is not None:  # two calls at most: the groupings that sweep for F1, and the others
+    elif len(set(sweeps_f1)) > 1:  # groupings with missing codes sweep for F1, the complete ones do not
         parts = [_passes(arranged, slice(k, k + 1), loss_terms, cuts, with_ece, sweeps_f1[k], weights)
                  for k in range(len(sizes))]
         sums = [np.concatenate(values) for values in zip(*parts)]
-    else:
-        sums = _passes(arranged, slice(0, len(sizes)), loss_terms, cuts, with_ece, sweep_f1, weights)
+    else:  # one call over every grouping
+        sums = _passes(arranged, slice(0, len(sizes)), loss_terms, cuts, with_ece,
+                       sweeps_f1[0] if sweeps_f1 else sweep_f1, weights)
     count, positives, u2, loss, pos_cut, neg_cut, found, pos_at, neg_at, ece = sums
     if shared is not None:
         threshold_found, at, complete = shared

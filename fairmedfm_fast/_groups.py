@@ -199,13 +199,8 @@ def _distinct_text(array: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         low = points.min()
         offsets = points - low
         if _small_range(0, int(offsets.max()), n):
-            counts = np.bincount(offsets)
-            present = np.flatnonzero(counts)
-            distinct = (present + int(low)).astype(np.uint32).view(array.dtype)
-            if len(present) == len(counts):  # every code point from the lowest to the highest occurs
-                return distinct, offsets.astype(np.intp)
-            position = np.cumsum(counts > 0) - 1
-            return distinct, position[offsets]
+            present, codes = _offset_codes(offsets, 0)
+            return (present + int(low)).astype(np.uint32).view(array.dtype), codes
         keys = points
     else:
         keys = chars.astype(np.float64) @ _PLACES[-width:]  # exact: below 2**48
@@ -223,15 +218,20 @@ def _integer_codes(array: np.ndarray, low: int, high: int, max_distinct: int | N
                    ) -> tuple[np.ndarray, list[str]] | None:
     """Codes and names of integers within +-2**53 over a short range: the distinct values in
     ascending order (which is the report order of their names), by offsets and a bincount."""
-    offsets = array.astype(np.intp, copy=False) - low
-    present = np.flatnonzero(np.bincount(offsets, minlength=high - low + 1))
+    present, codes = _offset_codes(array.astype(np.intp, copy=False) - low, high - low + 1)
     if max_distinct is not None and len(present) > max_distinct:
         return None
-    if len(present) == high - low + 1:  # every value from low to high occurs: the offsets are the codes
-        return offsets, [str(value) for value in range(low, high + 1)]
-    position = np.full(high - low + 1, -1, np.intp)
-    position[present] = np.arange(len(present))
-    return position[offsets], [str(value + low) for value in present.tolist()]
+    return codes, [str(value + low) for value in present.tolist()]
+
+
+def _offset_codes(offsets: np.ndarray, span: int) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct values of non-negative integer ``offsets`` (ascending) and each offset's rank
+    among them, by a bincount; the offsets themselves when every value up to the largest occurs."""
+    counts = np.bincount(offsets, minlength=span)
+    present = np.flatnonzero(counts)
+    if len(present) == len(counts):
+        return present, offsets.astype(np.intp, copy=False)
+    return present, (np.cumsum(counts > 0) - 1)[offsets]
 
 
 def _code_counts(codes: np.ndarray, n_codes: int) -> np.ndarray:

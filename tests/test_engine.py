@@ -120,8 +120,9 @@ def test_radix_path_matches_oracle(monkeypatch, kind, threaded):
     check("evaluate", labels, scores, groups)
 
 
+@pytest.mark.parametrize("missing", [True, False], ids=["one-grouping-with-missing", "all-complete"])
 @pytest.mark.parametrize("n_jobs", ["1", "2"])
-def test_one_best_f1_sweep_for_the_complete_groupings(monkeypatch, n_jobs):
+def test_one_best_f1_sweep_for_the_complete_groupings(monkeypatch, n_jobs, missing):
     # Groupings without missing values share one best-F1 sweep over all samples; their counts at the
     # threshold come from the first pass's prefix counts. Reports identical to a sweep per grouping.
     rng = np.random.default_rng(11)
@@ -129,14 +130,15 @@ def test_one_best_f1_sweep_for_the_complete_groupings(monkeypatch, n_jobs):
     y = (rng.random(n) < 0.3).astype(int)
     s = np.round(rng.random(n) * 0.6 + 0.4 * y, 3)
     groups = {"site": rng.integers(0, 4, n), "sex": rng.choice(["F", "M"], n),
-              "age": np.where(rng.random(n) < 0.05, np.nan, rng.integers(0, 3, n)), "ward": rng.integers(0, 6, n)}
+              "age": np.where(rng.random(n) < (0.05 if missing else 0.0), np.nan, rng.integers(0, 3, n)),
+              "ward": rng.integers(0, 6, n)}
     monkeypatch.setattr(_engine, "THREADED_FROM", 1000)
     monkeypatch.setenv("FAIRMEDFM_FAST_N_JOBS", n_jobs)
     calls = []
     real = _engine._shared_best_f1
     monkeypatch.setattr(_engine, "_shared_best_f1", lambda *a: calls.append(real(*a)) or calls[-1])
     shared = fm.evaluate(y, s, groups)
-    assert calls and calls[0] is not None and list(calls[0][2]) == [True, True, False, True]
+    assert calls and calls[0] is not None and list(calls[0][2]) == [True, True, not missing, True]
     monkeypatch.setattr(_engine, "_shared_best_f1", lambda *a: None)
     apart = fm.evaluate(y, s, groups)
     pd.testing.assert_frame_equal(shared.summary, apart.summary, check_exact=True)
