@@ -38,6 +38,16 @@ def _key_rule(mode):
 
 
 @inline_kernel
+def _record_layout(mode, low_bits, payload, payload_bits, bucket_lo, bucket_hi):
+    """The constants of a map's records: ``(low_mask, shift, pshift, lo, span, mask, limit, tag)``.
+    A valid voxel's key goes to bucket ``(key >> shift) - lo`` (kept when below ``span``), and its
+    record is ``((key & low_mask) << pshift) | tag | label``; ``mask, limit`` are :func:`_key_rule`'s."""
+    mask, limit = _key_rule(mode)
+    return (np.uint64((1 << low_bits) - 1), np.uint64(low_bits), np.uint64(payload_bits), np.uint64(bucket_lo),
+            np.uint64(bucket_hi - bucket_lo), mask, limit, np.uint64(payload))
+
+
+@inline_kernel
 def _store_totals(totals, count, positives, smallest, largest):
     """Add a map's voxels and positives to ``totals`` and widen its key range."""
     totals[0] += count
@@ -65,14 +75,9 @@ def encode_map(bits, truth, roi, mode, low_bits, payload, payload_bits, bucket_l
     totals : int64 array of shape (5,), updated over every voxel in the ROI (any bucket):
         voxels, positives, smallest key, largest key, and the first invalid voxel (-1 if none)
     """
-    low_mask = np.uint64((1 << low_bits) - 1)
-    shift = np.uint64(low_bits)
-    pshift = np.uint64(payload_bits)
-    lo = np.uint64(bucket_lo)
-    span = np.uint64(bucket_hi - bucket_lo)
+    low_mask, shift, pshift, lo, span, mask, limit, tag = _record_layout(mode, low_bits, payload, payload_bits,
+                                                                         bucket_lo, bucket_hi)
     use_roi = roi.shape[0] > 0
-    mask, limit = _key_rule(mode)
-    tag = np.uint64(payload)
     count = positives = 0
     smallest, largest = np.uint64(totals[2]), np.uint64(max(totals[3], 0))
     fill = position[0]
@@ -130,14 +135,9 @@ def scatter_map(bits, truth, roi, mode, low_bits, payload, payload_bits, bucket_
     bucket_hi)`` to ``records[position[b - bucket_lo]]``, which moves on; ``position`` comes from a
     counting pass (:func:`count_map`) and a prefix sum, so that records land in their buckets in
     one scatter."""
-    low_mask = np.uint64((1 << low_bits) - 1)
-    shift = np.uint64(low_bits)
-    pshift = np.uint64(payload_bits)
-    lo = np.uint64(bucket_lo)
-    span = np.uint64(bucket_hi - bucket_lo)
+    low_mask, shift, pshift, lo, span, mask, limit, tag = _record_layout(mode, low_bits, payload, payload_bits,
+                                                                         bucket_lo, bucket_hi)
     use_roi = roi.shape[0] > 0
-    mask, limit = _key_rule(mode)
-    tag = np.uint64(payload)
     for i in range(bits.shape[0]):
         if use_roi and roi[i] == 0:
             continue
