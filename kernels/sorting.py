@@ -21,6 +21,15 @@ _WIDEST = 13  # the second level's widest digit: 8192 buckets, a 64 KiB count ta
 
 
 @inline_kernel
+def _one_bucket(counts, m):
+    """Whether one of the 256 buckets of a digit's ``counts`` holds all ``m`` samples."""
+    for bucket in range(256):
+        if counts[bucket] == m:
+            return True
+    return False
+
+
+@inline_kernel
 def float_key(bits, wide):
     """Unsigned key with the order of the float whose bits these are (-0.0 keyed as +0.0); 64-bit
     floats when ``wide``, else 32-bit. Branch-free: the sign of a score is a coin toss."""
@@ -101,12 +110,7 @@ def word_lsd(words, other, start, stop, pay_bits, n_bits, table, positions):
     a, b = words, other
     swapped = False
     for d in range(n_digits):
-        skip = False
-        for bucket in range(256):
-            if table[d, bucket] == m:
-                skip = True
-                break
-        if skip:
+        if _one_bucket(table[d], m):  # every key has the same digit: nothing moves
             continue
         shift = np.uint64(8 * d) + pay_bits
         total = start
@@ -214,12 +218,7 @@ def _lsd(keys, pays, keys2, pays2, start, stop, low, n_bits, counts, starts):
     swapped = False
     for d in range(n_digits):
         shift = np.uint64(8 * d)
-        skip = False
-        for bucket in range(256):
-            if counts[d, bucket] == m:
-                skip = True
-                break
-        if skip:
+        if _one_bucket(counts[d], m):  # every key has the same digit: nothing moves
             continue
         total = start
         for bucket in range(256):
