@@ -453,42 +453,37 @@ def measure(arranged: Arranged, wanted: set[str] | None = None, threshold: float
 def _sweep(arranged: Arranged, keys: set[str], base: set[str], at_half: bool, at_best: bool, threshold: float,
            fixed_best: float | None, weights: np.ndarray | None, sample_counts: bool,
            n_threads: int = 1) -> list[Grouping]:
-    """:func:`measure` on samples sorted by score: two fused passes (``kernels.sweeps``) per grouping,
-    the groupings shared among ``n_threads`` threads."""
+    """:func:`measure` on samples sorted by score: one fused pass (``kernels.sweeps.ranked_sums``) over
+    the complete groupings together and one over each grouping with missing values, each followed by
+    its best-F1 sweep when no shared one serves it; the passes shared among ``n_threads`` threads."""
     scores, codes, sizes = arranged.scores, arranged.codes, arranged.sizes
     # Confusion counts at a fixed threshold t (prediction score > t) are the slot's totals less its
-    # counts before position searchsorted(scores, t, "right"), which the first pass records.
+    # counts before position searchsorted(scores, t, "right"), which the pass records.
     fixed = {suffix: int(np.searchsorted(scores, t, "right"))
              for suffix, t, needed in (("", threshold, at_half), (BEST, fixed_best, at_best and fixed_best is not None))
              if needed}
     positions = sorted(set(fixed.values()))
     with_ece, sweep_f1 = "ece" in base, at_best and fixed_best is None
+    complete = [row.min(initial=0) >= 0 for row in codes]
     # the shared best-F1 sweep runs beside the BCE terms
-    job = _Background(lambda: _shared_best_f1(arranged, weights) if sweep_f1 else None, sweep_f1 and n_threads > 1)
-    loss_terms = arranged.log_loss_terms() if "bce" in base else _NO_LOSS
+    job = _Background(lambda: _shared_best_f1(arranged, weights, complete) if sweep_f1 else None,
+                      sweep_f1 and n_threads > 1)
+    loss_terms = arranged.log_loss_terms() if "bce" in base else None
     shared = job.result()
-    if shared is not None:  # the complete groupings' counts at it: prefix counts of the first pass
+    if shared is not None:  # the complete groupings' counts at it: prefix counts of the pass
         positions = sorted({*positions, shared[1]})
-    cuts = np.empty((len(sizes), len(positions)), np.int64)
-    if positions:
-        cuts[:] = positions
-    sweeps_f1 = [sweep_f1 and (shared is None or not shared[2][k]) for k in range(len(sizes))]
-    if n_threads > 1 and len(sizes) > 1:  # a task per grouping (slots are per grouping)
-        parts = _on_threads([lambda k=k: _passes(arranged, slice(k, k + 1), loss_terms, cuts, with_ece, sweeps_f1[k],
-                                                 weights) for k in range(len(sizes))], n_threads)
-        sums = [np.concatenate(values) for values in zip(*parts)]
-    elif len(set(sweeps_f1)) > 1:  # groupings with missing codes sweep for F1, the complete ones do not
-        parts = [_passes(arranged, slice(k, k + 1), loss_terms, cuts, with_ece, sweeps_f1[k], weights)
-                 for k in range(len(sizes))]
-        sums = [np.concatenate(values) for values in zip(*parts)]
-    else:  # one call over every grouping
-        sums = _passes(arranged, slice(0, len(sizes)), loss_terms, cuts, with_ece,
-                       sweeps_f1[0] if sweeps_f1 else sweep_f1, weights)
-    count, positives, u2, loss, pos_cut, neg_cut, found, pos_at, neg_at, ece = sums
+    cuts = np.array(positions, np.int64)
+    parts = _parts(complete, n_threads)
+    tasks = [lambda rows=rows: _passes(arranged, rows, loss_terms, cuts, with_ece,
+                                       sweep_f1 and (shared is None or not all(complete[k] for k in rows)), weights)
+             for rows in parts]
+    done = _on_threads(tasks, n_threads) if n_threads > 1 and len(tasks) > 1 else [task() for task in tasks]
+    count, positives, u2, loss, pos_cut, neg_cut, found, pos_at, neg_at, ece = _in_slot_order(parts, done, sizes)
     if shared is not None:
-        threshold_found, at, complete = shared
-        slots = np.repeat(complete, sizes + 1)
-        found = np.where(complete, threshold_found, found)
+        threshold_found, at, _ = shared
+        rows = np.array(complete)
+        slots = np.repeat(rows, sizes + 1)
+        found = np.where(rows, threshold_found, found)
         j = positions.index(at)
         pos_at = np.where(slots, pos_cut[:, j], pos_at)
         neg_at = np.where(slots, neg_cut[:, j], neg_at)
@@ -510,7 +505,34 @@ def _sweep(arranged: Arranged, keys: set[str], base: set[str], at_half: bool, at
                        confusion=confusion, totals=totals, extra=_optional_sums(arranged, base, weights))
 
 
-def _shared_best_f1(arranged: Arranged, weights: np.ndarray | None) -> tuple[float, int, np.ndarray] | None:
+def _parts(complete: list[bool], n_threads: int) -> list[list[int]]:
+    """The groupings each pass reads: the complete ones together (split among the threads when
+    several are allowed), each one with missing values alone."""
+    whole = [k for k, done in enumerate(complete) if done]
+    n_parts = min(n_threads, len(whole))
+    parts = [whole[p::n_parts] for p in range(n_parts)] if whole else []
+    return parts + [[k] for k, done in enumerate(complete) if not done] or [[]]
+
+
+def _in_slot_order(parts: list[list[int]], done: list[tuple[np.ndarray, ...]], sizes: np.ndarray
+                   ) -> list[np.ndarray]:
+    """The outputs of :func:`_passes` put back in slot order (``found`` in grouping order)."""
+    if len(parts) == 1 and parts[0] == list(range(len(sizes))):
+        return list(done[0])
+    starts = np.concatenate(([0], np.cumsum(sizes + 1)))
+    slot_rows = [np.concatenate([np.arange(starts[k], starts[k + 1]) for k in rows]) for rows in parts]
+    merged = []
+    for j, values in enumerate(zip(*done)):
+        where = parts if j == 6 else slot_rows
+        out = np.empty((int(starts[-1]) if j != 6 else len(sizes), *values[0].shape[1:]), values[0].dtype)
+        for rows, value in zip(where, values):
+            out[np.asarray(rows, np.intp)] = value
+        merged.append(out)
+    return merged
+
+
+def _shared_best_f1(arranged: Arranged, weights: np.ndarray | None, complete: list[bool]
+                    ) -> tuple[float, int, np.ndarray] | None:
     """The best-F1 threshold of every grouping without missing values (they all sweep the same
     samples), by one sweep over all samples instead of one per grouping: the threshold, where its
     tie block ends in the sorted order, and which groupings are complete. None with weights
@@ -518,44 +540,44 @@ def _shared_best_f1(arranged: Arranged, weights: np.ndarray | None) -> tuple[flo
     complete groupings."""
     if weights is not None or len(arranged.sizes) < 2 or len(arranged.scores) < RADIX_FROM:
         return None
-    complete = np.array([row.min(initial=0) >= 0 for row in arranged.codes])
-    if complete.sum() < 2:
+    if sum(complete) < 2:
         return None
-    sweeps = _sweeps()
     n = len(arranged.scores)
     n_pos = np.array([np.count_nonzero(arranged.labels)], np.int64)
     one = np.zeros((1, n), np.int8)  # every sample in group 0
-    found = sweeps.ranked_bins(arranged.scores, arranged.labels, one, np.ones(1, np.int64), n_pos, n - n_pos,
-                               _NO_EDGES, True)[0]
+    found = _sweeps().best_f1_sweep(arranged.scores, arranged.labels, one, np.ones(1, np.int64), n_pos,
+                                    n - n_pos)[0]
     if np.isnan(found[0]):
         return None
-    return float(found[0]), int(np.searchsorted(arranged.scores, found[0], "right")), complete
+    return float(found[0]), int(np.searchsorted(arranged.scores, found[0], "right")), np.array(complete)
 
 
-def _passes(arranged: Arranged, rows: slice, loss_terms: np.ndarray, cuts: np.ndarray, with_ece: bool,
+def _passes(arranged: Arranged, rows: list[int], loss_terms: np.ndarray | None, cuts: np.ndarray, with_ece: bool,
             sweep_f1: bool, weights: np.ndarray | None) -> tuple[np.ndarray, ...]:
-    """Both sweeps over the groupings ``rows``: per-slot count, positives, u2, loss sums, counts below
-    the cuts, then (when asked for) each grouping's best-F1 threshold with the counts at or below it,
-    and ECE."""
+    """The fused pass over the groupings ``rows`` (which have the same samples present): per-slot
+    count, positives, u2, loss sums, counts below the cuts, then (when asked for) each grouping's
+    best-F1 threshold with the counts at or below it, and ECE."""
     calibration, sweeps = _kernels()[1], _sweeps()
     scores, labels = arranged.scores, arranged.labels
-    if rows.start == 0 and rows.stop == len(arranged.sizes):
-        codes, sizes = arranged.codes, arranged.sizes
+    first, stop = (rows[0], rows[-1] + 1) if rows else (0, 0)
+    if rows == list(range(first, stop)):  # a view, not a copy
+        codes, sizes = arranged.codes[first:stop], arranged.sizes[first:stop]
     else:
-        codes, sizes, cuts = arranged.codes[rows], arranged.sizes[rows], cuts[rows]
-    count, positives, u2, low, high, loss, pos_cut, neg_cut = sweeps.ranked_sums(
-        scores, labels, codes, sizes, loss_terms, cuts, weights)
+        codes, sizes = arranged.codes[rows], arranged.sizes[rows]
+    edges = None
+    if with_ece:
+        low, high = sweeps.score_ends(scores, codes, sizes, weights)
+        edges = calibration.equal_width_edges(low, high, ECE_BINS)
+    count, positives, u2, loss, pos_cut, neg_cut, bin_count, bin_labels, bin_scores = sweeps.ranked_sums(
+        scores, labels, codes, sizes, loss_terms, cuts, edges, weights)
     found = np.full(len(sizes), np.nan)
-    ece = _NO_LOSS
     pos_at = neg_at = np.zeros(len(count), count.dtype)
-    if sweep_f1 or with_ece:
-        edges = calibration.equal_width_edges(low, high, ECE_BINS) if with_ece else _NO_EDGES
+    if sweep_f1:
         overall = _overall_slots(sizes)
-        found, pos_at, neg_at, bin_count, bin_labels, bin_scores = sweeps.ranked_bins(
-            scores, labels, codes, sizes, positives[overall], count[overall] - positives[overall], edges, sweep_f1,
-            weights)
-        if with_ece:
-            ece = calibration.calibration_error(bin_count, bin_labels, bin_scores, 0)
+        found, pos_at, neg_at = sweeps.best_f1_sweep(scores, labels, codes, sizes, positives[overall],
+                                                     count[overall] - positives[overall], weights)
+    ece = (calibration.calibration_error(bin_count, bin_labels, bin_scores, 0) if with_ece
+           else np.full(len(count), np.nan))
     return count, positives, u2, loss, pos_cut, neg_cut, found, pos_at, neg_at, ece
 
 
@@ -567,10 +589,6 @@ def _overall_slots(sizes: np.ndarray) -> np.ndarray:
         end += size + 1
         slots.append(end)
     return np.array(slots, np.intp)
-
-
-_NO_LOSS = np.empty(0)
-_NO_EDGES = np.empty((0, 1))
 
 
 def _optional_sums(arranged: Arranged, base: set[str], weights: np.ndarray | None) -> dict[str, np.ndarray]:

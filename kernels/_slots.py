@@ -47,14 +47,3 @@ def neumaier_step(total, compensation, value):
     else:
         compensation += (value - updated) + total
     return updated, compensation
-
-
-@inline_kernel
-def ascending_bin(edges, slot, b, score):
-    """The ECE bin of ``score`` among ``edges[slot]``'s right-closed bins ``(edge[b], edge[b + 1]]``,
-    searched upwards from bin ``b`` (scores ascend, so a slot's bin only moves up); returns the bin
-    and whether ``score`` lies inside it (not when below the first edge or above the last)."""
-    last = edges.shape[1] - 2
-    while b < last and score > edges[slot, b + 1]:
-        b += 1
-    return b, score > edges[slot, b] and score <= edges[slot, b + 1]

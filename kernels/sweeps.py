@@ -1,196 +1,368 @@
-"""Fused sweeps over samples sorted by score: every per-slot sum of the classification metrics in
-two streaming passes.
+"""Fused sweeps over samples sorted by score: every per-slot sum of the classification metrics.
 
-:func:`ranked_sums` (first pass): per slot the sample count, positives, twice the Mann-Whitney U
-(AUC), the lowest and highest score, the summed log-loss terms (BCE), and the positives and
-negatives below given cut positions (confusion counts at fixed thresholds: with predictions
-``score > t`` the samples above are those from ``searchsorted(sorted_scores, t, "right")``).
+:func:`ranked_sums` reads the samples once for a set of groupings that have the same samples
+present: per slot the sample count, positives, twice the Mann-Whitney U (AUC), the summed log-loss
+terms (BCE), the positives and negatives below given cut positions (confusion counts at fixed
+thresholds: with predictions ``score > t`` the samples above are those from
+``searchsorted(sorted_scores, t, "right")``) and the ECE bin sums. Its ECE bins need each slot's
+score range first, which :func:`score_ends` reads from either end of the sorted order.
 
-:func:`ranked_bins` (second pass, which needs the first one's totals and score ranges): the
-best-F1 threshold of every grouping with the per-slot counts below it, and the ECE bin sums.
+:func:`best_f1_sweep` (which needs the totals): the best-F1 threshold of every grouping with the
+per-slot counts below it.
 
-Sorted order makes both cheap: tie blocks are runs, each slot's lowest score is its first, and
-each slot's ECE bin only moves up. Integer sums without weights, so counts, U and confusion counts
+Sorted order makes all of them cheap: tie blocks are runs, each slot's lowest score is its first,
+and each slot's ECE bin is a run. Integer sums without weights, so counts, U and confusion counts
 are exact; weighted sums (float64) otherwise, samples of weight 0 being absent.
 """
 import numpy as np
 
-from ._config import kernel
-from ._slots import ascending_bin, neumaier_add, neumaier_step, slot_offsets
+from ._config import inline_kernel, kernel
+from ._slots import neumaier_step, slot_offsets
 from ._weights import counters, weight_of
 from .ranking import f1_at
 
+# Per-slot state of :func:`ranked_sums`, one row of each table per slot (a row is a cache line).
+_COUNT, _POS, _U2, _NEG_BELOW, _BLOCK_POS, _BLOCK_NEG = range(6)
+_LOSS_PART, _SCORE_PART, _LOSS, _LOSS_COMP, _SCORE, _SCORE_COMP = range(6)
+#: Samples between two folds of the plain running float sums into the compensated ones: a plain sum
+#: of this many terms is exact to about ``FOLD * 2**-53`` of itself.
+FOLD = 256
+
 
 @kernel
-def ranked_sums(sorted_scores, sorted_labels, sorted_codes, n_groups, loss_terms, cuts, weights=None):
-    """First pass: per-slot totals, AUC sums, score ranges, BCE sums and prefix counts at cuts.
+def score_ends(sorted_scores, sorted_codes, n_groups, weights=None):
+    """Lowest and highest score of every slot: its first and last present sample in sorted order,
+    found by reading in from either end until every slot has been met (on most inputs a few
+    hundred samples, a full read only when a slot is empty).
+
+    Parameters
+    ----------
+    sorted_scores, sorted_codes, n_groups, weights : as in :func:`ranked_sums`
+
+    Returns
+    -------
+    low, high : float64 arrays of shape (n_slots,); NaN for an empty slot
+    """
+    offsets, n_slots = slot_offsets(n_groups)
+    n_groupings, n = sorted_codes.shape
+    low = np.full(n_slots, np.nan)
+    high = np.full(n_slots, np.nan)
+    for k in range(n_groupings):
+        found = _first_met(sorted_scores, sorted_codes, k, offsets[k], n_groups[k], weights, 0, n, 1,
+                           n_groups[k] + 1, low)
+        _first_met(sorted_scores, sorted_codes, k, offsets[k], n_groups[k], weights, n - 1, -1, -1, found, high)
+    return low, high
+
+
+@inline_kernel
+def _first_met(sorted_scores, sorted_codes, k, first, n_groups, weights, start, stop, step, wanted, out):
+    # Reading from ``start`` towards ``stop``, the score at which each slot of grouping ``k`` is
+    # first met, into ``out``; stops once ``wanted`` slots are met, and returns how many were.
+    met = 0
+    overall = first + n_groups
+    for i in range(start, stop, step):
+        if met == wanted:
+            break
+        code = sorted_codes[k, i]
+        if code < 0 or weight_of(weights, i) == 0:
+            continue
+        score = np.float64(sorted_scores[i])
+        if np.isnan(out[overall]):
+            out[overall] = score
+            met += 1
+        if np.isnan(out[first + code]):
+            out[first + code] = score
+            met += 1
+    return met
+
+
+@kernel
+def ranked_sums(sorted_scores, sorted_labels, sorted_codes, n_groups, loss_terms, cuts, edges, weights=None):
+    """One pass: per-slot totals, AUC sums, BCE sums, prefix counts at cuts and ECE bin sums.
+
+    The groupings of one call must have the same samples present (every grouping complete, or a
+    single grouping): their "all present samples" slots then hold the same sums, which the pass
+    computes once. A slot's ECE bin is a run of the sorted order, from the first sample above the
+    bin's lower edge to the first above its upper edge: its sums are the differences of the slot's
+    running sums at those two positions.
 
     Parameters
     ----------
     sorted_scores : float32 or float64 array of shape (n,), ascending
     sorted_labels : uint8 array of shape (n,), 0 or 1
-    sorted_codes : integer array of shape (K, n); negative = not in the grouping
+    sorted_codes : integer array of shape (K, n); negative = not in the grouping (then in none)
     n_groups : int64 array of shape (K,)
-    loss_terms : float64 array of shape (n,) (per-sample BCE terms), or of shape (0,) for no BCE
-    cuts : int64 array of shape (K, T), ascending along T
-        Positions in the sorted order, each at a tie-block boundary (or ``n``): grouping ``k``'s
-        slots record their positives and negatives before position ``cuts[k, t]``.
+    loss_terms : float64 array of shape (n,) (per-sample BCE terms), or None for no BCE
+    cuts : int64 array of shape (T,), ascending
+        Positions in the sorted order, each at a tie-block boundary (or ``n``): every slot records
+        its positives and negatives before position ``cuts[t]``.
+    edges : float64 array of shape (n_slots, n_bins + 1) (``calibration.equal_width_edges`` of
+        :func:`score_ends`), or None for no ECE bins
     weights : float64 array of shape (n,), optional
 
     Returns
     -------
     count, positives, u2 : arrays of shape (n_slots,), int64 (float64 with weights)
         ``AUC = u2 / (2 * positives * negatives)``, ties counted one half.
-    low, high : float64 arrays of shape (n_slots,); NaN for an empty slot
-    loss : float64 array of shape (n_slots,), compensated sums of ``loss_terms`` (zeros without)
+    loss : float64 array of shape (n_slots,), sums of ``loss_terms`` (zeros without)
     pos_below, neg_below : arrays of shape (n_slots, T), int64 (float64 with weights)
+    bin_count, bin_labels, bin_scores : arrays of shape (n_slots, n_bins) (``n_bins`` 1 without
+        edges), as ``calibration.binned_calibration`` (pandas.cut's right-closed bins)
     """
     offsets, n_slots = slot_offsets(n_groups)
     n_groupings, n = sorted_codes.shape
-    n_cuts = cuts.shape[1]
-    with_loss = loss_terms.shape[0] == n and n > 0
-    count = counters(weights, n_slots)
-    positives = counters(weights, n_slots)
-    u2 = counters(weights, n_slots)
-    neg_below = counters(weights, n_slots)
-    block_pos = counters(weights, n_slots)
-    block_neg = counters(weights, n_slots)
-    low = np.full(n_slots, np.nan)
-    high = np.full(n_slots, np.nan)
-    loss = np.zeros(n_slots)
-    compensation = np.zeros(n_slots)
+    n_cuts = cuts.shape[0]
+    n_edges = 2 if edges is None else edges.shape[1]
+    tally = counters(weights, (n_slots, 8))
+    sums = np.zeros((n_slots, 8))
     pos_cut = counters(weights, (n_slots, n_cuts))
     neg_cut = counters(weights, (n_slots, n_cuts))
-    # One grouping at a time; its "all present samples" slot lives in local variables (it changes
-    # with every sample, which through memory would chain each update to the previous one).
+    # Each slot's running count, positives and score sum at the first sample above each edge.
+    at_count = counters(weights, (n_slots, n_edges))
+    at_pos = counters(weights, (n_slots, n_edges))
+    at_score = np.zeros((n_slots, n_edges))
+    overall = offsets[0] + n_groups[0] if n_groupings > 0 else 0  # computed once, copied at the end
+    marks, mark_slots, mark_edges = _edge_positions(sorted_scores, edges, offsets, n_groups, overall)
+    n_marks = marks.shape[0]
+    zero = tally[0, 0] - tally[0, 0]  # zero, of the counters' type
+    # The overall slot lives in local variables: it changes with every sample, which through
+    # memory would chain each update to the previous one.
+    o_count = zero
+    o_pos = zero
+    o_u2 = zero
+    o_neg_below = zero
+    o_block_pos = zero
+    o_block_neg = zero
+    o_loss_part = 0.0
+    o_score_part = 0.0
+    o_loss = 0.0
+    o_loss_comp = 0.0
+    o_score = 0.0
+    o_score_comp = 0.0
+    next_cut = 0
+    cut = cuts[0] if n_cuts > 0 else n + 1
+    next_mark = 0
+    mark = marks[0] if n_marks > 0 else n + 1
+    # Each grouping folds its slots every FOLD samples, less often with many groups (a fold visits
+    # each of them): a slot's plain sums then hold at most ``8 * (n_groups + 1)`` terms, still exact
+    # to ~1e-11 at 10^4 groups. A grouping's schedule depends on it alone, so its sums are the same
+    # whichever groupings share the pass.
+    every = np.empty(n_groupings, np.int64)
     for k in range(n_groupings):
-        first = offsets[k]
-        overall = first + n_groups[k]
-        o_count = count[overall]
-        o_pos = positives[overall]
-        o_u2 = u2[overall]
-        o_neg_below = neg_below[overall]
-        o_loss = 0.0
-        o_comp = 0.0
-        o_low = np.nan
-        o_high = np.nan
-        next_cut = 0
-        start = 0
-        while True:
-            while next_cut < n_cuts and cuts[k, next_cut] <= start:  # counts below this boundary
-                for slot in range(first, overall):
-                    pos_cut[slot, next_cut] = positives[slot]
-                    neg_cut[slot, next_cut] = count[slot] - positives[slot]
+        every[k] = max(FOLD, 8 * (n_groups[k] + 1))
+    folds = every.copy()  # each grouping's next fold
+    fold_at = min(FOLD, folds.min()) if n_groupings > 0 else FOLD
+    o_fold = FOLD  # the overall slot's next fold
+    block_start = 0
+    block_end = 0  # the current tie block is [block_start, block_end); ties are rare
+    # The next position where something besides adding a sample happens: a fold, a cut, a bin
+    # edge, or the end of a tie block. One comparison per sample finds it.
+    event = min(fold_at, cut, mark, n)
+    for i in range(n + 1 if n_groupings > 0 else 0):
+        if i >= event:
+            if i == block_end and block_end > block_start:  # settle the tie block that ends here
+                o_u2, o_neg_below = _settle_block(sorted_codes, offsets, block_start, block_end, tally, o_u2,
+                                                  o_neg_below, o_block_pos, o_block_neg)
+                o_block_pos = zero
+                o_block_neg = zero
+                block_start = block_end
+            if i >= fold_at or i == n:  # fold the plain running sums into the compensated ones
+                for k in range(n_groupings):
+                    if i >= folds[k] or i == n:
+                        folds[k] += every[k]
+                        for slot in range(offsets[k], offsets[k] + n_groups[k]):
+                            _fold(sums, slot)
+                if i >= o_fold or i == n:
+                    o_fold += FOLD
+                    o_loss, o_loss_comp = neumaier_step(o_loss, o_loss_comp, o_loss_part)
+                    o_score, o_score_comp = neumaier_step(o_score, o_score_comp, o_score_part)
+                    o_loss_part = 0.0
+                    o_score_part = 0.0
+                fold_at = min(o_fold, folds.min())
+            while cut <= i:  # counts below this boundary
+                for slot in range(n_slots):
+                    pos_cut[slot, next_cut] = tally[slot, _POS]
+                    neg_cut[slot, next_cut] = tally[slot, _COUNT] - tally[slot, _POS]
                 pos_cut[overall, next_cut] = o_pos
                 neg_cut[overall, next_cut] = o_count - o_pos
                 next_cut += 1
-            if start >= n:
-                break
-            stop = start + 1
-            while stop < n and sorted_scores[stop] == sorted_scores[start]:
-                stop += 1
-            tied = stop > start + 1
-            o_block_pos = o_pos - o_pos
-            o_block_neg = o_block_pos
-            for i in range(start, stop):
-                code = sorted_codes[k, i]
-                if code < 0:
-                    continue
-                w = weight_of(weights, i)
-                if w == 0:
-                    continue
-                # Branch-free on the label (labels in sorted order are random: a branch mispredicts).
-                pw = w * (1 if sorted_labels[i] != 0 else 0)
-                nw = w - pw
-                score = np.float64(sorted_scores[i])
-                slot = first + code
-                if count[slot] == 0:
-                    low[slot] = score
-                high[slot] = score
-                if o_count == 0:
-                    o_low = score
-                o_high = score
-                count[slot] += w
-                positives[slot] += pw
-                o_count += w
-                o_pos += pw
-                if with_loss:
-                    term = w * loss_terms[i]
-                    neumaier_add(loss, compensation, slot, term)
-                    o_loss, o_comp = neumaier_step(o_loss, o_comp, term)
-                if tied:
-                    block_pos[slot] += pw
-                    block_neg[slot] += nw
-                    o_block_pos += pw
-                    o_block_neg += nw
+                cut = cuts[next_cut] if next_cut < n_cuts else n + 1
+            while mark <= i:  # a slot's running sums at one of its bin edges
+                slot = mark_slots[next_mark]
+                e = mark_edges[next_mark]
+                if slot == overall:
+                    at_count[slot, e] = o_count
+                    at_pos[slot, e] = o_pos
+                    total, compensation = neumaier_step(o_score, o_score_comp, o_score_part)
                 else:
-                    u2[slot] += 2 * pw * neg_below[slot]
-                    neg_below[slot] += nw
-                    o_u2 += 2 * pw * o_neg_below
-                    o_neg_below += nw
-            if tied:  # credit each positive of the block half of the block's negatives
-                for i in range(start, stop):
-                    code = sorted_codes[k, i]
-                    if code < 0:
-                        continue
-                    slot = first + code
-                    if block_pos[slot] + block_neg[slot] > 0:
-                        u2[slot] += block_pos[slot] * (2 * neg_below[slot] + block_neg[slot])
-                        neg_below[slot] += block_neg[slot]
-                        block_pos[slot] = 0
-                        block_neg[slot] = 0
-                o_u2 += o_block_pos * (2 * o_neg_below + o_block_neg)
-                o_neg_below += o_block_neg
-            start = stop
-        count[overall] = o_count
-        positives[overall] = o_pos
-        u2[overall] = o_u2
-        low[overall] = o_low
-        high[overall] = o_high
-        loss[overall] = o_loss
-        compensation[overall] = o_comp
-    return count, positives, u2, low, high, loss + compensation, pos_cut, neg_cut
+                    at_count[slot, e] = tally[slot, _COUNT]
+                    at_pos[slot, e] = tally[slot, _POS]
+                    total, compensation = neumaier_step(sums[slot, _SCORE], sums[slot, _SCORE_COMP],
+                                                        sums[slot, _SCORE_PART])
+                at_score[slot, e] = total + compensation
+                next_mark += 1
+                mark = marks[next_mark] if next_mark < n_marks else n + 1
+            if i == n:
+                break
+            event = min(fold_at, cut, mark, n)
+            if block_end > i:
+                event = min(event, block_end)
+        value = sorted_scores[i]
+        if i >= block_end and i + 1 < n and sorted_scores[i + 1] == value:  # a tie block starts
+            block_start = i
+            block_end = i + 2
+            while block_end < n and sorted_scores[block_end] == value:
+                block_end += 1
+            event = min(event, block_end)
+        tied = i < block_end
+        if sorted_codes[0, i] < 0:
+            continue
+        w = weight_of(weights, i)
+        if w == 0:
+            continue
+        # Branch-free on the label (labels in sorted order are random: a branch mispredicts).
+        pw = w * (1 if sorted_labels[i] != 0 else 0)
+        nw = w - pw
+        term = 0.0 if loss_terms is None else w * loss_terms[i]
+        weighted_score = w * np.float64(value)
+        o_count += w
+        o_pos += pw
+        o_loss_part += term
+        o_score_part += weighted_score
+        if tied:
+            o_block_pos += pw
+            o_block_neg += nw
+        else:
+            o_u2 += 2 * pw * o_neg_below
+            o_neg_below += nw
+        for k in range(n_groupings):
+            slot = offsets[k] + sorted_codes[k, i]
+            tally[slot, _COUNT] += w
+            tally[slot, _POS] += pw
+            if loss_terms is not None:
+                sums[slot, _LOSS_PART] += term
+            if edges is not None:
+                sums[slot, _SCORE_PART] += weighted_score
+            if tied:
+                tally[slot, _BLOCK_POS] += pw
+                tally[slot, _BLOCK_NEG] += nw
+            else:
+                tally[slot, _U2] += 2 * pw * tally[slot, _NEG_BELOW]
+                tally[slot, _NEG_BELOW] += nw
+    for k in range(n_groupings):  # the shared overall slot
+        slot = offsets[k] + n_groups[k]
+        tally[slot, _COUNT] = o_count
+        tally[slot, _POS] = o_pos
+        tally[slot, _U2] = o_u2
+        sums[slot, _LOSS] = o_loss
+        sums[slot, _LOSS_COMP] = o_loss_comp
+        if slot != overall:
+            pos_cut[slot] = pos_cut[overall]
+            neg_cut[slot] = neg_cut[overall]
+            at_count[slot] = at_count[overall]
+            at_pos[slot] = at_pos[overall]
+            at_score[slot] = at_score[overall]
+    bin_count = at_count[:, 1:] - at_count[:, :-1]
+    bin_labels = (at_pos[:, 1:] - at_pos[:, :-1]).astype(np.float64)
+    bin_scores = at_score[:, 1:] - at_score[:, :-1]
+    return (tally[:, _COUNT].copy(), tally[:, _POS].copy(), tally[:, _U2].copy(),
+            sums[:, _LOSS] + sums[:, _LOSS_COMP], pos_cut, neg_cut, bin_count, bin_labels, bin_scores)
+
+
+@inline_kernel
+def _settle_block(sorted_codes, offsets, start, stop, tally, o_u2, o_neg_below, o_block_pos, o_block_neg):
+    # Credit each positive of the tie block [start, stop) half of the block's negatives in its slot
+    # (and in the overall slot, whose sums the caller keeps); returns the overall U2 and negatives.
+    for k in range(sorted_codes.shape[0]):
+        first = offsets[k]
+        for j in range(start, stop):
+            code = sorted_codes[k, j]
+            if code < 0:
+                continue
+            slot = first + code
+            if tally[slot, _BLOCK_POS] + tally[slot, _BLOCK_NEG] > 0:
+                tally[slot, _U2] += tally[slot, _BLOCK_POS] * (2 * tally[slot, _NEG_BELOW] + tally[slot, _BLOCK_NEG])
+                tally[slot, _NEG_BELOW] += tally[slot, _BLOCK_NEG]
+                tally[slot, _BLOCK_POS] = 0
+                tally[slot, _BLOCK_NEG] = 0
+    return o_u2 + o_block_pos * (2 * o_neg_below + o_block_neg), o_neg_below + o_block_neg
+
+
+@inline_kernel
+def _fold(sums, slot):
+    # Move a slot's plain running sums into their compensated totals.
+    total, compensation = neumaier_step(sums[slot, _LOSS], sums[slot, _LOSS_COMP], sums[slot, _LOSS_PART])
+    sums[slot, _LOSS] = total
+    sums[slot, _LOSS_COMP] = compensation
+    total, compensation = neumaier_step(sums[slot, _SCORE], sums[slot, _SCORE_COMP], sums[slot, _SCORE_PART])
+    sums[slot, _SCORE] = total
+    sums[slot, _SCORE_COMP] = compensation
+    sums[slot, _LOSS_PART] = 0.0
+    sums[slot, _SCORE_PART] = 0.0
 
 
 @kernel
-def ranked_bins(sorted_scores, sorted_labels, sorted_codes, n_groups, n_pos, n_neg, edges, with_f1,
-                weights=None):
-    """Second pass: each grouping's best-F1 threshold with its slots' counts below it, and ECE bins.
+def _edge_positions(sorted_scores, edges, offsets, n_groups, overall):
+    # Where each slot's bin edges fall in the sorted order (the first sample above the edge), in
+    # ascending order of position: the marks, their slots and their edge numbers. The overall
+    # slots of the groupings after the first are left out (they copy the first one's).
+    if edges is None:
+        return np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.int64)
+    n = sorted_scores.shape[0]
+    n_edges = edges.shape[1]
+    slots = np.empty(edges.shape[0], np.int64)
+    n_used = 0
+    for k in range(n_groups.shape[0]):
+        for slot in range(offsets[k], offsets[k] + n_groups[k] + (1 if k == 0 else 0)):
+            if not np.isnan(edges[slot, 0]):  # an empty slot has no bins
+                slots[n_used] = slot
+                n_used += 1
+    if n_used == 0:
+        return np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.int64)
+    positions = np.empty(n_used * n_edges, np.int64)
+    for u in range(n_used):
+        for e in range(n_edges):
+            edge = edges[slots[u], e]
+            low = 0
+            high = n
+            while low < high:  # the first sample above the edge (right-closed bins)
+                middle = (low + high) >> 1
+                if np.float64(sorted_scores[middle]) > edge:
+                    high = middle
+                else:
+                    low = middle + 1
+            positions[u * n_edges + e] = low
+    order = np.argsort(positions, kind="mergesort")
+    return positions[order], slots[order // n_edges], order % n_edges
+
+
+@kernel
+def best_f1_sweep(sorted_scores, sorted_labels, sorted_codes, n_groups, n_pos, n_neg, weights=None):
+    """Each grouping's best-F1 threshold with its slots' counts at or below it.
 
     Parameters
     ----------
     sorted_scores, sorted_labels, sorted_codes, n_groups, weights : as in :func:`ranked_sums`
+        (here any groupings, complete or not)
     n_pos, n_neg : arrays of shape (K,)
         Positives and negatives among each grouping's present samples.
-    edges : float64 array of shape (n_slots, n_bins + 1) (``calibration.equal_width_edges``), or
-        of shape (0, 1) for no ECE bins
-    with_f1 : bool
-        Whether to sweep for the best-F1 thresholds.
 
     Returns
     -------
     thresholds : float64 array of shape (K,)
         The best-F1 threshold of each grouping (candidates are the distinct scores, a sample
         predicted positive at ``score >= t``, the lowest threshold among equal F1; as
-        ``ranking.best_f1_thresholds``); NaN without samples or without ``with_f1``.
+        ``ranking.best_f1_thresholds``); NaN without samples.
     pos_at, neg_at : arrays of shape (n_slots,)
         Positives and negatives of each slot scoring at most its grouping's best threshold (then
         ``score > t`` holds for the rest: TP = positives - pos_at).
-    bin_count, bin_labels, bin_scores : arrays of shape (n_slots, n_bins)
-        As ``calibration.binned_calibration`` (pandas.cut's right-closed bins).
     """
     offsets, n_slots = slot_offsets(n_groups)
     n_groupings, n = sorted_codes.shape
-    n_bins = max(edges.shape[1] - 1, 1)
-    with_bins = edges.shape[0] == n_slots and edges.shape[1] > 1
     thresholds = np.full(n_groupings, np.nan)
     pos_at = counters(weights, n_slots)
     neg_at = counters(weights, n_slots)
-    bin_count = counters(weights, n_slots * n_bins)
-    bin_labels = np.zeros(n_slots * n_bins)
-    sums = np.zeros(n_slots * n_bins)
-    compensation = np.zeros(n_slots * n_bins)
-    current = np.zeros(n_slots, np.int64)  # each slot's ECE bin, which only moves up
+    zero = pos_at[0] - pos_at[0] if n_slots > 0 else 0  # zero, of the counters' type
     for k in range(n_groupings):  # one grouping at a time: its sweep state in local variables
         first = offsets[k]
         overall = first + n_groups[k]
@@ -200,7 +372,6 @@ def ranked_bins(sorted_scores, sorted_labels, sorted_codes, n_groups, n_pos, n_n
         best_stop = 0
         best_start = 0
         start = 0  # the current tie block's first sample
-        zero = pos_at[overall]  # zero, of the counters' type
         pos_below = zero
         neg_below = zero
         best_pos = zero
@@ -208,14 +379,6 @@ def ranked_bins(sorted_scores, sorted_labels, sorted_codes, n_groups, n_pos, n_n
         block_pos = zero
         block_neg = zero
         present = False
-        # The overall slot's current ECE bin, in local variables (each sample updates it).
-        o_bin = 0
-        o_count = zero
-        o_labels = 0.0
-        o_sum = 0.0
-        o_comp = 0.0
-        o_lower = edges[overall, 0] if with_bins else 0.0
-        o_upper = edges[overall, 1] if with_bins else 0.0
         for i in range(n):
             value = sorted_scores[i]
             code = sorted_codes[k, i]
@@ -225,38 +388,10 @@ def ranked_bins(sorted_scores, sorted_labels, sorted_codes, n_groups, n_pos, n_n
                 pw = w * (1 if sorted_labels[i] != 0 else 0)
                 block_pos += pw
                 block_neg += w - pw
-                if with_bins:
-                    score = np.float64(value)
-                    slot = first + code
-                    b, inside = ascending_bin(edges, slot, current[slot], score)
-                    current[slot] = b
-                    if inside:
-                        cell = slot * n_bins + b
-                        bin_count[cell] += w
-                        bin_labels[cell] += w * float(sorted_labels[i])
-                        neumaier_add(sums, compensation, cell, w * score)
-                    if score > o_upper and o_bin < n_bins - 1:
-                        cell = overall * n_bins + o_bin
-                        bin_count[cell] = o_count
-                        bin_labels[cell] = o_labels
-                        sums[cell] = o_sum
-                        compensation[cell] = o_comp
-                        o_count = zero
-                        o_labels = 0.0
-                        o_sum = 0.0
-                        o_comp = 0.0
-                        while o_bin < n_bins - 1 and score > edges[overall, o_bin + 1]:
-                            o_bin += 1
-                        o_lower = edges[overall, o_bin]
-                        o_upper = edges[overall, o_bin + 1]
-                    if score > o_lower and score <= o_upper:
-                        o_count += w
-                        o_labels += w * float(sorted_labels[i])
-                        o_sum, o_comp = neumaier_step(o_sum, o_comp, w * score)
             if i + 1 < n and sorted_scores[i + 1] == value:
                 continue
             # the end of a tie block
-            if with_f1 and present:
+            if present:
                 # F1 at threshold `value` (predicted positive: score >= value) counts this block.
                 tp = n_pos[k] - pos_below
                 predicted = float(tp) + float(n_neg[k] - neg_below)
@@ -278,12 +413,6 @@ def ranked_bins(sorted_scores, sorted_labels, sorted_codes, n_groups, n_pos, n_n
             block_neg = zero
             present = False
             start = i + 1
-        if with_bins:
-            cell = overall * n_bins + o_bin
-            bin_count[cell] = o_count
-            bin_labels[cell] = o_labels
-            sums[cell] = o_sum
-            compensation[cell] = o_comp
         if best_stop > 0:
             thresholds[k] = sorted_scores[best_start]
             pos_at[overall] = best_pos
@@ -295,6 +424,4 @@ def ranked_bins(sorted_scores, sorted_labels, sorted_codes, n_groups, n_pos, n_n
                     pw = w * (1 if sorted_labels[i] != 0 else 0)
                     pos_at[first + code] += pw
                     neg_at[first + code] += w - pw
-    shape = (n_slots, n_bins)
-    return (thresholds, pos_at, neg_at, bin_count.reshape(shape), bin_labels.reshape(shape),
-            (sums + compensation).reshape(shape))
+    return thresholds, pos_at, neg_at

@@ -22,18 +22,23 @@ def _sorted(case, dtype):
 
 
 def _sweep(scores, labels, codes, n_groups, thresholds, weights=None):
-    """Both passes as the engine runs them; cuts at ``searchsorted(scores, t, "right")``."""
+    """The fused pass and the best-F1 sweep as the engine runs them for groupings with missing
+    values (one grouping a call), cuts at ``searchsorted(scores, t, "right")``; each output
+    concatenated over the groupings."""
     positions = [int(np.searchsorted(scores, t, "right")) for t in thresholds]
-    cuts = np.empty((len(n_groups), len(positions)), np.int64)
-    cuts[:] = sorted(positions)
+    cuts = np.array(sorted(positions), np.int64)
     terms = calibration.log_loss_terms(scores, labels)
-    first = sweeps.ranked_sums(scores, labels, codes, n_groups, terms, cuts, weights)
-    count, positives, _, low, high = first[:5]
-    edges = calibration.equal_width_edges(low, high, 10)
-    starts = np.cumsum(n_groups + 1) - 1
-    second = sweeps.ranked_bins(scores, labels, codes, n_groups, positives[starts],
-                                count[starts] - positives[starts], edges, True, weights)
-    return first, second, sorted(positions), positions
+    parts = []
+    for k in range(len(n_groups)):
+        row, size = codes[k:k + 1], n_groups[k:k + 1]
+        low, high = sweeps.score_ends(scores, row, size, weights)
+        edges = calibration.equal_width_edges(low, high, 10)
+        first = sweeps.ranked_sums(scores, labels, row, size, terms, cuts, edges, weights)
+        count, positives = first[:2]
+        second = sweeps.best_f1_sweep(scores, labels, row, size, positives[-1:], count[-1:] - positives[-1:],
+                                      weights)
+        parts.append((*first, low, high, *second))
+    return [np.concatenate(values) for values in zip(*parts)], sorted(positions), positions
 
 
 @settings(deadline=None)
@@ -42,9 +47,8 @@ def test_sweeps_match_references(case, dtype, data):
     scores, labels, codes, exact = _sorted(case, dtype)
     pick = float(exact[data.draw(st.integers(0, case.n - 1))])
     thresholds = [0.5, pick]  # a score itself: predictions are score > t
-    first, second, ordered, positions = _sweep(scores, labels, codes, case.n_groups, thresholds)
-    count, positives, u2, low, high, loss, pos_cut, neg_cut = first
-    best, pos_at, neg_at, bin_count, bin_labels, bin_scores = second
+    sums, ordered, positions = _sweep(scores, labels, codes, case.n_groups, thresholds)
+    count, positives, u2, loss, pos_cut, neg_cut, bin_count, bin_labels, bin_scores, low, high, best, pos_at, neg_at = sums
     ece = calibration.calibration_error(bin_count, bin_labels, bin_scores, 0)
     for k, slot, mask in case.slots():
         s, y = case.scores.astype(dtype).astype(np.float64)[mask], case.labels[mask]
@@ -79,7 +83,7 @@ def test_integer_weights_equal_repeated_samples(case, data):
     weighted = _sweep(scores, labels, codes, case.n_groups, [0.5], weights)
     plain = _sweep(np.repeat(scores, repeat), np.repeat(labels, repeat),
                    np.ascontiguousarray(np.repeat(codes, repeat, axis=1)), case.n_groups, [0.5])
-    for got, expected in zip([*weighted[0], *weighted[1]], [*plain[0], *plain[1]]):
+    for got, expected in zip(weighted[0], plain[0]):
         np.testing.assert_allclose(np.asarray(got, np.float64), np.asarray(expected, np.float64), rtol=1e-12,
                                    atol=1e-12, equal_nan=True)
 
@@ -87,7 +91,7 @@ def test_integer_weights_equal_repeated_samples(case, data):
 @settings(deadline=None, max_examples=60)
 @given(case=cases(max_n=80), data=st.data())
 def test_best_f1_sweep_matches_ranking_kernel(case, data):
-    """ranked_bins's F1 sweep (which rules out most blocks by a bound before dividing, and counts
+    """best_f1_sweep (which rules out most blocks by a bound before dividing, and counts
     the groups below the best threshold after the sweep) against ranking.best_f1_thresholds, with
     real-valued weights: the same thresholds and the same counts below them, bit for bit."""
     from fairmedfm_fast.kernels import ranking
@@ -96,12 +100,10 @@ def test_best_f1_sweep_matches_ranking_kernel(case, data):
     weights = np.array(data.draw(st.lists(st.sampled_from([0.0, 0.3, 1.0, 2.5]), min_size=case.n,
                                           max_size=case.n)), np.float64)
     for w in (None, weights):
-        count, positives = sweeps.ranked_sums(scores, labels, codes, case.n_groups, np.empty(0),
-                                              np.zeros((len(case.n_groups), 0), np.int64), w)[:2]
+        count, positives = _sweep(scores, labels, codes, case.n_groups, [], w)[0][:2]
         overall = np.cumsum(case.n_groups + 1) - 1
         n_pos, n_neg = positives[overall], (count - positives)[overall]
-        best, pos_at, neg_at = sweeps.ranked_bins(scores, labels, codes, case.n_groups, n_pos, n_neg,
-                                                  np.empty((0, 1)), True, w)[:3]
+        best, pos_at, neg_at = sweeps.best_f1_sweep(scores, labels, codes, case.n_groups, n_pos, n_neg, w)
         expected = ranking.best_f1_thresholds(scores, labels, codes, n_pos, n_neg, None, None, w)[0]
         np.testing.assert_array_equal(best, expected)
         for k, slot, mask in case.slots():
@@ -111,3 +113,50 @@ def test_best_f1_sweep_matches_ranking_kernel(case, data):
             if not np.isnan(best[k]):
                 assert pos_at[slot] == pytest.approx(ww[below & y].sum(), rel=1e-12, abs=1e-12)
                 assert neg_at[slot] == pytest.approx(ww[below & ~y].sum(), rel=1e-12, abs=1e-12)
+
+
+@settings(deadline=None, max_examples=60)
+@given(case=cases(max_n=400), data=st.data())
+def test_complete_groupings_in_one_pass_equal_each_alone(case, data):
+    """Groupings without missing values share one pass (and its overall slot); every sum, floats
+    included, is the same bit for bit as in a pass of that grouping alone, with or without weights,
+    BCE terms, cuts and bins."""
+    scores, labels, codes, _ = _sorted(case, np.float64)
+    codes = np.ascontiguousarray(np.where(codes < 0, 0, codes))  # complete
+    weights = data.draw(st.sampled_from([None, "counts"]))
+    if weights is not None:
+        weights = np.array(data.draw(st.lists(st.integers(0, 3), min_size=case.n, max_size=case.n)), np.float64)
+    terms = calibration.log_loss_terms(scores, labels) if data.draw(st.booleans()) else None
+    cuts = np.unique(np.searchsorted(scores, [0.25, 0.5], "right")).astype(np.int64)
+    low, high = sweeps.score_ends(scores, codes, case.n_groups, weights)
+    edges = calibration.equal_width_edges(low, high, 10) if data.draw(st.booleans()) else None
+    together = sweeps.ranked_sums(scores, labels, codes, case.n_groups, terms, cuts, edges, weights)
+    starts = np.concatenate(([0], np.cumsum(case.n_groups + 1)))
+    for k in range(len(case.n_groups)):
+        window = slice(starts[k], starts[k + 1])
+        alone = sweeps.ranked_sums(scores, labels, codes[k:k + 1], case.n_groups[k:k + 1], terms, cuts,
+                                   None if edges is None else edges[window], weights)
+        for got, expected in zip(together, alone):
+            np.testing.assert_array_equal(got[window], expected)
+
+
+def test_sums_fold_with_many_groups():
+    """With more groups than FOLD / 8 the pass folds its plain running sums less often; BCE and ECE
+    still match the compensated references."""
+    rng = np.random.default_rng(3)
+    n, groups = 20_000, 400
+    scores = np.sort(rng.random(n))
+    labels = (rng.random(n) < scores).astype(np.uint8)
+    codes = rng.integers(0, groups, (1, n))
+    sizes = np.array([groups], np.int64)
+    terms = calibration.log_loss_terms(scores, labels)
+    low, high = sweeps.score_ends(scores, codes, sizes)
+    edges = calibration.equal_width_edges(low, high, 10)
+    count, _, _, loss, _, _, bin_count, bin_labels, bin_scores = sweeps.ranked_sums(
+        scores, labels, codes, sizes, terms, np.empty(0, np.int64), edges)
+    ece = calibration.calibration_error(bin_count, bin_labels, bin_scores, 0)
+    for group in (0, 7, groups - 1):
+        mask = codes[0] == group
+        assert loss[group] / count[group] == pytest.approx(ref.binary_cross_entropy(scores[mask], labels[mask]),
+                                                           rel=1e-12)
+        assert ece[group] == pytest.approx(ref.calibration_error(scores[mask], labels[mask]), rel=1e-12, abs=1e-15)

@@ -46,16 +46,19 @@ def kernel_work(attributes: int, full: bool):
     order = np.argsort(s, kind="stable")
     sorted_scores, sorted_labels, sorted_codes = s[order], labels[order], codes[:, order]
     sizes = np.array([5] + [2] * (attributes - 1), np.int64)
-    cuts = np.full((attributes, 1 if full else 0), int(np.searchsorted(sorted_scores, 0.5, "right")), np.int64)
-    loss = calibration.log_loss_terms(sorted_scores, sorted_labels) if full else np.empty(0)
-    count, positives, u2, low, high, *_ = sweeps.ranked_sums(sorted_scores, sorted_labels, sorted_codes, sizes,
-                                                             loss, cuts)
+    cuts = np.full(1 if full else 0, int(np.searchsorted(sorted_scores, 0.5, "right")), np.int64)
+    loss = calibration.log_loss_terms(sorted_scores, sorted_labels) if full else None
+    edges = None
     if full:
+        low, high = sweeps.score_ends(sorted_scores, sorted_codes, sizes)
         edges = calibration.equal_width_edges(low, high, 10)
+    count, positives, u2, _, _, _, *bins = sweeps.ranked_sums(sorted_scores, sorted_labels, sorted_codes, sizes,
+                                                              loss, cuts, edges)
+    if full:
         overall = np.cumsum(sizes + 1) - 1
-        out = sweeps.ranked_bins(sorted_scores, sorted_labels, sorted_codes, sizes, positives[overall],
-                                 count[overall] - positives[overall], edges, True, None)
-        calibration.calibration_error(*out[3:], 0)
+        sweeps.best_f1_sweep(sorted_scores, sorted_labels, sorted_codes, sizes, positives[overall],
+                             count[overall] - positives[overall])
+        calibration.calibration_error(*bins, 0)
 
 
 def _frames(report):
