@@ -564,12 +564,12 @@ def _passes(arranged: Arranged, rows: list[int], loss_terms: np.ndarray | None, 
         codes, sizes = arranged.codes[first:stop], arranged.sizes[first:stop]
     else:
         codes, sizes = arranged.codes[rows], arranged.sizes[rows]
-    edges = None
+    marks, n_bins = None, 1
     if with_ece:
         low, high = sweeps.score_ends(scores, codes, sizes, weights)
-        edges = calibration.equal_width_edges(low, high, ECE_BINS)
+        marks, n_bins = sweeps.bin_marks(scores, calibration.equal_width_edges(low, high, ECE_BINS), sizes), ECE_BINS
     count, positives, u2, loss, pos_cut, neg_cut, bin_count, bin_labels, bin_scores = sweeps.ranked_sums(
-        scores, labels, codes, sizes, loss_terms, cuts, edges, weights)
+        scores, labels, codes, sizes, loss_terms, cuts, marks, n_bins, weights)
     found = np.full(len(sizes), np.nan)
     pos_at = neg_at = np.zeros(len(count), count.dtype)
     if sweep_f1:

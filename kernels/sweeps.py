@@ -77,7 +77,8 @@ def _first_met(sorted_scores, sorted_codes, k, first, n_groups, weights, start, 
 
 
 @kernel
-def ranked_sums(sorted_scores, sorted_labels, sorted_codes, n_groups, loss_terms, cuts, edges, weights=None):
+def ranked_sums(sorted_scores, sorted_labels, sorted_codes, n_groups, loss_terms, cuts, marks, n_bins,
+                weights=None):
     """One pass: per-slot totals, AUC sums, BCE sums, prefix counts at cuts and ECE bin sums.
 
     The groupings of one call must have the same samples present (every grouping complete, or a
@@ -96,8 +97,11 @@ def ranked_sums(sorted_scores, sorted_labels, sorted_codes, n_groups, loss_terms
     cuts : int64 array of shape (T,), ascending
         Positions in the sorted order, each at a tie-block boundary (or ``n``): every slot records
         its positives and negatives before position ``cuts[t]``.
-    edges : float64 array of shape (n_slots, n_bins + 1) (``calibration.equal_width_edges`` of
-        :func:`score_ends`), or None for no ECE bins
+    marks : tuple of three int64 arrays, or None for no ECE bins
+        :func:`bin_marks` of the slots' bin edges (``calibration.equal_width_edges`` of
+        :func:`score_ends`)
+    n_bins : int
+        Bins per slot (1 without marks).
     weights : float64 array of shape (n,), optional
 
     Returns
@@ -106,13 +110,13 @@ def ranked_sums(sorted_scores, sorted_labels, sorted_codes, n_groups, loss_terms
         ``AUC = u2 / (2 * positives * negatives)``, ties counted one half.
     loss : float64 array of shape (n_slots,), sums of ``loss_terms`` (zeros without)
     pos_below, neg_below : arrays of shape (n_slots, T), int64 (float64 with weights)
-    bin_count, bin_labels, bin_scores : arrays of shape (n_slots, n_bins) (``n_bins`` 1 without
-        edges), as ``calibration.binned_calibration`` (pandas.cut's right-closed bins)
+    bin_count, bin_labels, bin_scores : arrays of shape (n_slots, n_bins), as
+        ``calibration.binned_calibration`` (pandas.cut's right-closed bins); zeros without marks
     """
     offsets, n_slots = slot_offsets(n_groups)
     n_groupings, n = sorted_codes.shape
     n_cuts = cuts.shape[0]
-    n_edges = 2 if edges is None else edges.shape[1]
+    n_edges = n_bins + 1
     tally = counters(weights, (n_slots, 8))
     sums = np.zeros((n_slots, 8))
     pos_cut = counters(weights, (n_slots, n_cuts))
@@ -122,8 +126,12 @@ def ranked_sums(sorted_scores, sorted_labels, sorted_codes, n_groups, loss_terms
     at_pos = counters(weights, (n_slots, n_edges))
     at_score = np.zeros((n_slots, n_edges))
     overall = offsets[0] + n_groups[0] if n_groupings > 0 else 0  # computed once, copied at the end
-    marks, mark_slots, mark_edges = _edge_positions(sorted_scores, edges, offsets, n_groups, overall)
-    n_marks = marks.shape[0]
+    if marks is None:
+        n_marks = 0
+        mark_at = mark_slots = mark_edges = np.empty(0, np.int64)
+    else:
+        mark_at, mark_slots, mark_edges = marks
+        n_marks = mark_at.shape[0]
     zero = tally[0, 0] - tally[0, 0]  # zero, of the counters' type
     # The overall slot lives in local variables: it changes with every sample, which through
     # memory would chain each update to the previous one.
@@ -142,7 +150,7 @@ def ranked_sums(sorted_scores, sorted_labels, sorted_codes, n_groups, loss_terms
     next_cut = 0
     cut = cuts[0] if n_cuts > 0 else n + 1
     next_mark = 0
-    mark = marks[0] if n_marks > 0 else n + 1
+    mark = mark_at[0] if n_marks > 0 else n + 1
     # Each grouping folds its slots every FOLD samples, less often with many groups (a fold visits
     # each of them): a slot's plain sums then hold at most ``8 * (n_groups + 1)`` terms, still exact
     # to ~1e-11 at 10^4 groups. A grouping's schedule depends on it alone, so its sums are the same
@@ -151,8 +159,8 @@ def ranked_sums(sorted_scores, sorted_labels, sorted_codes, n_groups, loss_terms
     for k in range(n_groupings):
         every[k] = max(FOLD, 8 * (n_groups[k] + 1))
     folds = every.copy()  # each grouping's next fold
-    fold_at = min(FOLD, folds.min()) if n_groupings > 0 else FOLD
     o_fold = FOLD  # the overall slot's next fold
+    fold_at = _earliest(o_fold, folds)
     block_start = 0
     block_end = 0  # the current tie block is [block_start, block_end); ties are rare
     # The next position where something besides adding a sample happens: a fold, a cut, a bin
@@ -178,7 +186,7 @@ def ranked_sums(sorted_scores, sorted_labels, sorted_codes, n_groups, loss_terms
                     o_score, o_score_comp = neumaier_step(o_score, o_score_comp, o_score_part)
                     o_loss_part = 0.0
                     o_score_part = 0.0
-                fold_at = min(o_fold, folds.min())
+                fold_at = _earliest(o_fold, folds)
             while cut <= i:  # counts below this boundary
                 for slot in range(n_slots):
                     pos_cut[slot, next_cut] = tally[slot, _POS]
@@ -201,7 +209,7 @@ def ranked_sums(sorted_scores, sorted_labels, sorted_codes, n_groups, loss_terms
                                                         sums[slot, _SCORE_PART])
                 at_score[slot, e] = total + compensation
                 next_mark += 1
-                mark = marks[next_mark] if next_mark < n_marks else n + 1
+                mark = mark_at[next_mark] if next_mark < n_marks else n + 1
             if i == n:
                 break
             event = min(fold_at, cut, mark, n)
@@ -241,7 +249,7 @@ def ranked_sums(sorted_scores, sorted_labels, sorted_codes, n_groups, loss_terms
             tally[slot, _POS] += pw
             if loss_terms is not None:
                 sums[slot, _LOSS_PART] += term
-            if edges is not None:
+            if marks is not None:
                 sums[slot, _SCORE_PART] += weighted_score
             if tied:
                 tally[slot, _BLOCK_POS] += pw
@@ -256,17 +264,40 @@ def ranked_sums(sorted_scores, sorted_labels, sorted_codes, n_groups, loss_terms
         tally[slot, _U2] = o_u2
         sums[slot, _LOSS] = o_loss
         sums[slot, _LOSS_COMP] = o_loss_comp
-        if slot != overall:
-            pos_cut[slot] = pos_cut[overall]
-            neg_cut[slot] = neg_cut[overall]
-            at_count[slot] = at_count[overall]
-            at_pos[slot] = at_pos[overall]
-            at_score[slot] = at_score[overall]
-    bin_count = at_count[:, 1:] - at_count[:, :-1]
-    bin_labels = (at_pos[:, 1:] - at_pos[:, :-1]).astype(np.float64)
-    bin_scores = at_score[:, 1:] - at_score[:, :-1]
-    return (tally[:, _COUNT].copy(), tally[:, _POS].copy(), tally[:, _U2].copy(),
-            sums[:, _LOSS] + sums[:, _LOSS_COMP], pos_cut, neg_cut, bin_count, bin_labels, bin_scores)
+        if slot != overall:  # element by element: a row assignment compiles slowly
+            for t in range(n_cuts):
+                pos_cut[slot, t] = pos_cut[overall, t]
+                neg_cut[slot, t] = neg_cut[overall, t]
+            for e in range(n_edges):
+                at_count[slot, e] = at_count[overall, e]
+                at_pos[slot, e] = at_pos[overall, e]
+                at_score[slot, e] = at_score[overall, e]
+    # The outputs, element by element (array expressions compile slowly).
+    count = counters(weights, n_slots)
+    positives = counters(weights, n_slots)
+    u2 = counters(weights, n_slots)
+    loss = np.empty(n_slots)
+    bin_count = counters(weights, (n_slots, n_edges - 1))
+    bin_labels = np.empty((n_slots, n_edges - 1))
+    bin_scores = np.empty((n_slots, n_edges - 1))
+    for slot in range(n_slots):
+        count[slot] = tally[slot, _COUNT]
+        positives[slot] = tally[slot, _POS]
+        u2[slot] = tally[slot, _U2]
+        loss[slot] = sums[slot, _LOSS] + sums[slot, _LOSS_COMP]
+        for b in range(n_edges - 1):
+            bin_count[slot, b] = at_count[slot, b + 1] - at_count[slot, b]
+            bin_labels[slot, b] = at_pos[slot, b + 1] - at_pos[slot, b]
+            bin_scores[slot, b] = at_score[slot, b + 1] - at_score[slot, b]
+    return count, positives, u2, loss, pos_cut, neg_cut, bin_count, bin_labels, bin_scores
+
+
+@inline_kernel
+def _earliest(first, later):
+    # The smallest of ``first`` and the entries of ``later``.
+    for value in later:
+        first = min(first, value)
+    return first
 
 
 @inline_kernel
@@ -302,38 +333,60 @@ def _fold(sums, slot):
 
 
 @kernel
-def _edge_positions(sorted_scores, edges, offsets, n_groups, overall):
-    # Where each slot's bin edges fall in the sorted order (the first sample above the edge), in
-    # ascending order of position: the marks, their slots and their edge numbers. The overall
-    # slots of the groupings after the first are left out (they copy the first one's).
-    if edges is None:
-        return np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.int64)
+def edge_positions(sorted_scores, edges, slots):
+    """Where the bin edges of the given slots fall in the sorted order: the first sample above
+    each edge (bins are right-closed).
+
+    Parameters
+    ----------
+    sorted_scores : float32 or float64 array of shape (n,), ascending
+    edges : float64 array of shape (n_slots, n_edges)
+    slots : int64 array of shape (m,)
+
+    Returns
+    -------
+    int64 array of shape (m, n_edges)
+    """
     n = sorted_scores.shape[0]
-    n_edges = edges.shape[1]
-    slots = np.empty(edges.shape[0], np.int64)
-    n_used = 0
-    for k in range(n_groups.shape[0]):
-        for slot in range(offsets[k], offsets[k] + n_groups[k] + (1 if k == 0 else 0)):
-            if not np.isnan(edges[slot, 0]):  # an empty slot has no bins
-                slots[n_used] = slot
-                n_used += 1
-    if n_used == 0:
-        return np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.int64)
-    positions = np.empty(n_used * n_edges, np.int64)
-    for u in range(n_used):
-        for e in range(n_edges):
+    positions = np.empty((slots.shape[0], edges.shape[1]), np.int64)
+    for u in range(slots.shape[0]):
+        for e in range(edges.shape[1]):
             edge = edges[slots[u], e]
             low = 0
             high = n
-            while low < high:  # the first sample above the edge (right-closed bins)
+            while low < high:
                 middle = (low + high) >> 1
                 if np.float64(sorted_scores[middle]) > edge:
                     high = middle
                 else:
                     low = middle + 1
-            positions[u * n_edges + e] = low
-    order = np.argsort(positions, kind="mergesort")
-    return positions[order], slots[order // n_edges], order % n_edges
+            positions[u, e] = low
+    return positions
+
+
+def bin_marks(sorted_scores, edges, n_groups):
+    """The marks of :func:`ranked_sums`: each slot's bin edges as positions in the sorted order, in
+    ascending order, with their slots and edge numbers. The overall slots of the groupings after
+    the first are left out (a pass computes the overall slot once); so are empty slots.
+
+    Parameters
+    ----------
+    sorted_scores : float32 or float64 array of shape (n,), ascending
+    edges : float64 array of shape (n_slots, n_edges) (``calibration.equal_width_edges``)
+    n_groups : int64 array of shape (K,)
+
+    Returns
+    -------
+    (positions, slots, edge numbers) : int64 arrays of shape (m,)
+    """
+    n_edges = edges.shape[1]
+    starts = np.concatenate(([0], np.cumsum(np.asarray(n_groups) + 1)))
+    keep = ~np.isnan(edges[:, 0])
+    keep[starts[2:] - 1] = False  # the overall slots after the first grouping's
+    slots = np.flatnonzero(keep).astype(np.int64)
+    positions = edge_positions(sorted_scores, edges, slots).ravel()
+    order = np.argsort(positions, kind="stable")
+    return positions[order], slots[order // n_edges], (order % n_edges).astype(np.int64)
 
 
 @kernel

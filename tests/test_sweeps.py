@@ -32,8 +32,8 @@ def _sweep(scores, labels, codes, n_groups, thresholds, weights=None):
     for k in range(len(n_groups)):
         row, size = codes[k:k + 1], n_groups[k:k + 1]
         low, high = sweeps.score_ends(scores, row, size, weights)
-        edges = calibration.equal_width_edges(low, high, 10)
-        first = sweeps.ranked_sums(scores, labels, row, size, terms, cuts, edges, weights)
+        marks = sweeps.bin_marks(scores, calibration.equal_width_edges(low, high, 10), size)
+        first = sweeps.ranked_sums(scores, labels, row, size, terms, cuts, marks, 10, weights)
         count, positives = first[:2]
         second = sweeps.best_f1_sweep(scores, labels, row, size, positives[-1:], count[-1:] - positives[-1:],
                                       weights)
@@ -130,12 +130,15 @@ def test_complete_groupings_in_one_pass_equal_each_alone(case, data):
     cuts = np.unique(np.searchsorted(scores, [0.25, 0.5], "right")).astype(np.int64)
     low, high = sweeps.score_ends(scores, codes, case.n_groups, weights)
     edges = calibration.equal_width_edges(low, high, 10) if data.draw(st.booleans()) else None
-    together = sweeps.ranked_sums(scores, labels, codes, case.n_groups, terms, cuts, edges, weights)
+    n_bins = 1 if edges is None else 10
+    marks = None if edges is None else sweeps.bin_marks(scores, edges, case.n_groups)
+    together = sweeps.ranked_sums(scores, labels, codes, case.n_groups, terms, cuts, marks, n_bins, weights)
     starts = np.concatenate(([0], np.cumsum(case.n_groups + 1)))
     for k in range(len(case.n_groups)):
         window = slice(starts[k], starts[k + 1])
+        alone_marks = None if edges is None else sweeps.bin_marks(scores, edges[window], case.n_groups[k:k + 1])
         alone = sweeps.ranked_sums(scores, labels, codes[k:k + 1], case.n_groups[k:k + 1], terms, cuts,
-                                   None if edges is None else edges[window], weights)
+                                   alone_marks, n_bins, weights)
         for got, expected in zip(together, alone):
             np.testing.assert_array_equal(got[window], expected)
 
@@ -151,9 +154,9 @@ def test_sums_fold_with_many_groups():
     sizes = np.array([groups], np.int64)
     terms = calibration.log_loss_terms(scores, labels)
     low, high = sweeps.score_ends(scores, codes, sizes)
-    edges = calibration.equal_width_edges(low, high, 10)
+    marks = sweeps.bin_marks(scores, calibration.equal_width_edges(low, high, 10), sizes)
     count, _, _, loss, _, _, bin_count, bin_labels, bin_scores = sweeps.ranked_sums(
-        scores, labels, codes, sizes, terms, np.empty(0, np.int64), edges)
+        scores, labels, codes, sizes, terms, np.empty(0, np.int64), marks, 10)
     ece = calibration.calibration_error(bin_count, bin_labels, bin_scores, 0)
     for group in (0, 7, groups - 1):
         mask = codes[0] == group

@@ -48,12 +48,12 @@ def kernel_work(attributes: int, full: bool):
     sizes = np.array([5] + [2] * (attributes - 1), np.int64)
     cuts = np.full(1 if full else 0, int(np.searchsorted(sorted_scores, 0.5, "right")), np.int64)
     loss = calibration.log_loss_terms(sorted_scores, sorted_labels) if full else None
-    edges = None
+    marks = None
     if full:
         low, high = sweeps.score_ends(sorted_scores, sorted_codes, sizes)
-        edges = calibration.equal_width_edges(low, high, 10)
+        marks = sweeps.bin_marks(sorted_scores, calibration.equal_width_edges(low, high, 10), sizes)
     count, positives, u2, _, _, _, *bins = sweeps.ranked_sums(sorted_scores, sorted_labels, sorted_codes, sizes,
-                                                              loss, cuts, edges)
+                                                              loss, cuts, marks, 10 if full else 1)
     if full:
         overall = np.cumsum(sizes + 1) - 1
         sweeps.best_f1_sweep(sorted_scores, sorted_labels, sorted_codes, sizes, positives[overall],
