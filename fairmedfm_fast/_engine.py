@@ -81,7 +81,8 @@ def code_dtype(largest: int) -> np.dtype:
     return np.dtype(np.intp)
 
 
-#: Inputs below this many samples sort with NumPy's stable argsort (and gather): cheaper to start.
+#: Inputs below this many samples sort with NumPy (and gather): cheaper to start. At most 1 << 16, the
+#: positions :func:`_sort_packed` packs.
 RADIX_FROM = 1 << 14
 
 
@@ -89,13 +90,41 @@ def _bits(scores: np.ndarray) -> np.ndarray:
     return scores.view(np.uint64 if scores.dtype.itemsize == 8 else np.uint32)
 
 
+def _sort_packed(scores: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """:func:`sort_scores` of up to 65,536 non-negative float scores by one ``np.sort`` of 64-bit words
+    (SIMD, where ``argsort`` compares through the indices): each word holds a score's bits above the
+    lowest 16 (all 32 bits of a float32) and, in its lowest 16 bits, the score's position. Scores
+    that agree in the bits kept come out in position order, which is their stable order exactly
+    when the sorted scores do not decrease there. None where they do, and for negative scores and
+    -0.0 (the sign bit): ``argsort`` sorts those."""
+    if scores.dtype == np.float64:
+        keys = scores.view(np.int64) & np.int64(-1 << 16)
+    elif scores.dtype == np.float32:
+        keys = scores.view(np.int32).astype(np.int64) << 16
+    else:
+        return None
+    keys |= np.arange(len(keys))
+    keys.sort()
+    if len(keys) == 0 or keys[0] < 0:
+        return None
+    order = keys & 0xFFFF
+    ordered = scores[order]
+    if (ordered[1:] < ordered[:-1]).any():
+        return None
+    return order, ordered
+
+
 def sort_scores(scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Ascending order of the scores (that of ``np.argsort(kind="stable")``), and the sorted scores.
 
     Large inputs take a radix sort on the scores' full bits (``kernels.sorting.sort_order``, linear
-    time, negative scores included); -0.0 comes out as 0.0.
+    time, negative scores included); -0.0 comes out as 0.0. Small ones take :func:`_sort_packed`
+    where it applies (a 1,000-sample ``argsort`` and gather cost 1.7 times as much), else ``argsort``.
     """
     if len(scores) < RADIX_FROM or len(scores) >= 1 << 32:
+        packed = _sort_packed(scores) if len(scores) < RADIX_FROM else None
+        if packed is not None:
+            return packed
         order = np.argsort(scores, kind="stable")
         return order, scores[order]
     from .kernels import sorting
@@ -286,7 +315,10 @@ def arrange(scores: np.ndarray, labels: np.ndarray, code_rows: list[np.ndarray],
                                                                        len(code_rows), weights):
         scores, labels, codes = _sort_carrying(scores, labels, code_rows)
     elif sort:  # the one sort, shared by every grouping
-        order, scores = (presort or Presort(scores)).result()
+        if presort is None and not _threaded(len(scores)):  # what Presort would run, without its wrapping
+            order, scores = sort_scores(scores)
+        else:
+            order, scores = (presort or Presort(scores)).result()
         sorted_labels = np.empty(len(labels), labels.dtype)
         sorted_weights = None if weights is None else np.empty(len(weights), weights.dtype)
         gathers = [(labels, sorted_labels), *zip(code_rows, codes)]

@@ -97,12 +97,11 @@ def _columns(sensitive_features: Any) -> list[tuple[str, Column]]:
     features = sensitive_features
     if isinstance(features, np.ndarray) and features.ndim == 1:  # the common case, first
         return [("sensitive", features)]
+    # pandas columns keep their index: coding reads their values only (a reset_index costs more)
     if is_pandas(features, "DataFrame"):
-        return [(str(name), features.iloc[:, i].reset_index(drop=True))
-                for i, name in enumerate(features.columns)]
+        return [(str(name), column) for name, column in features.items()]
     if is_pandas(features, "Series"):
-        name = str(features.name) if features.name else "sensitive"
-        return [(name, features.reset_index(drop=True))]
+        return [(str(features.name) if features.name else "sensitive", features)]
     if isinstance(features, Mapping):
         # Values of a mapping are taken as plain arrays (as a DataFrame built from them would be),
         # except pyarrow and polars columns, which keep their own types.
@@ -158,9 +157,11 @@ def _recoded(values: Any) -> pd.Series | None:
 
 
 def is_numeric(values: Column) -> bool:
-    if isinstance(values, np.ndarray):
-        return values.dtype.kind in "iufc"
     dtype = values.dtype
+    if isinstance(dtype, np.dtype):  # what pandas' is_numeric_dtype and not is_bool_dtype say of it
+        return dtype.kind in "iufc"
+    if isinstance(dtype, (pd.StringDtype, pd.CategoricalDtype)):  # never numbers (and cheaper to tell)
+        return False
     return pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype)
 
 
@@ -245,13 +246,14 @@ def _code_counts(codes: np.ndarray, n_codes: int) -> np.ndarray:
 
 
 def _arrow_text_codes(values: Column) -> tuple[np.ndarray, list[str]] | None:
-    """Codes and distinct strings (in order of first occurrence, as ``pandas.factorize``) of a large
+    """Codes and distinct strings (in order of first occurrence, as ``pandas.factorize``) of an
     Arrow-backed string column without missing values, by ``kernels.coding.text_codes`` on its
-    offsets and bytes (Arrow's dictionary encoding takes about three times as long); None for any
-    other column, or one of more than 512 distinct strings."""
+    offsets and bytes (Arrow's dictionary encoding takes about three times as long on large columns,
+    and pandas' wrapping of it costs ten times the work on small ones); None for any other column,
+    or one of more than 512 distinct strings."""
     pyarrow_type = getattr(getattr(values, "dtype", None), "pyarrow_dtype", None)
     array = getattr(getattr(values, "array", None), "_pa_array", None)
-    if array is None or len(values) < 1 << 16:
+    if array is None:
         return None
     import pyarrow as pa
 
@@ -265,12 +267,13 @@ def _arrow_text_codes(values: Column) -> tuple[np.ndarray, list[str]] | None:
         array = array.chunk(0) if array.num_chunks == 1 else array.combine_chunks()
     _, offsets, data = array.buffers()
     offsets = np.frombuffer(offsets, np.int64 if pa.types.is_large_string(array.type) else np.int32)
-    codes, firsts = coding.text_codes(offsets[array.offset:array.offset + len(array) + 1],
-                                      np.frombuffer(data, np.uint8) if data is not None else np.empty(0, np.uint8),
-                                      1024)
+    offsets = offsets[array.offset:array.offset + len(array) + 1]
+    data = np.frombuffer(data, np.uint8) if data is not None else np.empty(0, np.uint8)
+    codes, firsts = coding.text_codes(offsets, data, 1024)
     if len(firsts) == 0:
         return None
-    return codes, array.take(pa.array(firsts)).to_pylist()
+    # each distinct string from its first sample's bytes (valid UTF-8, as Arrow holds them)
+    return codes, [data[offsets[i]:offsets[i + 1]].tobytes().decode() for i in firsts.tolist()]
 
 
 def encode_values(values: Column, max_distinct: int | None = None) -> tuple[np.ndarray, list[str]] | None:
@@ -321,6 +324,7 @@ def encode_values(values: Column, max_distinct: int | None = None) -> tuple[np.n
         ordered = sorted({name for name in names if name is not None}, key=order_key)
     else:
         array = values if isinstance(values, np.ndarray) else None
+        plain_text = False
         if array is None and values.dtype.kind in "iu" and not isinstance(values.dtype, pd.api.extensions.ExtensionDtype):
             array = values.to_numpy()
         if (array is not None and array.dtype.kind in "iu" and len(array)
@@ -342,13 +346,15 @@ def encode_values(values: Column, max_distinct: int | None = None) -> tuple[np.n
             uniques = distinct.tolist()
         elif (text := _arrow_text_codes(values)) is not None:
             raw_codes, uniques = text
+            plain_text = True
         else:
             raw_codes, distinct = pd.factorize(values, use_na_sentinel=True)
             if max_distinct is not None and len(distinct) > max_distinct:
                 return None
             uniques = distinct.tolist()
-        # a NumPy text array's values are str, which group_name leaves as they are
-        names = uniques if array is not None and array.dtype.kind == "U" else [group_name(value) for value in uniques]
+        # the values of a NumPy or Arrow text column are str, which group_name leaves as they are
+        plain_text = plain_text or (array is not None and array.dtype.kind == "U")
+        names = uniques if plain_text else [group_name(value) for value in uniques]
         ordered = sorted({name for name in names if name is not None}, key=_name_order)
     position = {name: i for i, name in enumerate(ordered)}
     lookup = [position.get(name, -1) if name is not None else -1 for name in names]

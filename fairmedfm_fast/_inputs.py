@@ -177,6 +177,9 @@ def align_by_index(named: dict[str, Any], notes: list[str]) -> tuple:
     """
     if "pandas" not in sys.modules:  # no input can be a pandas object
         return tuple(named.values())
+    given = tuple(named.values())
+    if all(isinstance(value, np.ndarray) for value in given):  # NumPy arrays have no index
+        return given
     values = dict(named)
     reference_name = next((name for name, value in values.items() if pandas_index(value) is not None), None)
     if reference_name is None:

@@ -16,7 +16,10 @@ class _Pandas:
     """The pandas module, imported when one of its names is first read."""
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(importlib.import_module("pandas"), name)
+        # Kept on the instance once read, so that the next read skips this call (microseconds each).
+        value = getattr(importlib.import_module("pandas"), name)
+        setattr(self, name, value)
+        return value
 
 
 pd: Any = _Pandas()

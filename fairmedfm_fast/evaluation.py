@@ -74,9 +74,15 @@ class AttributeResult:
     valid: list[int]  # indices of evaluable groups
     skipped: dict[int, str]  # group index -> reason
     overall: dict[str, Any]  # metrics on the attribute's present samples (empty when not evaluable)
-    by_group: dict[int, dict[str, Any]]  # group index -> metrics
     summary: dict[str, Any]
     threshold: float  # decision threshold of the @best_f1 metrics
+    keys: tuple[str, ...] = ()  # the per-group metrics
+    rows: list[tuple] = field(default_factory=list)  # per slot, the value of each of ``keys``
+
+    @property
+    def by_group(self) -> dict[int, dict[str, Any]]:
+        """Group index -> metrics, of the evaluable groups (made when read, by the by_group frame)."""
+        return {i: dict(zip(self.keys, self.rows[i])) for i in self.valid} if self.rows else {}
 
 
 def as_python(value: Any) -> Any:
@@ -152,25 +158,27 @@ def attribute_result(attribute: _groups.Attribute, grouping: _engine.Grouping, n
             warnings.append(f"{name}={attribute.groups[i]}: skipped, {skipped[i]} among its "
                             f"{int(counts[i])} samples (AUC, TPR and TNR need both labels)")
     overall: dict[str, Any] = {}
-    by_group: dict[int, dict[str, Any]] = {}
+    keys: tuple[str, ...] = ()
+    rows: list[tuple] = []
     summary: dict[str, Any] = {"n": n, "n_groups": len(valid)}
     if len(valid) < 2:
         warnings.append(f"{name}: fewer than two groups have both labels, so the attribute has no summary "
                         "metrics")
     else:
         # Python numbers from whole arrays at once (as as_python: ints stay ints, the rest floats)
-        keys = list(grouping.values)
+        keys = tuple(grouping.values)
         columns = [_python_values(array) for array in grouping.values.values()]
         rows = list(zip(*columns))  # a tuple of every metric per slot
         overall = dict(zip(keys, rows[g]))
-        by_group = {i: dict(zip(keys, rows[i])) for i in valid}
+        # the groups' values of the metrics that summary columns read
         if len(valid) == g:  # every group evaluable: the first g slots
-            per_metric = {key: column[:g] for key, column in zip(keys, columns)}
+            per_metric = {key: column[:g] for key, column in zip(keys, columns) if key in _SUMMARY_READS}
         else:
-            per_metric = {key: [column[i] for i in valid] for key, column in zip(keys, columns)}
+            per_metric = {key: [column[i] for i in valid] for key, column in zip(keys, columns)
+                          if key in _SUMMARY_READS}
         summary.update(summarize(overall, per_metric))
     return AttributeResult(name, n, attribute.groups, [int(count) for count in counts[:g]], valid, skipped,
-                           overall, by_group, summary, grouping.threshold)
+                           overall, summary, grouping.threshold, keys, rows)
 
 
 def too_small(min_group_size: int) -> str:
@@ -194,6 +202,8 @@ _OVERALL_COLUMNS = (("overall-auc", "auc"), ("overall-acc", "acc@best_f1"), ("ov
 _GAP_COLUMNS = (("auc-gap", "auc"), ("acc-gap", "acc@best_f1"), ("bce-gap", "bce"), ("ece-gap", "ece"))
 _OPTIONAL_READS = frozenset(key for summary in _metric_registry.SUMMARIES if summary.optional
                             for key in summary.reads)
+#: Every per-group key that a summary column reads.
+_SUMMARY_READS = frozenset(key for summary in _metric_registry.SUMMARIES for key in summary.reads)
 
 
 def summarize(overall: Mapping[str, float], groups: Mapping[str, Sequence[float]]) -> dict[str, float]:

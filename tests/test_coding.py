@@ -73,3 +73,22 @@ def test_large_arrow_string_column():
     expected, expected_groups = _groups.encode_values(values)  # an object array: pandas.factorize
     assert groups == expected_groups
     np.testing.assert_array_equal(got, expected)
+
+
+def test_small_arrow_string_columns():
+    # small Arrow string columns take the same kernel (pandas.factorize costs ten times the work); the
+    # names come from the strings' bytes: non-ASCII, empty, long, sliced and chunked arrays
+    values = np.array(["é", "b", "", "a much longer group name", "b", "é", "10", "9"], dtype=object)
+    expected, expected_groups = _groups.encode_values(values)  # an object array: pandas.factorize
+    for array in (pa.array(values), pa.array(values, pa.string()), pa.chunked_array([values[:3], values[3:]]),
+                  pa.array(["pad", *values], pa.large_string()).slice(1)):
+        got, groups = _groups.encode_values(pd.Series(pd.arrays.ArrowExtensionArray(array)))
+        assert groups == expected_groups == ["9", "10", "", "a much longer group name", "b", "é"]
+        np.testing.assert_array_equal(got, expected)
+    got, groups = _groups.encode_values(pd.Series(values, dtype="str"))  # pandas' own text dtype
+    assert groups == expected_groups
+    np.testing.assert_array_equal(got, expected)
+    with_missing = pd.Series(pd.arrays.ArrowExtensionArray(pa.array(["b", None, "a"])))  # pandas.factorize
+    got, groups = _groups.encode_values(with_missing)
+    assert groups == ["a", "b"]
+    np.testing.assert_array_equal(got, [1, -1, 0])

@@ -1,4 +1,5 @@
-"""The one sort and the engine on inputs large enough for the packed-word sort (n >= 65,536)."""
+"""The one sort and the engine on inputs large enough for the packed-word sort (n >= 65,536), and the
+small inputs' sort."""
 import numpy as np
 import pandas as pd
 import pytest
@@ -26,6 +27,27 @@ def test_sort_scores_matches_numpy(make):
     np.testing.assert_array_equal(sorted_scores, np.sort(scores))
     np.testing.assert_array_equal(scores[order], sorted_scores)
     assert np.array_equal(np.sort(order), np.arange(N))
+
+
+@pytest.mark.parametrize("make", [
+    lambda rng, n: rng.random(n),
+    lambda rng, n: rng.integers(0, 5, n) / 4.0,  # heavy ties
+    lambda rng, n: 0.5 + rng.integers(0, 1 << 20, n) * 2.0 ** -52,  # equal but for the lowest 16 bits or more
+    lambda rng, n: 0.5 + rng.permutation(n) * 2.0 ** -52,  # the lowest 16 bits in any order
+    lambda rng, n: rng.random(n).astype(np.float32),
+    lambda rng, n: np.where(rng.random(n) < 0.5, -0.0, 1.0) * rng.integers(0, 2, n),  # -0.0 and 0.0
+    lambda rng, n: rng.normal(size=n),  # negative scores
+    lambda rng, n: rng.random(2 * n)[::2],  # strided
+], ids=["distinct", "ties", "low-bits", "low-bits-shuffled", "float32", "signed-zero", "negative", "strided"])
+@pytest.mark.parametrize("n", [0, 1, 2, 1000, _engine.RADIX_FROM - 1])
+def test_small_sort_is_the_stable_argsort(make, n):
+    # below RADIX_FROM one np.sort of packed (bits, position) words, else argsort: argsort's order either way
+    scores = make(np.random.default_rng(n), n)
+    order, sorted_scores = _engine.sort_scores(scores)
+    expected = np.argsort(scores, kind="stable")
+    np.testing.assert_array_equal(order, expected)
+    assert sorted_scores.dtype == scores.dtype
+    assert sorted_scores.tobytes() == scores[expected].tobytes()
 
 
 def test_large_evaluate_matches_per_group_references():
