@@ -1,6 +1,6 @@
 """Slot layout shared by the kernels: grouping ``k`` owns ``n_groups[k] + 1`` consecutive slots."""
-import numpy as np
 
+from ._arrays import filled
 from ._config import inline_kernel, kernel
 
 
@@ -17,7 +17,7 @@ def slot_offsets(n_groups):
     offsets : int64 array of shape (K,)
     n_slots : int
     """
-    offsets = np.empty(n_groups.shape[0], np.int64)
+    offsets = filled(n_groups.shape[0], 0)
     total = 0
     for k in range(n_groups.shape[0]):
         offsets[k] = total

@@ -7,7 +7,9 @@ plain Python bodies run instead.
 """
 import numpy as np
 from numba import types
-from numba.extending import overload
+from numba.extending import intrinsic, overload
+
+from ._arrays import JIT_ARRAYS, array_type, emit_array
 
 
 def weight_of(weights, i):
@@ -31,8 +33,21 @@ def _weight_of(weights, i):
     return lambda weights, i: weights[i]
 
 
-@overload(counters, inline="always")
-def _counters(weights, shape):
-    if _unweighted(weights):
-        return lambda weights, shape: np.zeros(shape, np.int64)
-    return lambda weights, shape: np.zeros(shape, np.float64)
+if JIT_ARRAYS:
+
+    @intrinsic
+    def counters(typingctx, weights, shape):  # noqa: F811 - the compiled version of the Python body above
+        kind = array_type(shape, types.int64 if _unweighted(weights) else types.float64)
+
+        def codegen(context, builder, signature, args):
+            return emit_array(context, builder, kind, shape, args[1])
+
+        return kind(weights, shape), codegen
+
+else:  # without JIT (the Python body runs), or a numba without the allocation code: its np.zeros
+
+    @overload(counters, inline="always")
+    def _counters(weights, shape):
+        if _unweighted(weights):
+            return lambda weights, shape: np.zeros(shape, np.int64)
+        return lambda weights, shape: np.zeros(shape, np.float64)

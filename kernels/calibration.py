@@ -5,6 +5,7 @@ become weighted sums; samples of weight 0 are absent, also from the score ranges
 """
 import numpy as np
 
+from ._arrays import filled
 from ._config import inline_kernel, kernel
 from ._slots import neumaier_add, slot_offsets
 from ._weights import counters, weight_of
@@ -31,8 +32,8 @@ def score_ranges(scores, labels, codes, n_groups, weights=None):
     n_groupings, n = codes.shape
     count = counters(weights, n_slots)
     positives = counters(weights, n_slots)
-    low = np.full(n_slots, np.inf)
-    high = np.full(n_slots, -np.inf)
+    low = filled(n_slots, np.inf)
+    high = filled(n_slots, -np.inf)
     for i in range(n):
         w = weight_of(weights, i)
         if w == 0:
@@ -90,7 +91,7 @@ def equal_width_edges(low, high, n_bins):
     edges : float64 array of shape (n_slots, n_bins + 1); NaN rows for empty slots
     """
     n_slots = low.shape[0]
-    edges = np.full((n_slots, n_bins + 1), np.nan)
+    edges = filled((n_slots, n_bins + 1), np.nan)
     for slot in range(n_slots):
         lo = low[slot]
         hi = high[slot]
@@ -131,9 +132,9 @@ def binned_calibration(scores, labels, codes, n_groups, edges, include_lowest, w
     n_groupings, n = codes.shape
     n_bins = edges.shape[1] - 1
     count = counters(weights, n_slots * n_bins)
-    label_sum = np.zeros(n_slots * n_bins)
-    sums = np.zeros(n_slots * n_bins)
-    compensation = np.zeros(n_slots * n_bins)
+    label_sum = filled(n_slots * n_bins, 0.0)
+    sums = filled(n_slots * n_bins, 0.0)
+    compensation = filled(n_slots * n_bins, 0.0)
     origin = edges[:, 0].copy()
     scale = np.empty(n_slots)
     for slot in range(n_slots):
@@ -182,7 +183,7 @@ def calibration_error(count, label_sum, score_sum, variant):
     ("squared"), and for 2 ("rmse") the square root of the squared version. NaN for an empty slot.
     """
     n_slots, n_bins = count.shape
-    out = np.full(n_slots, np.nan)
+    out = filled(n_slots, np.nan)
     for slot in range(n_slots):
         weighted = 0.0
         total = 0
@@ -242,8 +243,8 @@ def slot_sums(values, codes, n_groups, weights=None):
     """
     offsets, n_slots = slot_offsets(n_groups)
     n_groupings, n = codes.shape
-    sums = np.zeros(n_slots)
-    compensation = np.zeros(n_slots)
+    sums = filled(n_slots, 0.0)
+    compensation = filled(n_slots, 0.0)
     for i in range(n):
         w = weight_of(weights, i)
         if w == 0:

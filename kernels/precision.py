@@ -7,8 +7,8 @@ sum is ``sum over blocks of block_positives * TP / (TP + FP)`` divided by ``P`` 
 A group's tie blocks are the global tie blocks restricted to the group, so one sweep of the sorted
 order serves every group of every grouping.
 """
-import numpy as np
 
+from ._arrays import filled
 from ._config import kernel
 from ._slots import neumaier_add, neumaier_step, slot_offsets
 from ._weights import counters, weight_of
@@ -41,8 +41,8 @@ def precision_sums(sorted_scores, sorted_labels, sorted_codes, n_groups, pos_abo
             fp[slot] += neg_above[slot]
     block_pos = counters(weights, n_slots)
     block_neg = counters(weights, n_slots)
-    sums = np.zeros(n_slots)
-    compensation = np.zeros(n_slots)
+    sums = filled(n_slots, 0.0)
+    compensation = filled(n_slots, 0.0)
     for k in range(n_groupings):  # the overall slot in local variables (every sample updates it)
         first = offsets[k]
         overall = first + n_groups[k]

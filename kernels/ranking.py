@@ -7,6 +7,7 @@ then become weighted sums, and samples of weight 0 are absent.
 """
 import numpy as np
 
+from ._arrays import filled
 from ._config import inline_kernel, kernel
 from ._slots import slot_offsets
 from ._weights import counters, weight_of
@@ -131,8 +132,8 @@ def best_f1_thresholds(sorted_scores, sorted_labels, sorted_codes, n_pos, n_neg,
     best_f1 : float64 array of shape (K,)
     """
     n_groupings, n = sorted_codes.shape
-    thresholds = np.full(n_groupings, np.nan)
-    best = np.full(n_groupings, -np.inf)
+    thresholds = filled(n_groupings, np.nan)
+    best = filled(n_groupings, -np.inf)
     pos_below = counters(weights, n_groupings)
     neg_below = counters(weights, n_groupings)
     if pos_before is not None:
