@@ -13,6 +13,7 @@ from functools import lru_cache
 import numpy as np
 
 from . import _metric_registry
+from ._threads import on_threads
 
 #: Per-group metrics, in report order (from the metric registry). Each also exists with "@best_f1".
 METRICS = _metric_registry.NAMES
@@ -58,7 +59,7 @@ class Arranged:
                 calibration.log_loss_into(self.scores, self.labels, self.log_loss)
                 return self.log_loss
             bounds = np.linspace(0, n, _n_threads(n) + 1).astype(np.intp)
-            _on_threads([lambda a=a, b=b: calibration.log_loss_into(self.scores[a:b], self.labels[a:b],
+            on_threads([lambda a=a, b=b: calibration.log_loss_into(self.scores[a:b], self.labels[a:b],
                                                                    self.log_loss[a:b])
                          for a, b in zip(bounds[:-1], bounds[1:])], len(bounds) - 1)
         return self.log_loss
@@ -243,36 +244,6 @@ def _n_threads(n: int) -> int:
     from ._threads import resolve_n_jobs
 
     return resolve_n_jobs()
-
-
-def _on_threads(tasks: list, n_threads: int) -> list:
-    """Call each of ``tasks`` (functions without arguments) on up to ``n_threads`` threads, the calling
-    one among them, each thread taking the next task when done (the kernels release the GIL); returns
-    their values in order, or raises the first error."""
-    values = [None] * len(tasks)
-    errors = []
-    taken = iter(range(len(tasks)))  # next() on one iterator is atomic under the GIL
-
-    def work() -> None:
-        for j in taken:
-            try:
-                values[j] = tasks[j]()
-            except BaseException as error:  # re-raised below
-                errors.append(error)
-
-    threads = []
-    if n_threads > 1 and len(tasks) > 1:
-        import threading
-
-        threads = [threading.Thread(target=work, daemon=True) for _ in range(min(n_threads, len(tasks)) - 1)]
-        for thread in threads:
-            thread.start()
-    work()
-    for thread in threads:
-        thread.join()
-    if errors:
-        raise errors[0]
-    return values
 
 
 class Presort:
@@ -509,7 +480,7 @@ def _sweep(arranged: Arranged, keys: set[str], base: set[str], at_half: bool, at
     tasks = [lambda rows=rows: _passes(arranged, rows, loss_terms, cuts, with_ece,
                                        sweep_f1 and (shared is None or not all(complete[k] for k in rows)), weights)
              for rows in parts]
-    done = _on_threads(tasks, n_threads) if n_threads > 1 and len(tasks) > 1 else [task() for task in tasks]
+    done = on_threads(tasks, n_threads) if n_threads > 1 and len(tasks) > 1 else [task() for task in tasks]
     count, positives, u2, loss, pos_cut, neg_cut, found, pos_at, neg_at, ece = _in_slot_order(parts, done, sizes)
     if shared is not None:
         threshold_found, at, _ = shared

@@ -20,10 +20,13 @@ import numpy as np
 
 from ._inputs import check_memory, is_arrow, is_polars, shown, to_numpy
 from ._lazy_pandas import is_na, is_pandas, pd
+from ._threads import on_threads, resolve_n_jobs
 
 Bins = Mapping[str, int | Sequence[float]]
 #: A numeric attribute with more distinct values than this looks continuous and must be binned.
 MAX_NUMERIC_GROUPS = 20
+#: Columns of this many values and more are coded side by side on threads.
+PARALLEL_FROM = 1 << 18
 
 
 @dataclass
@@ -501,22 +504,29 @@ def encode_attributes(sensitive_features: Any, n_samples: int, bins: Bins | None
         bins = {str(key): value for key, value in bins.items()}
     else:
         bins = {}
-    attributes = []
-    for name, values in columns:
-        if name in bins:
-            codes, groups = binned(values, bins[name], name)
-        else:
-            encoded = encode_values(values, MAX_NUMERIC_GROUPS if is_numeric(values) else None)
-            if encoded is None:
-                raise ValueError(
-                    f"attribute {name!r} looks continuous (more than {MAX_NUMERIC_GROUPS} distinct numbers); "
-                    f"group it with bins={{{name!r}: [40, 60]}} (cut points) or bins={{{name!r}: 4}} "
-                    "(quantile groups)")
-            codes, groups = encoded
-        attributes.append(Attribute(name, narrowest(codes, len(groups)), groups))
+    # Large columns are coded side by side (the coding kernels release the GIL); an error names the
+    # first failing column, as coding them in turn would.
+    n_threads = resolve_n_jobs() if n_samples >= PARALLEL_FROM and len(columns) > 1 else 1
+    attributes = on_threads([lambda name=name, values=values: _attribute(name, values, bins.get(name))
+                             for name, values in columns], n_threads)
     if intersectional and len(attributes) > 1:
         attributes.append(combine(attributes))  # its name is longer than any other: no clash
     return attributes
+
+
+def _attribute(name: str, values: Column, bins: Any) -> Attribute:
+    """One attribute column coded: cut at ``bins`` when given, else by its distinct values."""
+    if bins is not None:
+        codes, groups = binned(values, bins, name)
+    else:
+        encoded = encode_values(values, MAX_NUMERIC_GROUPS if is_numeric(values) else None)
+        if encoded is None:
+            raise ValueError(
+                f"attribute {name!r} looks continuous (more than {MAX_NUMERIC_GROUPS} distinct numbers); "
+                f"group it with bins={{{name!r}: [40, 60]}} (cut points) or bins={{{name!r}: 4}} "
+                "(quantile groups)")
+        codes, groups = encoded
+    return Attribute(name, narrowest(codes, len(groups)), groups)
 
 
 def _require_distinct(names: list[str], problem: str) -> None:

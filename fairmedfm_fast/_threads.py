@@ -64,3 +64,34 @@ def executor(workers: int):
 
             pool = _executors[workers] = ThreadPoolExecutor(workers, thread_name_prefix="fairmedfm_fast")
         return pool
+
+
+def on_threads(tasks: list, n_threads: int) -> list:
+    """Call each of ``tasks`` (functions without arguments) on up to ``n_threads`` threads, the calling
+    one among them, each thread taking the next task when done (the kernels release the GIL); returns
+    their values in order, or raises the error of the first task (in order) that failed.
+
+    Fresh threads, not the shared pool: a task may itself run threads.
+    """
+    values = [None] * len(tasks)
+    errors: dict[int, BaseException] = {}
+    taken = iter(range(len(tasks)))  # next() on one iterator is atomic under the GIL
+
+    def work() -> None:
+        for j in taken:
+            try:
+                values[j] = tasks[j]()
+            except BaseException as error:  # re-raised below
+                errors[j] = error
+
+    threads = []
+    if n_threads > 1 and len(tasks) > 1:
+        threads = [threading.Thread(target=work, daemon=True) for _ in range(min(n_threads, len(tasks)) - 1)]
+        for thread in threads:
+            thread.start()
+    work()
+    for thread in threads:
+        thread.join()
+    if errors:
+        raise errors[min(errors)]
+    return values

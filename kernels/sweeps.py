@@ -16,6 +16,7 @@ are exact; weighted sums (float64) otherwise, samples of weight 0 being absent.
 """
 import numpy as np
 
+from ._arrays import filled
 from ._config import inline_kernel, kernel
 from ._slots import neumaier_step, slot_offsets
 from ._weights import counters, weight_of
@@ -45,8 +46,8 @@ def score_ends(sorted_scores, sorted_codes, n_groups, weights=None):
     """
     offsets, n_slots = slot_offsets(n_groups)
     n_groupings, n = sorted_codes.shape
-    low = np.full(n_slots, np.nan)
-    high = np.full(n_slots, np.nan)
+    low = filled(n_slots, np.nan)
+    high = filled(n_slots, np.nan)
     for k in range(n_groupings):
         found = _first_met(sorted_scores, sorted_codes, k, offsets[k], n_groups[k], weights, 0, n, 1,
                            n_groups[k] + 1, low)
@@ -118,17 +119,17 @@ def ranked_sums(sorted_scores, sorted_labels, sorted_codes, n_groups, loss_terms
     n_cuts = cuts.shape[0]
     n_edges = n_bins + 1
     tally = counters(weights, (n_slots, 8))
-    sums = np.zeros((n_slots, 8))
+    sums = filled((n_slots, 8), 0.0)
     pos_cut = counters(weights, (n_slots, n_cuts))
     neg_cut = counters(weights, (n_slots, n_cuts))
     # Each slot's running count, positives and score sum at the first sample above each edge.
     at_count = counters(weights, (n_slots, n_edges))
     at_pos = counters(weights, (n_slots, n_edges))
-    at_score = np.zeros((n_slots, n_edges))
+    at_score = filled((n_slots, n_edges), 0.0)
     overall = offsets[0] + n_groups[0] if n_groupings > 0 else 0  # computed once, copied at the end
     if marks is None:
         n_marks = 0
-        mark_at = mark_slots = mark_edges = np.empty(0, np.int64)
+        mark_at = mark_slots = mark_edges = filled(0, 0)
     else:
         mark_at, mark_slots, mark_edges = marks
         n_marks = mark_at.shape[0]
@@ -155,7 +156,7 @@ def ranked_sums(sorted_scores, sorted_labels, sorted_codes, n_groups, loss_terms
     # each of them): a slot's plain sums then hold at most ``8 * (n_groups + 1)`` terms, still exact
     # to ~1e-11 at 10^4 groups. A grouping's schedule depends on it alone, so its sums are the same
     # whichever groupings share the pass.
-    every = np.empty(n_groupings, np.int64)
+    every = filled(n_groupings, 0)
     for k in range(n_groupings):
         every[k] = max(FOLD, 8 * (n_groups[k] + 1))
     folds = every.copy()  # each grouping's next fold
@@ -276,10 +277,10 @@ def ranked_sums(sorted_scores, sorted_labels, sorted_codes, n_groups, loss_terms
     count = counters(weights, n_slots)
     positives = counters(weights, n_slots)
     u2 = counters(weights, n_slots)
-    loss = np.empty(n_slots)
+    loss = filled(n_slots, 0.0)
     bin_count = counters(weights, (n_slots, n_edges - 1))
-    bin_labels = np.empty((n_slots, n_edges - 1))
-    bin_scores = np.empty((n_slots, n_edges - 1))
+    bin_labels = filled((n_slots, n_edges - 1), 0.0)
+    bin_scores = filled((n_slots, n_edges - 1), 0.0)
     for slot in range(n_slots):
         count[slot] = tally[slot, _COUNT]
         positives[slot] = tally[slot, _POS]
@@ -348,7 +349,7 @@ def edge_positions(sorted_scores, edges, slots):
     int64 array of shape (m, n_edges)
     """
     n = sorted_scores.shape[0]
-    positions = np.empty((slots.shape[0], edges.shape[1]), np.int64)
+    positions = filled((slots.shape[0], edges.shape[1]), 0)
     for u in range(slots.shape[0]):
         for e in range(edges.shape[1]):
             edge = edges[slots[u], e]
@@ -412,7 +413,7 @@ def best_f1_sweep(sorted_scores, sorted_labels, sorted_codes, n_groups, n_pos, n
     """
     offsets, n_slots = slot_offsets(n_groups)
     n_groupings, n = sorted_codes.shape
-    thresholds = np.full(n_groupings, np.nan)
+    thresholds = filled(n_groupings, np.nan)
     pos_at = counters(weights, n_slots)
     neg_at = counters(weights, n_slots)
     zero = pos_at[0] - pos_at[0] if n_slots > 0 else 0  # zero, of the counters' type
