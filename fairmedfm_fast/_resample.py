@@ -108,6 +108,11 @@ def _strata(codes: np.ndarray | None, n: int) -> tuple[np.ndarray, np.ndarray, n
     return members, np.concatenate(([0], np.cumsum(counts))).astype(np.intp), position
 
 
+#: The tally of a resample's draws: narrow, so that the random increments stay in cache; a count
+#: past its largest value (a sample drawn 256 times: practically never) counts again in a wide one.
+NARROW_TALLY, NARROW_LIMIT = np.dtype(np.uint8), 255
+
+
 class _Plan:
     """Which samples each resample stratifies, and the groupings it measures.
 
@@ -130,7 +135,7 @@ class _Plan:
         from .kernels import resampling
 
         _, (members, starts, _), seed = self.jobs[job]
-        out = np.zeros(self.n)
+        out = np.empty(self.n)
         resampling.stratified_bootstrap_counts(members, starts, seed, resample, out)
         return out
 
@@ -140,19 +145,23 @@ class _Plan:
         from .kernels import resampling
 
         rows, (_, starts, position), seed = self.jobs[job]
-        codes = arranged.codes[rows[0]:rows[-1] + 1]
+        k, first = len(rows), rows[0]
+        codes = arranged.codes[first:first + k]
         # Buffers of the calling thread, reused: fresh large arrays would fault in every page again.
         n, buffers = self.n, getattr(self._local, "buffers", None)
-        if buffers is None or buffers[2].shape[0] < len(rows):
+        if buffers is None:
             buffers = self._local.buffers = (
                 np.empty(n, arranged.scores.dtype), np.empty(n, arranged.labels.dtype),
-                np.empty((len(self.jobs[0][0]), n), codes.dtype), np.empty(n), np.empty(n), np.empty(n, np.int32))
+                np.empty(len(self.jobs[0][0]) * n, codes.dtype), np.empty(n), np.empty(n),
+                np.empty(n, NARROW_TALLY))
         scores, labels, out_codes, terms, weights, tally = buffers
-        out_codes = out_codes[:len(rows)]
-        m = resampling.drawn_samples(position, starts, seed, resample, arranged.scores, arranged.labels, codes,
-                                     log_loss, arranged.weights, scores, labels, out_codes, terms, weights, tally)
-        part = _engine.Arranged(scores[:m], labels[:m], np.ascontiguousarray(out_codes[:, :m]),
-                                arranged.sizes[rows], None, arranged.is_sorted, terms[:m])
+        inputs = (position, starts, seed, resample, arranged.scores, arranged.labels, codes, log_loss,
+                  arranged.weights, scores, labels, out_codes, terms, weights)
+        m = resampling.drawn_samples(*inputs, tally, NARROW_LIMIT)
+        if m < 0:  # a count past the narrow tally: the same draws, counted wide
+            m = resampling.drawn_samples(*inputs, np.empty(n, np.int64), n)
+        part = _engine.Arranged(scores[:m], labels[:m], out_codes[:k * m].reshape(k, m),
+                                arranged.sizes[first:first + k], None, arranged.is_sorted, terms[:m])
         return part, weights[:m]
 
 

@@ -8,6 +8,7 @@ import pytest
 from scipy import stats
 
 import fairmedfm_fast as fm
+from fairmedfm_fast import _resample
 from fairmedfm_fast.kernels import resampling
 
 METRIC_COLUMNS = ["auc", "acc", "bce", "ece", "tpr", "tnr", "auc@best_f1", "acc@best_f1", "bce@best_f1",
@@ -59,6 +60,62 @@ def test_stratified_counts_keep_every_stratum_size():
         resampling.stratified_bootstrap_counts(members, starts, np.uint64(7), resample, out)
         assert out[[3, 0, 5]].sum() == 3 and out[[1, 2, 4, 6]].sum() == 4
         assert np.all(out == np.round(out)) and np.all(out >= 0)
+
+
+def test_draws_are_uniform_within_each_stratum():
+    # 4,000 resamples of strata of 3 and 5: every member is drawn once per resample on average
+    members = np.arange(8, dtype=np.intp)
+    starts = np.array([0, 3, 8], np.intp)
+    total = np.zeros(8)
+    out = np.empty(8)
+    for resample in range(4000):
+        resampling.stratified_bootstrap_counts(members, starts, np.uint64(5), resample, out)
+        total += out
+    assert stats.chisquare(total[:3]).pvalue > 1e-4 and stats.chisquare(total[3:]).pvalue > 1e-4
+
+
+def test_paired_and_single_picks_fill_only_their_stratum():
+    # Strata of up to 2**32 samples take two picks from each random number, larger ones one (a float).
+    key = np.uint64(resampling._stream_key(np.uint64(3), 1))  # a Python int here: uint64, as in the kernels
+    for paired in (True, False):
+        for end in (104, 105):  # even and odd sizes
+            tally = np.zeros(110, np.int64)
+            resampling._draw_stratum(key, 4, end, tally, paired)
+            assert tally.sum() == end - 4 and not tally[:4].any() and not tally[end:].any()
+            assert (tally[4:end] > 0).sum() > 0.5 * (end - 4)
+
+
+def test_rejected_picks_draw_again_within_range():
+    # Lemire's multiply-shift rejects the few 32-bit values that would favour some picks; those draw
+    # again from a second stream, so every pick is exactly uniform and still a function of its number.
+    key = np.uint64(12345)
+    assert 0 <= resampling._below(np.uint64(0), np.uint64(3), key, 7) < 3  # 0 * 3 mod 2**32 < 2**32 mod 3
+    size = np.uint64(3 * 2**30)  # a quarter of all values are rejected
+    bits = np.random.default_rng(0).integers(0, 2**32, 4000, dtype=np.uint64)
+    picks = np.array([resampling._below(b, size, key, d) for d, b in enumerate(bits)])
+    assert picks.min() >= 0 and picks.max() < int(size)
+    again = np.array([resampling._below(b, size, key, d) for d, b in enumerate(bits)])
+    assert np.array_equal(picks, again)
+    assert stats.chisquare(np.bincount(picks // 2**30, minlength=3)).pvalue > 1e-4
+
+
+def test_a_count_past_the_narrow_tally_is_counted_again_wide(monkeypatch):
+    # A uint8 tally holds counts up to 255; past its limit the kernel returns -1 without writing, and
+    # the resample is counted again in a wide tally: the same draws, so the same intervals.
+    rng = np.random.default_rng(1)
+    n = 200
+    codes = rng.integers(0, 3, n).astype(np.int8)
+    members, starts, position = _resample._strata(codes, n)
+    out = [np.full(n, 7.0), np.zeros(n, np.uint8), np.zeros(n, np.int8), np.zeros(n), np.zeros(n)]
+    m = resampling.drawn_samples(position, starts, np.uint64(1), 0, rng.random(n), np.zeros(n, np.uint8),
+                                 codes[None], rng.random(n), None, *out, np.empty(n, np.uint8), 1)
+    assert m == -1 and np.all(out[0] == 7.0)  # some sample is drawn twice: past a limit of 1
+    y, s, groups = _data(400)
+    narrow = fm.evaluate(y, s, groups, n_boot=20, random_state=3)
+    monkeypatch.setattr(_resample, "NARROW_LIMIT", 1)
+    wide = fm.evaluate(y, s, groups, n_boot=20, random_state=3)
+    for key in ("by_group", "summary"):
+        pd.testing.assert_frame_equal(narrow.ci[key], wide.ci[key], check_exact=True)
 
 
 def test_permuted_codes_keep_missing_in_place_and_group_sizes():

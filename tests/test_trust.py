@@ -83,14 +83,17 @@ def test_drawn_samples_are_the_stratified_bootstrap_counts():
         assert np.all(counts[codes < 0] == 0)
         assert np.array_equal(np.bincount(codes[codes >= 0], weights=counts[codes >= 0]),
                               np.bincount(codes[codes >= 0]).astype(float))  # every group keeps its size
-        out = [np.empty(n), np.empty(n, np.uint8), np.empty((1, n), np.int8), np.empty(n), np.empty(n)]
-        m = resampling.drawn_samples(position, starts, np.uint64(9), resample, scores, labels, codes[None], terms,
-                                     weights, *out, np.empty(n, np.int32))
         drawn = np.flatnonzero(counts)
-        assert m == len(drawn)
-        assert np.array_equal(out[0][:m], scores[drawn]) and np.array_equal(out[1][:m], labels[drawn])
-        assert np.array_equal(out[2][0, :m], codes[drawn]) and np.array_equal(out[3][:m], terms[drawn])
-        assert np.array_equal(out[4][:m], counts[drawn] * weights[drawn])
+        rows = np.stack([codes, (codes * 7) % 5])  # a second code row goes to its own block
+        for tally, limit in ((np.uint8, 255), (np.int64, n)):  # narrow and wide counts agree
+            out = [np.empty(n), np.empty(n, np.uint8), np.empty(2 * n, np.int8), np.empty(n), np.empty(n)]
+            m = resampling.drawn_samples(position, starts, np.uint64(9), resample, scores, labels, rows, terms,
+                                         weights, *out, np.empty(n, tally), limit)
+            assert m == len(drawn)
+            assert np.array_equal(out[0][:m], scores[drawn]) and np.array_equal(out[1][:m], labels[drawn])
+            assert np.array_equal(out[2][:2 * m].reshape(2, m), rows[:, drawn])
+            assert np.array_equal(out[3][:m], terms[drawn])
+            assert np.array_equal(out[4][:m], counts[drawn] * weights[drawn])
 
 
 def test_drawn_samples_measure_like_the_counts_as_weights():
