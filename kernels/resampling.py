@@ -86,6 +86,22 @@ def _draw_strata(stratum_starts, seed, resample, tally):
         _draw_stratum(key, start, end, tally, end - start <= 2**32)
 
 
+@inline_kernel
+def _counts_in_order(members, stratum_starts, tally, out):
+    # out[members[j]] = tally[j] (0 for samples in no stratum); returns how many samples are drawn,
+    # the total of the counts and the largest count. Members ascend within a stratum: `out` streams.
+    n_drawn, total, top = 0, 0, 0
+    if stratum_starts[-1] < out.shape[0]:
+        out[:] = 0
+    for j in range(stratum_starts[-1]):
+        v = tally[j]
+        out[members[j]] = v
+        n_drawn += v != 0
+        total += v
+        top = max(top, v)
+    return n_drawn, total, top
+
+
 @kernel
 def stratified_bootstrap_counts(members, stratum_starts, seed, resample, out):
     """How often each sample is drawn in one stratified bootstrap resample.
@@ -95,7 +111,7 @@ def stratified_bootstrap_counts(members, stratum_starts, seed, resample, out):
 
     Parameters
     ----------
-    members : intp array of shape (n,)
+    members : integer array of shape (n_drawable,)
         Sample positions grouped by stratum, ascending within each stratum.
     stratum_starts : intp array of shape (n_strata + 1,)
         Stratum ``c`` is ``members[stratum_starts[c]:stratum_starts[c + 1]]``.
@@ -106,9 +122,7 @@ def stratified_bootstrap_counts(members, stratum_starts, seed, resample, out):
     """
     tally = np.empty(stratum_starts[-1], np.int64)
     _draw_strata(stratum_starts, seed, resample, tally)
-    out[:] = 0
-    for j in range(stratum_starts[-1]):  # members ascend within a stratum: `out` streams
-        out[members[j]] = tally[j]
+    _counts_in_order(members, stratum_starts, tally, out)
 
 
 @kernel
@@ -144,23 +158,22 @@ def permuted_codes(codes, seed, permutation, out):
 
 
 @kernel
-def drawn_samples(position, stratum_starts, seed, resample, scores, labels, codes, terms, weights,
-                  out_scores, out_labels, out_codes, out_terms, out_weights, tally, limit):
+def drawn_samples(members, stratum_starts, seed, resample, scores, labels, codes, terms, weights,
+                  out_scores, out_labels, out_codes, out_terms, out_weights, tally, counts, limit):
     """The samples one stratified bootstrap resample draws, in their order, with their draw counts.
 
-    The draws are those of :func:`stratified_bootstrap_counts` with ``members`` listing each
-    stratum's samples in ascending order; the drawn samples are then copied out (a filter that
-    keeps their order: a sorted input stays sorted), each with its count as weight. The counts are
-    tallied in ``tally``'s type: a narrow one (uint8) keeps the random increments in cache; when a
-    count does not fit (it wrapped, or passed ``limit``) the call returns -1, to be repeated with a
-    wider tally.
+    The draws are those of :func:`stratified_bootstrap_counts`; the drawn samples are then copied
+    out (a filter that keeps their order: a sorted input stays sorted), each with its count as
+    weight. The counts are kept in the type of ``tally`` and ``counts``: a narrow one (uint8) keeps
+    the random increments in cache; when a count does not fit (it wrapped, or passed ``limit``)
+    the call returns -1, to be repeated with wider ones.
 
     Parameters
     ----------
-    position : integer array of shape (n,)
-        Sample ``i``'s place among the strata: ``stratum_starts[c] + k`` for the ``k``-th sample
-        of stratum ``c`` (in ascending order); negative for a sample never drawn.
+    members : integer array of shape (n_drawable,)
+        Sample positions grouped by stratum, ascending within each stratum.
     stratum_starts : intp array of shape (n_strata + 1,)
+        Stratum ``c`` is ``members[stratum_starts[c]:stratum_starts[c + 1]]``.
     seed : uint64
     resample : int
         The resample's number (its random stream).
@@ -174,9 +187,10 @@ def drawn_samples(position, stratum_starts, seed, resample, scores, labels, code
     out_codes : array of shape (>= K * n,)
         Row ``r`` of the drawn codes goes to ``out_codes[r * m:(r + 1) * m]`` (``m`` the returned
         length), so that ``out_codes[:K * m].reshape(K, m)`` is the (K, m) block.
-    tally : integer array of shape (>= stratum_starts[-1],), scratch
+    tally : integer array of shape (>= stratum_starts[-1],), scratch: the counts in stratum order
+    counts : array of shape (n,), the dtype of ``tally``, overwritten with each sample's count
     limit : int
-        The largest count accepted in ``tally`` (at most its type's largest value).
+        The largest count accepted (at most the type's largest value).
 
     Returns
     -------
@@ -185,20 +199,14 @@ def drawn_samples(position, stratum_starts, seed, resample, scores, labels, code
         count did not fit (the outputs are then untouched).
     """
     _draw_strata(stratum_starts, seed, resample, tally)
-    drawn, counted, top = 0, 0, 0
-    for j in range(stratum_starts[-1]):  # a count that wrapped shows in the total
-        v = tally[j]
-        drawn += v != 0
-        counted += v
-        top = max(top, v)
-    if counted != stratum_starts[-1] or top > limit:
+    drawn, total, top = _counts_in_order(members, stratum_starts, tally, counts)
+    if total != stratum_starts[-1] or top > limit:  # a count that wrapped shows in the total
         return -1
     m = 0
-    for i in range(position.shape[0]):
+    for i in range(counts.shape[0]):
         if m == drawn:  # every drawn sample is out: the rest are not drawn
             break
-        p = position[i]
-        k = tally[p] if p >= 0 else 0
+        k = counts[i]
         # Written whatever k is, without a branch: a sample not drawn is overwritten by the next
         # drawn one (m < drawn here).
         out_scores[m] = scores[i]

@@ -105,10 +105,10 @@ def test_a_count_past_the_narrow_tally_is_counted_again_wide(monkeypatch):
     rng = np.random.default_rng(1)
     n = 200
     codes = rng.integers(0, 3, n).astype(np.int8)
-    members, starts, position = _resample._strata(codes, n)
+    members, starts = _resample._strata(codes, n)
     out = [np.full(n, 7.0), np.zeros(n, np.uint8), np.zeros(n, np.int8), np.zeros(n), np.zeros(n)]
-    m = resampling.drawn_samples(position, starts, np.uint64(1), 0, rng.random(n), np.zeros(n, np.uint8),
-                                 codes[None], rng.random(n), None, *out, np.empty(n, np.uint8), 1)
+    m = resampling.drawn_samples(members, starts, np.uint64(1), 0, rng.random(n), np.zeros(n, np.uint8),
+                                 codes[None], rng.random(n), None, *out, np.empty(n, np.uint8), np.empty(n, np.uint8), 1)
     assert m == -1 and np.all(out[0] == 7.0)  # some sample is drawn twice: past a limit of 1
     y, s, groups = _data(400)
     narrow = fm.evaluate(y, s, groups, n_boot=20, random_state=3)
