@@ -3,7 +3,8 @@ codes.
 
 Random numbers come from a counter-based generator (SplitMix64 of seed, stream and index), so a
 resample depends only on the seed and its own number: the same intervals whatever the number of
-threads that compute resamples side by side.
+threads that compute resamples side by side. A bootstrap draw takes 32 of its 64 bits: an exactly
+uniform pick by Lemire's multiply-shift with rejection, two picks per SplitMix64 step.
 """
 import numpy as np
 
