@@ -1,4 +1,9 @@
 """Bootstrap intervals, permutation tests, fixed thresholds and sample weights (evaluate extensions)."""
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
 import warnings
 
 import fairmedfm
@@ -116,6 +121,44 @@ def test_a_count_past_the_narrow_tally_is_counted_again_wide(monkeypatch):
     wide = fm.evaluate(y, s, groups, n_boot=20, random_state=3)
     for key in ("by_group", "summary"):
         pd.testing.assert_frame_equal(narrow.ci[key], wide.ci[key], check_exact=True)
+
+
+_NO_JIT_DRAWS = textwrap.dedent("""
+    import warnings
+    import numpy as np
+    import numba
+    assert numba.config.DISABLE_JIT, "NUMBA_DISABLE_JIT was not honoured"
+    from fairmedfm_fast import _resample
+    from fairmedfm_fast.kernels import resampling
+
+    warnings.simplefilter("ignore")  # SplitMix64 wraps around on purpose
+    rng = np.random.default_rng(3)
+    for n, n_groups, missing in [(1, 1, 0), (2, 2, 0), (7, 3, 1), (30, 4, 1), (30, 1, 0)]:
+        codes = rng.integers(-missing, n_groups, n).astype(np.int8)
+        rows = np.stack([codes, codes[::-1]])
+        members, starts = _resample._strata(codes, n)
+        for resample in range(3):
+            counts = np.empty(n)
+            resampling.stratified_bootstrap_counts(members, starts, np.uint64(2), resample, counts)
+            out = [np.empty(n), np.empty(n, np.uint8), np.empty(2 * n, np.int8), np.empty(n), np.empty(n)]
+            m = resampling.drawn_samples(members, starts, np.uint64(2), resample, rng.random(n),
+                                         np.zeros(n, np.uint8), rows, rng.random(n), None, *out,
+                                         np.empty(n, np.uint8), np.empty(n, np.uint8), 255)
+            drawn = np.flatnonzero(counts)
+            assert m == len(drawn) and np.array_equal(out[2][:2 * m].reshape(2, m), rows[:, drawn])
+            assert np.array_equal(out[4][:m], counts[drawn])
+    print("ok")
+""")
+
+
+def test_draws_without_jit():
+    # Python mode raises on out-of-bounds indexing that compiled code would not notice (the filter
+    # writes every sample's values before it knows whether the sample is drawn).
+    env = {**os.environ, "NUMBA_DISABLE_JIT": "1"}
+    result = subprocess.run([sys.executable, "-c", _NO_JIT_DRAWS], cwd=tempfile.gettempdir(), env=env,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip() == "ok"
 
 
 def test_permuted_codes_keep_missing_in_place_and_group_sizes():
