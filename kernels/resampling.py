@@ -197,7 +197,7 @@ def drawn_samples(members, stratum_starts, seed, resample, scores, labels, codes
     -------
     int
         How many samples were drawn at least once (the filled length of the outputs), or -1 when a
-        count did not fit (the outputs are then untouched).
+        count did not fit (the ``out_`` arrays are then untouched).
     """
     _draw_strata(stratum_starts, seed, resample, tally)
     drawn, total, top = _counts_in_order(members, stratum_starts, tally, counts)
