@@ -89,23 +89,27 @@ def _chunk(task: Callable[[int], None], indices: range, progress: Progress | Non
             progress.update()
 
 
-def _strata(codes: np.ndarray | None, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _strata(codes: np.ndarray | None, n: int) -> tuple[np.ndarray, np.ndarray]:
     """Samples grouped by their group code, for resamples within groups (one stratum of all samples
     when ``codes`` is None).
 
-    Returns the members of each stratum in ascending order, where each stratum starts among them,
-    and each sample's position among them (-1 for a missing value: those samples take no part in
-    the attribute's metrics, so they need not be drawn).
+    Returns the members of each stratum in ascending order (int32 below 2**31 samples: they are
+    read once per resample) and where each stratum starts among them. Missing values (negative
+    codes) are in no stratum: those samples take no part in the attribute's metrics, so they need
+    not be drawn.
     """
+    index = np.int32 if n < 2**31 else np.intp
     if codes is None:
-        members = np.arange(n, dtype=np.intp)
-        return members, np.array([0, n], np.intp), members
-    members = np.argsort(codes, kind="stable").astype(np.intp)
+        return np.arange(n, dtype=index), np.array([0, n], np.intp)
+    members = np.argsort(codes, kind="stable").astype(index)
     counts = np.bincount(codes[codes >= 0].astype(np.intp))
     members = members[n - int(counts.sum()):]  # missing values (negative codes) sort first
-    position = np.full(n, -1, np.int32 if n < 2**31 else np.intp)  # narrow: read once per resample
-    position[members] = np.arange(len(members))
-    return members, np.concatenate(([0], np.cumsum(counts))).astype(np.intp), position
+    return members, np.concatenate(([0], np.cumsum(counts))).astype(np.intp)
+
+
+#: The tally of a resample's draws: narrow, so that the random increments stay in cache; a count
+#: past its largest value (a sample drawn 256 times: practically never) counts again in a wide one.
+NARROW_TALLY, NARROW_LIMIT = np.dtype(np.uint8), 255
 
 
 class _Plan:
@@ -129,8 +133,8 @@ class _Plan:
         """Draw count of every sample in one resample of one job."""
         from .kernels import resampling
 
-        _, (members, starts, _), seed = self.jobs[job]
-        out = np.zeros(self.n)
+        _, (members, starts), seed = self.jobs[job]
+        out = np.empty(self.n)
         resampling.stratified_bootstrap_counts(members, starts, seed, resample, out)
         return out
 
@@ -139,20 +143,24 @@ class _Plan:
         """The samples one resample of one job draws, in their sorted order, and their counts."""
         from .kernels import resampling
 
-        rows, (_, starts, position), seed = self.jobs[job]
-        codes = arranged.codes[rows[0]:rows[-1] + 1]
+        rows, (members, starts), seed = self.jobs[job]
+        k, first = len(rows), rows[0]
+        codes = arranged.codes[first:first + k]
         # Buffers of the calling thread, reused: fresh large arrays would fault in every page again.
         n, buffers = self.n, getattr(self._local, "buffers", None)
-        if buffers is None or buffers[2].shape[0] < len(rows):
+        if buffers is None:
             buffers = self._local.buffers = (
                 np.empty(n, arranged.scores.dtype), np.empty(n, arranged.labels.dtype),
-                np.empty((len(self.jobs[0][0]), n), codes.dtype), np.empty(n), np.empty(n), np.empty(n, np.int32))
-        scores, labels, out_codes, terms, weights, tally = buffers
-        out_codes = out_codes[:len(rows)]
-        m = resampling.drawn_samples(position, starts, seed, resample, arranged.scores, arranged.labels, codes,
-                                     log_loss, arranged.weights, scores, labels, out_codes, terms, weights, tally)
-        part = _engine.Arranged(scores[:m], labels[:m], np.ascontiguousarray(out_codes[:, :m]),
-                                arranged.sizes[rows], None, arranged.is_sorted, terms[:m])
+                np.empty(len(self.jobs[0][0]) * n, codes.dtype), np.empty(n), np.empty(n),
+                np.empty(n, NARROW_TALLY), np.empty(n, NARROW_TALLY))
+        scores, labels, out_codes, terms, weights, tally, counts = buffers
+        inputs = (members, starts, seed, resample, arranged.scores, arranged.labels, codes, log_loss,
+                  arranged.weights, scores, labels, out_codes, terms, weights)
+        m = resampling.drawn_samples(*inputs, tally, counts, NARROW_LIMIT)
+        if m < 0:  # a count past the narrow tally: the same draws, counted wide
+            m = resampling.drawn_samples(*inputs, np.empty(n, np.int64), np.empty(n, np.int64), n)
+        part = _engine.Arranged(scores[:m], labels[:m], out_codes[:k * m].reshape(k, m),
+                                arranged.sizes[first:first + k], None, arranged.is_sorted, terms[:m])
         return part, weights[:m]
 
 

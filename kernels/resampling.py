@@ -3,12 +3,17 @@ codes.
 
 Random numbers come from a counter-based generator (SplitMix64 of seed, stream and index), so a
 resample depends only on the seed and its own number: the same intervals whatever the number of
-threads that compute resamples side by side.
+threads that compute resamples side by side. A bootstrap draw takes 32 of its 64 bits: an exactly
+uniform pick by Lemire's multiply-shift with rejection, two picks per SplitMix64 step.
 """
 import numpy as np
 
 from ._config import inline_kernel, kernel
 from ._weights import weight_of
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_LOW32 = np.uint64(0xFFFFFFFF)
+_RETRY = np.uint64(0xD1B54A32D192ED03)  # a second stream for the rare rejected picks
 
 
 @inline_kernel
@@ -20,24 +25,94 @@ def _mix(x):
 
 
 @inline_kernel
+def _stream_key(seed, stream):
+    return _mix(seed ^ _mix(np.uint64(stream) * _GOLDEN))
+
+
+@inline_kernel
 def _uniform(seed, stream, index):
     # A float in [0, 1) from (seed, stream, index); 53 random bits. The stream's key does not
     # depend on the index (the compiler computes it once per loop), so each number costs one
     # SplitMix64 step: the finalizer of key + index * golden ratio.
-    key = _mix(seed ^ _mix(np.uint64(stream) * np.uint64(0x9E3779B97F4A7C15)))
-    x = _mix(key + np.uint64(index) * np.uint64(0x9E3779B97F4A7C15))
+    x = _mix(_stream_key(seed, stream) + np.uint64(index) * _GOLDEN)
     return float(x >> np.uint64(11)) * (1.0 / 9007199254740992.0)
+
+
+@inline_kernel
+def _below(bits, size, key, draw):
+    # An exactly uniform integer in [0, size) from 32 random bits (Lemire 2019, multiply-shift with
+    # rejection), 1 <= size <= 2**32. A rejection (probability below size / 2**32) draws again from
+    # a second stream at (draw, attempt), so every pick stays a function of the key and its number.
+    product = bits * size
+    if (product & _LOW32) < size:
+        threshold = (np.uint64(2**32) - size) % size
+        attempt = np.uint64(0)
+        while (product & _LOW32) < threshold:
+            attempt += np.uint64(1)
+            retry = (np.uint64(draw) << np.uint64(16)) | attempt
+            product = (_mix((key ^ _RETRY) + retry * _GOLDEN) >> np.uint64(32)) * size
+    return np.intp(product >> np.uint64(32))
+
+
+@inline_kernel
+def _draw_stratum(key, start, end, tally, paired):
+    # Draw end - start times with replacement among slots start..end of tally. Paired (a stratum of
+    # at most 2**32 samples): the SplitMix64 output at counter t gives the picks of draws t and t + 1
+    # (its high and low 32 bits). Otherwise one 53-bit float a draw.
+    size = end - start
+    if paired:
+        wide = np.uint64(size)
+        t = start
+        while t + 1 < end:
+            x = _mix(key + np.uint64(t) * _GOLDEN)
+            tally[start + _below(x >> np.uint64(32), wide, key, t)] += 1
+            tally[start + _below(x & _LOW32, wide, key, t + 1)] += 1
+            t += 2
+        if t < end:
+            x = _mix(key + np.uint64(t) * _GOLDEN)
+            tally[start + _below(x >> np.uint64(32), wide, key, t)] += 1
+    else:
+        for t in range(start, end):
+            x = _mix(key + np.uint64(t) * _GOLDEN)
+            tally[start + min(int(float(x >> np.uint64(11)) * (1.0 / 9007199254740992.0) * size), size - 1)] += 1
+
+
+@inline_kernel
+def _draw_strata(stratum_starts, seed, resample, tally):
+    # Every stratum's draws, counted in tally (zeroed first).
+    key = _stream_key(seed, resample)
+    tally[:stratum_starts[-1]] = 0
+    for c in range(stratum_starts.shape[0] - 1):
+        start, end = stratum_starts[c], stratum_starts[c + 1]
+        _draw_stratum(key, start, end, tally, end - start <= 2**32)
+
+
+@inline_kernel
+def _counts_in_order(members, stratum_starts, tally, out):
+    # out[members[j]] = tally[j] (0 for samples in no stratum); returns how many samples are drawn,
+    # the total of the counts and the largest count. Members ascend within a stratum: `out` streams.
+    n_drawn, total, top = 0, 0, 0
+    if stratum_starts[-1] < out.shape[0]:
+        out[:] = 0
+    for j in range(stratum_starts[-1]):
+        v = tally[j]
+        out[members[j]] = v
+        n_drawn += v != 0
+        total += v
+        top = max(top, v)
+    return n_drawn, total, top
 
 
 @kernel
 def stratified_bootstrap_counts(members, stratum_starts, seed, resample, out):
     """How often each sample is drawn in one stratified bootstrap resample.
 
-    Each stratum keeps its size: its ``m`` members are drawn ``m`` times with replacement.
+    Each stratum keeps its size: its ``m`` members are drawn ``m`` times with replacement, each
+    draw an exactly uniform pick (see :func:`drawn_samples`, whose draws these are).
 
     Parameters
     ----------
-    members : intp array of shape (n,)
+    members : integer array of shape (n_drawable,)
         Sample positions grouped by stratum, ascending within each stratum.
     stratum_starts : intp array of shape (n_strata + 1,)
         Stratum ``c`` is ``members[stratum_starts[c]:stratum_starts[c + 1]]``.
@@ -46,22 +121,9 @@ def stratified_bootstrap_counts(members, stratum_starts, seed, resample, out):
         The resample's number (its random stream).
     out : float64 array of shape (n,), overwritten with the counts
     """
-    stream = np.uint64(resample)
-    largest = 0
-    for c in range(stratum_starts.shape[0] - 1):
-        largest = max(largest, stratum_starts[c + 1] - stratum_starts[c])
-    tally = np.empty(largest, np.int32)  # draws per member of the current stratum
-    for c in range(stratum_starts.shape[0] - 1):
-        start = stratum_starts[c]
-        size = stratum_starts[c + 1] - start
-        tally[:size] = 0
-        for t in range(size):
-            pick = int(_uniform(seed, stream, start + t) * size)
-            if pick >= size:  # guard against rounding at the top of [0, 1)
-                pick = size - 1
-            tally[pick] += 1
-        for j in range(size):  # members ascend: the writes stream through `out`
-            out[members[start + j]] = tally[j]
+    tally = np.empty(stratum_starts[-1], np.int64)
+    _draw_strata(stratum_starts, seed, resample, tally)
+    _counts_in_order(members, stratum_starts, tally, out)
 
 
 @kernel
@@ -97,62 +159,63 @@ def permuted_codes(codes, seed, permutation, out):
 
 
 @kernel
-def drawn_samples(position, stratum_starts, seed, resample, scores, labels, codes, terms, weights,
-                  out_scores, out_labels, out_codes, out_terms, out_weights, tally):
+def drawn_samples(members, stratum_starts, seed, resample, scores, labels, codes, terms, weights,
+                  out_scores, out_labels, out_codes, out_terms, out_weights, tally, counts, limit):
     """The samples one stratified bootstrap resample draws, in their order, with their draw counts.
 
-    The draws are those of :func:`stratified_bootstrap_counts` with ``members`` listing each
-    stratum's samples in ascending order; the drawn samples are then copied out (a filter that
-    keeps their order: a sorted input stays sorted), each with its count as weight.
+    The draws are those of :func:`stratified_bootstrap_counts`; the drawn samples are then copied
+    out (a filter that keeps their order: a sorted input stays sorted), each with its count as
+    weight. The counts are kept in the type of ``tally`` and ``counts``: a narrow one (uint8) keeps
+    the random increments in cache; when a count does not fit (it wrapped, or passed ``limit``)
+    the call returns -1, to be repeated with wider ones.
 
     Parameters
     ----------
-    position : integer array of shape (n,)
-        Sample ``i``'s place among the strata: ``stratum_starts[c] + k`` for the ``k``-th sample
-        of stratum ``c`` (in ascending order); negative for a sample never drawn.
+    members : integer array of shape (n_drawable,)
+        Sample positions grouped by stratum, ascending within each stratum.
     stratum_starts : intp array of shape (n_strata + 1,)
+        Stratum ``c`` is ``members[stratum_starts[c]:stratum_starts[c + 1]]``.
     seed : uint64
     resample : int
         The resample's number (its random stream).
     scores, labels, terms : arrays of shape (n,)
         Copied out for the drawn samples (``terms``: per-sample log-loss terms).
-    codes : integer array of shape (K, n)
+    codes : integer array of shape (K, n), K >= 1
         Code rows copied out for the drawn samples.
     weights : float64 array of shape (n,) or None
         Sample weights, multiplied into the counts.
-    out_scores, out_labels, out_terms, out_weights : arrays of shape (>= drawn,)
-    out_codes : array of shape (K, >= drawn)
-    tally : int32 array of shape (>= stratum_starts[-1],), scratch (reused, so no page is faulted
-        in afresh for every resample)
+    out_scores, out_labels, out_terms, out_weights : arrays of shape (>= n,)
+    out_codes : array of shape (>= K * n,)
+        Row ``r`` of the drawn codes goes to ``out_codes[r * m:(r + 1) * m]`` (``m`` the returned
+        length), so that ``out_codes[:K * m].reshape(K, m)`` is the (K, m) block.
+    tally : integer array of shape (>= stratum_starts[-1],), scratch: the counts in stratum order
+    counts : array of shape (n,), the dtype of ``tally``, overwritten with each sample's count
+    limit : int
+        The largest count accepted (at most the type's largest value).
 
     Returns
     -------
     int
-        How many samples were drawn at least once (the filled length of the outputs).
+        How many samples were drawn at least once (the filled length of the outputs), or -1 when a
+        count did not fit (the ``out_`` arrays are then untouched).
     """
-    stream = np.uint64(resample)
-    tally[:stratum_starts[-1]] = 0
-    for c in range(stratum_starts.shape[0] - 1):
-        start = stratum_starts[c]
-        size = stratum_starts[c + 1] - start
-        for t in range(size):
-            pick = int(_uniform(seed, stream, start + t) * size)
-            if pick >= size:
-                pick = size - 1
-            tally[start + pick] += 1
+    _draw_strata(stratum_starts, seed, resample, tally)
+    drawn, total, top = _counts_in_order(members, stratum_starts, tally, counts)
+    if total != stratum_starts[-1] or top > limit:  # a count that wrapped shows in the total
+        return -1
     m = 0
-    for i in range(position.shape[0]):
-        p = position[i]
-        if p < 0:
-            continue
-        k = tally[p]
-        if k == 0:
-            continue
+    for i in range(counts.shape[0]):
+        if m == drawn:  # every drawn sample is out: the rest are not drawn
+            break
+        k = counts[i]
+        # Written whatever k is, without a branch: a sample not drawn is overwritten by the next
+        # drawn one (m < drawn here).
         out_scores[m] = scores[i]
         out_labels[m] = labels[i]
         out_terms[m] = terms[i]
-        for row in range(codes.shape[0]):
-            out_codes[row, m] = codes[row, i]
+        out_codes[m] = codes[0, i]  # row 0 outside the loop: twice as fast for the usual one row
+        for row in range(1, codes.shape[0]):
+            out_codes[row * drawn + m] = codes[row, i]
         out_weights[m] = k * weight_of(weights, i)
-        m += 1
-    return m
+        m += k != 0
+    return drawn

@@ -1,4 +1,9 @@
 """Bootstrap intervals, permutation tests, fixed thresholds and sample weights (evaluate extensions)."""
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
 import warnings
 
 import fairmedfm
@@ -8,6 +13,7 @@ import pytest
 from scipy import stats
 
 import fairmedfm_fast as fm
+from fairmedfm_fast import _resample
 from fairmedfm_fast.kernels import resampling
 
 METRIC_COLUMNS = ["auc", "acc", "bce", "ece", "tpr", "tnr", "auc@best_f1", "acc@best_f1", "bce@best_f1",
@@ -59,6 +65,100 @@ def test_stratified_counts_keep_every_stratum_size():
         resampling.stratified_bootstrap_counts(members, starts, np.uint64(7), resample, out)
         assert out[[3, 0, 5]].sum() == 3 and out[[1, 2, 4, 6]].sum() == 4
         assert np.all(out == np.round(out)) and np.all(out >= 0)
+
+
+def test_draws_are_uniform_within_each_stratum():
+    # 4,000 resamples of strata of 3 and 5: every member is drawn once per resample on average
+    members = np.arange(8, dtype=np.intp)
+    starts = np.array([0, 3, 8], np.intp)
+    total = np.zeros(8)
+    out = np.empty(8)
+    for resample in range(4000):
+        resampling.stratified_bootstrap_counts(members, starts, np.uint64(5), resample, out)
+        total += out
+    assert stats.chisquare(total[:3]).pvalue > 1e-4 and stats.chisquare(total[3:]).pvalue > 1e-4
+
+
+def test_paired_and_single_picks_fill_only_their_stratum():
+    # Strata of up to 2**32 samples take two picks from each random number, larger ones one (a float).
+    key = np.uint64(resampling._stream_key(np.uint64(3), 1))  # a Python int here: uint64, as in the kernels
+    for paired in (True, False):
+        for end in (104, 105):  # even and odd sizes
+            tally = np.zeros(110, np.int64)
+            resampling._draw_stratum(key, 4, end, tally, paired)
+            assert tally.sum() == end - 4 and not tally[:4].any() and not tally[end:].any()
+            assert (tally[4:end] > 0).sum() > 0.5 * (end - 4)
+
+
+def test_rejected_picks_draw_again_within_range():
+    # Lemire's multiply-shift rejects the few 32-bit values that would favour some picks; those draw
+    # again from a second stream, so every pick is exactly uniform and still a function of its number.
+    key = np.uint64(12345)
+    assert 0 <= resampling._below(np.uint64(0), np.uint64(3), key, 7) < 3  # 0 * 3 mod 2**32 < 2**32 mod 3
+    size = np.uint64(3 * 2**30)  # a quarter of all values are rejected
+    bits = np.random.default_rng(0).integers(0, 2**32, 4000, dtype=np.uint64)
+    picks = np.array([resampling._below(b, size, key, d) for d, b in enumerate(bits)])
+    assert picks.min() >= 0 and picks.max() < int(size)
+    again = np.array([resampling._below(b, size, key, d) for d, b in enumerate(bits)])
+    assert np.array_equal(picks, again)
+    assert stats.chisquare(np.bincount(picks // 2**30, minlength=3)).pvalue > 1e-4
+
+
+def test_a_count_past_the_narrow_tally_is_counted_again_wide(monkeypatch):
+    # A uint8 tally holds counts up to 255; past its limit the kernel returns -1 without writing, and
+    # the resample is counted again in a wide tally: the same draws, so the same intervals.
+    rng = np.random.default_rng(1)
+    n = 200
+    codes = rng.integers(0, 3, n).astype(np.int8)
+    members, starts = _resample._strata(codes, n)
+    out = [np.full(n, 7.0), np.zeros(n, np.uint8), np.zeros(n, np.int8), np.zeros(n), np.zeros(n)]
+    m = resampling.drawn_samples(members, starts, np.uint64(1), 0, rng.random(n), np.zeros(n, np.uint8),
+                                 codes[None], rng.random(n), None, *out, np.empty(n, np.uint8), np.empty(n, np.uint8), 1)
+    assert m == -1 and np.all(out[0] == 7.0)  # some sample is drawn twice: past a limit of 1
+    y, s, groups = _data(400)
+    narrow = fm.evaluate(y, s, groups, n_boot=20, random_state=3)
+    monkeypatch.setattr(_resample, "NARROW_LIMIT", 1)
+    wide = fm.evaluate(y, s, groups, n_boot=20, random_state=3)
+    for key in ("by_group", "summary"):
+        pd.testing.assert_frame_equal(narrow.ci[key], wide.ci[key], check_exact=True)
+
+
+_NO_JIT_DRAWS = textwrap.dedent("""
+    import warnings
+    import numpy as np
+    import numba
+    assert numba.config.DISABLE_JIT, "NUMBA_DISABLE_JIT was not honoured"
+    from fairmedfm_fast import _resample
+    from fairmedfm_fast.kernels import resampling
+
+    warnings.simplefilter("ignore")  # SplitMix64 wraps around on purpose
+    rng = np.random.default_rng(3)
+    for n, n_groups, missing in [(1, 1, 0), (2, 2, 0), (7, 3, 1), (30, 4, 1), (30, 1, 0)]:
+        codes = rng.integers(-missing, n_groups, n).astype(np.int8)
+        rows = np.stack([codes, codes[::-1]])
+        members, starts = _resample._strata(codes, n)
+        for resample in range(3):
+            counts = np.empty(n)
+            resampling.stratified_bootstrap_counts(members, starts, np.uint64(2), resample, counts)
+            out = [np.empty(n), np.empty(n, np.uint8), np.empty(2 * n, np.int8), np.empty(n), np.empty(n)]
+            m = resampling.drawn_samples(members, starts, np.uint64(2), resample, rng.random(n),
+                                         np.zeros(n, np.uint8), rows, rng.random(n), None, *out,
+                                         np.empty(n, np.uint8), np.empty(n, np.uint8), 255)
+            drawn = np.flatnonzero(counts)
+            assert m == len(drawn) and np.array_equal(out[2][:2 * m].reshape(2, m), rows[:, drawn])
+            assert np.array_equal(out[4][:m], counts[drawn])
+    print("ok")
+""")
+
+
+def test_draws_without_jit():
+    # Python mode raises on out-of-bounds indexing that compiled code would not notice (the filter
+    # writes every sample's values before it knows whether the sample is drawn).
+    env = {**os.environ, "NUMBA_DISABLE_JIT": "1"}
+    result = subprocess.run([sys.executable, "-c", _NO_JIT_DRAWS], cwd=tempfile.gettempdir(), env=env,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip() == "ok"
 
 
 def test_permuted_codes_keep_missing_in_place_and_group_sizes():

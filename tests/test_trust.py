@@ -76,21 +76,25 @@ def test_drawn_samples_are_the_stratified_bootstrap_counts():
     codes = rng.integers(-1, 4, n).astype(np.int8)
     scores, labels = np.sort(rng.random(n)), rng.integers(0, 2, n).astype(np.uint8)
     terms, weights = rng.random(n), rng.uniform(0.5, 2.0, n)
-    members, starts, position = _resample._strata(codes, n)
+    members, starts = _resample._strata(codes, n)
     for resample in range(5):
         counts = np.zeros(n)
         resampling.stratified_bootstrap_counts(members, starts, np.uint64(9), resample, counts)
         assert np.all(counts[codes < 0] == 0)
         assert np.array_equal(np.bincount(codes[codes >= 0], weights=counts[codes >= 0]),
                               np.bincount(codes[codes >= 0]).astype(float))  # every group keeps its size
-        out = [np.empty(n), np.empty(n, np.uint8), np.empty((1, n), np.int8), np.empty(n), np.empty(n)]
-        m = resampling.drawn_samples(position, starts, np.uint64(9), resample, scores, labels, codes[None], terms,
-                                     weights, *out, np.empty(n, np.int32))
         drawn = np.flatnonzero(counts)
-        assert m == len(drawn)
-        assert np.array_equal(out[0][:m], scores[drawn]) and np.array_equal(out[1][:m], labels[drawn])
-        assert np.array_equal(out[2][0, :m], codes[drawn]) and np.array_equal(out[3][:m], terms[drawn])
-        assert np.array_equal(out[4][:m], counts[drawn] * weights[drawn])
+        rows = np.stack([codes, (codes * 7) % 5])  # a second code row goes to its own block
+        for tally, limit in ((np.uint8, 255), (np.int64, n)):  # narrow and wide counts agree
+            out = [np.empty(n), np.empty(n, np.uint8), np.empty(2 * n, np.int8), np.empty(n), np.empty(n)]
+            in_order = np.empty(n, tally)
+            m = resampling.drawn_samples(members, starts, np.uint64(9), resample, scores, labels, rows, terms,
+                                         weights, *out, np.empty(n, tally), in_order, limit)
+            assert m == len(drawn) and np.array_equal(in_order, counts)
+            assert np.array_equal(out[0][:m], scores[drawn]) and np.array_equal(out[1][:m], labels[drawn])
+            assert np.array_equal(out[2][:2 * m].reshape(2, m), rows[:, drawn])
+            assert np.array_equal(out[3][:m], terms[drawn])
+            assert np.array_equal(out[4][:m], counts[drawn] * weights[drawn])
 
 
 def test_drawn_samples_measure_like_the_counts_as_weights():
