@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import os
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -68,13 +69,19 @@ def read_mask_file(path: str | os.PathLike, where: str = "mask") -> np.ndarray:
     return array
 
 
+#: ``np.load`` parses a .npy header with ``ast.literal_eval``, which CPython 3.11 can break off
+#: ("AST constructor recursion depth mismatch") when threads parse at the same time.
+_NPY_HEADER = threading.Lock()
+
+
 def _read_array(path: Path, where: str) -> np.ndarray:
     name = path.name.lower()
     if name.endswith(".npy"):
-        try:
-            array = np.load(path, mmap_mode="r")
-        except ValueError:  # e.g. an object array, which cannot be memory-mapped
-            array = np.load(path)
+        with _NPY_HEADER:  # memory-mapped: the lock covers the header, not the reading
+            try:
+                array = np.load(path, mmap_mode="r")
+            except ValueError:  # e.g. an object array, which cannot be memory-mapped
+                array = np.load(path)
         return np.squeeze(np.asarray(array))
     if name.endswith(".npz"):
         with np.load(path) as data:
