@@ -547,9 +547,8 @@ def _shared_best_f1(arranged: Arranged, weights: np.ndarray | None, complete: li
         return None
     n = len(arranged.scores)
     n_pos = np.array([np.count_nonzero(arranged.labels)], np.int64)
-    one = np.zeros((1, n), np.int8)  # every sample in group 0
-    found = _sweeps().best_f1_sweep(arranged.scores, arranged.labels, one, np.ones(1, np.int64), n_pos,
-                                    n - n_pos)[0]
+    # one grouping whose one group holds every sample (no codes to read)
+    found = _sweeps().best_f1_sweep(arranged.scores, arranged.labels, None, np.ones(1, np.int64), n_pos, n - n_pos)[0]
     if np.isnan(found[0]):
         return None
     return float(found[0]), int(np.searchsorted(arranged.scores, found[0], "right")), np.array(complete)

@@ -397,7 +397,8 @@ def best_f1_sweep(sorted_scores, sorted_labels, sorted_codes, n_groups, n_pos, n
     Parameters
     ----------
     sorted_scores, sorted_labels, sorted_codes, n_groups, weights : as in :func:`ranked_sums`
-        (here any groupings, complete or not)
+        (here any groupings, complete or not); ``sorted_codes`` None for one grouping of one group
+        holding every sample (the sweep shared by complete groupings), which reads no codes
     n_pos, n_neg : arrays of shape (K,)
         Positives and negatives among each grouping's present samples.
 
@@ -412,7 +413,8 @@ def best_f1_sweep(sorted_scores, sorted_labels, sorted_codes, n_groups, n_pos, n
         ``score > t`` holds for the rest: TP = positives - pos_at).
     """
     offsets, n_slots = slot_offsets(n_groups)
-    n_groupings, n = sorted_codes.shape
+    n = sorted_scores.shape[0]
+    n_groupings = 1 if sorted_codes is None else sorted_codes.shape[0]
     thresholds = filled(n_groupings, np.nan)
     pos_at = counters(weights, n_slots)
     neg_at = counters(weights, n_slots)
@@ -435,7 +437,7 @@ def best_f1_sweep(sorted_scores, sorted_labels, sorted_codes, n_groups, n_pos, n
         present = False
         for i in range(n):
             value = sorted_scores[i]
-            code = sorted_codes[k, i]
+            code = 0 if sorted_codes is None else sorted_codes[k, i]
             w = weight_of(weights, i)
             if code >= 0 and w != 0:
                 present = True
@@ -472,7 +474,7 @@ def best_f1_sweep(sorted_scores, sorted_labels, sorted_codes, n_groups, n_pos, n
             pos_at[overall] = best_pos
             neg_at[overall] = best_neg
             for i in range(best_stop):  # each group's counts at or below the best threshold
-                code = sorted_codes[k, i]
+                code = 0 if sorted_codes is None else sorted_codes[k, i]
                 w = weight_of(weights, i)
                 if code >= 0 and w != 0:
                     pw = w * (1 if sorted_labels[i] != 0 else 0)

@@ -163,3 +163,16 @@ def test_sums_fold_with_many_groups():
         assert loss[group] / count[group] == pytest.approx(ref.binary_cross_entropy(scores[mask], labels[mask]),
                                                            rel=1e-12)
         assert ece[group] == pytest.approx(ref.calibration_error(scores[mask], labels[mask]), rel=1e-12, abs=1e-15)
+
+
+@settings(deadline=None, max_examples=40)
+@given(case=cases(max_n=200))
+def test_best_f1_sweep_without_codes_equals_one_group(case):
+    """The shared best-F1 sweep reads no codes (``sorted_codes=None``): the same as one group of all samples."""
+    scores, labels, _, _ = _sorted(case, np.float64)
+    n_pos = np.array([labels.sum()], np.int64)
+    one = np.zeros((1, case.n), np.int8)
+    expected = sweeps.best_f1_sweep(scores, labels, one, np.ones(1, np.int64), n_pos, case.n - n_pos)
+    got = sweeps.best_f1_sweep(scores, labels, None, np.ones(1, np.int64), n_pos, case.n - n_pos)
+    for g, e in zip(got, expected):
+        np.testing.assert_array_equal(g, e)
