@@ -483,8 +483,7 @@ def _sweep(arranged: Arranged, keys: set[str], base: set[str], at_half: bool, at
     done = on_threads(tasks, n_threads) if n_threads > 1 and len(tasks) > 1 else [task() for task in tasks]
     count, positives, u2, loss, pos_cut, neg_cut, found, pos_at, neg_at, ece = _in_slot_order(parts, done, sizes)
     if shared is not None:
-        threshold_found, at, _ = shared
-        rows = np.array(complete)
+        threshold_found, at, rows = shared
         slots = np.repeat(rows, sizes + 1)
         found = np.where(rows, threshold_found, found)
         j = positions.index(at)
@@ -517,6 +516,10 @@ def _parts(complete: list[bool], n_threads: int) -> list[list[int]]:
     return parts + [[k] for k, done in enumerate(complete) if not done] or [[]]
 
 
+#: Where :func:`_passes` puts ``found`` (the only output per grouping, not per slot).
+_FOUND = 6
+
+
 def _in_slot_order(parts: list[list[int]], done: list[tuple[np.ndarray, ...]], sizes: np.ndarray
                    ) -> list[np.ndarray]:
     """The outputs of :func:`_passes` put back in slot order (``found`` in grouping order)."""
@@ -526,8 +529,9 @@ def _in_slot_order(parts: list[list[int]], done: list[tuple[np.ndarray, ...]], s
     slot_rows = [np.concatenate([np.arange(starts[k], starts[k + 1]) for k in rows]) for rows in parts]
     merged = []
     for j, values in enumerate(zip(*done)):
-        where = parts if j == 6 else slot_rows
-        out = np.empty((int(starts[-1]) if j != 6 else len(sizes), *values[0].shape[1:]), values[0].dtype)
+        per_grouping = j == _FOUND
+        where = parts if per_grouping else slot_rows
+        out = np.empty((len(sizes) if per_grouping else int(starts[-1]), *values[0].shape[1:]), values[0].dtype)
         for rows, value in zip(where, values):
             out[np.asarray(rows, np.intp)] = value
         merged.append(out)
@@ -537,10 +541,10 @@ def _in_slot_order(parts: list[list[int]], done: list[tuple[np.ndarray, ...]], s
 def _shared_best_f1(arranged: Arranged, weights: np.ndarray | None, complete: list[bool]
                     ) -> tuple[float, int, np.ndarray] | None:
     """The best-F1 threshold of every grouping without missing values (they all sweep the same
-    samples), by one sweep over all samples instead of one per grouping: the threshold, where its
-    tie block ends in the sorted order, and which groupings are complete. None with weights
-    (weighted totals are summed in the sweep's order), on small inputs, and with fewer than two
-    complete groupings."""
+    samples; ``complete`` says which are), by one sweep over all samples instead of one per grouping:
+    the threshold, where its tie block ends in the sorted order, and ``complete`` as an array. None
+    with weights (weighted totals are summed in the sweep's order), on small inputs, and with fewer
+    than two complete groupings."""
     if weights is not None or len(arranged.sizes) < 2 or len(arranged.scores) < RADIX_FROM:
         return None
     if sum(complete) < 2:

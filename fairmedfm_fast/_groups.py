@@ -287,10 +287,15 @@ def encode_values(values: Column, max_distinct: int | None = None) -> tuple[np.n
     made, so a continuous column fails fast). Names come from the distinct values as Python objects,
     exactly as ``pandas.Series.map`` would hand them over.
     """
-    if isinstance(values, np.ndarray) and values.dtype.kind in "iu" and len(values):
-        low, high = int(values.min()), int(values.max())
-        if -(1 << 53) < low and high < 1 << 53 and _small_range(low, high, len(values)):
-            return _integer_codes(values, low, high, max_distinct)
+    array = values if isinstance(values, np.ndarray) else None
+    if array is None and values.dtype.kind in "iu" and not isinstance(values.dtype, pd.api.extensions.ExtensionDtype):
+        array = values.to_numpy()
+    if array is not None and array.dtype.kind in "iu" and len(array):
+        # Integers over a short range (whose names sort as the numbers do): offsets and a bincount
+        # instead of hashing every value.
+        low, high = int(array.min()), int(array.max())
+        if -(1 << 53) < low and high < 1 << 53 and _small_range(low, high, len(array)):
+            return _integer_codes(array, low, high, max_distinct)
     if isinstance(values, np.ndarray) and (values.dtype.kind in "mM" or (
             values.dtype.kind == "O" and len(values)
             and isinstance(values[0], (datetime.datetime, datetime.timedelta, np.datetime64, np.timedelta64)))):
@@ -328,21 +333,7 @@ def encode_values(values: Column, max_distinct: int | None = None) -> tuple[np.n
     else:
         array = values if isinstance(values, np.ndarray) else None
         plain_text = False
-        if array is None and values.dtype.kind in "iu" and not isinstance(values.dtype, pd.api.extensions.ExtensionDtype):
-            array = values.to_numpy()
-        if (array is not None and array.dtype.kind in "iu" and len(array)
-                and _small_range(int(array.min()), int(array.max()), len(array))):
-            # Integers over a short range: offsets and a bincount instead of hashing every value.
-            low = int(array.min())
-            offsets = array.astype(np.intp, copy=False) - low
-            present_offsets = np.flatnonzero(np.bincount(offsets))
-            if max_distinct is not None and len(present_offsets) > max_distinct:
-                return None
-            position = np.full(int(present_offsets[-1]) + 1, -1, np.intp)
-            position[present_offsets] = np.arange(len(present_offsets))
-            raw_codes = position[offsets]
-            uniques = (present_offsets + low).astype(array.dtype).tolist()
-        elif array is not None and array.dtype.kind in "US" and len(array) <= 100_000:
+        if array is not None and array.dtype.kind in "US" and len(array) <= 100_000:
             distinct, raw_codes = _distinct_text(array)  # sorting beats hashing when small
             if max_distinct is not None and len(distinct) > max_distinct:
                 return None

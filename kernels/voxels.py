@@ -38,6 +38,15 @@ def _key_rule(mode):
 
 
 @inline_kernel
+def _probability_key(bits, i, mask, limit):
+    """Voxel ``i``'s key under :func:`_key_rule`'s ``mask`` and ``limit``, and whether its score is a
+    probability."""
+    raw = np.uint64(bits[i])
+    key = raw & mask
+    return key, key <= limit and (raw == key or key == 0)
+
+
+@inline_kernel
 def _record_layout(mode, low_bits, payload, payload_bits, bucket_lo, bucket_hi):
     """The constants of a map's records: ``(low_mask, shift, pshift, lo, span, mask, limit, tag)``.
     A valid voxel's key goes to bucket ``(key >> shift) - lo`` (kept when below ``span``), and its
@@ -84,9 +93,8 @@ def encode_map(bits, truth, roi, mode, low_bits, payload, payload_bits, bucket_l
     for i in range(bits.shape[0]):
         if use_roi and roi[i] == 0:
             continue
-        raw = np.uint64(bits[i])
-        key = raw & mask
-        if key > limit or (raw != key and key != 0):
+        key, valid = _probability_key(bits, i, mask, limit)
+        if not valid:
             if totals[4] < 0:
                 totals[4] = i
             continue
@@ -115,9 +123,8 @@ def count_map(bits, truth, roi, mode, low_bits, histogram, totals):
     for i in range(bits.shape[0]):
         if use_roi and roi[i] == 0:
             continue
-        raw = np.uint64(bits[i])
-        key = raw & mask
-        if key > limit or (raw != key and key != 0):
+        key, valid = _probability_key(bits, i, mask, limit)
+        if not valid:
             if totals[4] < 0:
                 totals[4] = i
             continue
@@ -160,9 +167,8 @@ def count_buckets(bits, roi, mode, low_bits, histogram):
     for i in range(bits.shape[0]):
         if use_roi and roi[i] == 0:
             continue
-        raw = np.uint64(bits[i])
-        key = raw & mask
-        if key <= limit and (raw == key or key == 0):
+        key, valid = _probability_key(bits, i, mask, limit)
+        if valid:
             histogram[np.intp(key >> shift)] += 1
 
 
