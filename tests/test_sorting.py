@@ -130,3 +130,26 @@ def test_words_when_they_fit_else_key_and_payload(monkeypatch):
     assert calls[-1] is not None
     _check(scores, *_payload(5000, 7, 3))
     assert calls[-1] is None
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(0, 9_000), widths=st.lists(st.integers(1, 7), min_size=0, max_size=7),
+       span=st.tuples(st.integers(0, 9_000), st.integers(0, 9_000)), seed=st.integers(0, 2**16))
+def test_pack_payload_matches_shifts(n, widths, span, seed):
+    """Each sample's payload is its label at bit 0 and code + 1 (0 for a missing -1) at each row's bit,
+    across block boundaries and in every payload width; samples outside start:stop are untouched."""
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, 2, n).astype(np.uint8)
+    codes = np.array([rng.integers(-1, (1 << w) - 1, n) for w in widths], np.int8).reshape(len(widths), n)
+    shifts = np.cumsum([1, *widths])[:-1].astype(np.uint64)
+    start, stop = sorted(min(x, n) for x in span)
+    for dtype in (np.uint16, np.uint32, np.uint64):
+        if sum(widths) + 1 > 8 * np.dtype(dtype).itemsize:
+            continue
+        expected = labels.astype(np.uint64)
+        for row, at in zip(codes, shifts):
+            expected |= (row.astype(np.int64) + 1).astype(np.uint64) << at
+        pays = np.full(n, 7, dtype)
+        sorting.pack_payload(labels, codes, shifts, start, stop, pays)
+        np.testing.assert_array_equal(pays[start:stop], expected[start:stop].astype(dtype))
+        assert (pays[:start] == 7).all() and (pays[stop:] == 7).all()
