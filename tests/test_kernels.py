@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import reference as ref
-from hypothesis import example, given, note
+from hypothesis import example, given, note, settings
 from hypothesis import strategies as st
 from sklearn.metrics import roc_auc_score
 from strategies import LAYOUTS, Case, cases, with_layout
@@ -463,3 +463,28 @@ def test_integer_weights_equal_repeated_samples(case, data):
         np.array([(1 - rep_labels[p]).sum() for p in rep_present], np.int64))
     np.testing.assert_array_equal(w_thr, p_thr)
     np.testing.assert_array_equal(w_best, p_best)
+
+
+@settings(max_examples=60, deadline=None)
+@given(scores=st.lists(st.one_of(st.floats(0.0, 1.0), st.floats(1e-300, 1e-3), st.floats(0.999, 1.0),
+                                 st.sampled_from([0.0, 1.0, 5e-324, 0.5, 1 - 2**-53])), min_size=1, max_size=1500),
+       seed=st.integers(0, 2**16), single=st.booleans())
+def test_log_loss_terms_within_an_ulp_of_numpy_log(scores, seed, single):
+    """The blockwise logarithm is within one ulp of NumPy's for every term, equal where NumPy's log
+    meets the -100 clamp, and exact (NumPy's own) in blocks with a zero, a subnormal or a soft label."""
+    scores = np.array(scores, np.float32 if single else np.float64)
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, 2, len(scores)).astype(np.uint8)
+    p = scores.astype(np.float64)
+    with np.errstate(divide="ignore"):
+        expected = -np.maximum(np.where(labels == 1, np.log(p), np.log(1.0 - p)), -100.0)
+    terms = calibration.log_loss_terms(scores, labels)
+    assert np.abs(terms.view(np.int64) - expected.view(np.int64)).max() <= 1
+    soft = labels.astype(np.float64)
+    soft[0] = 0.25
+    with np.errstate(divide="ignore"):
+        first = -(0.25 * max(np.log(p[0]), -100.0) + 0.75 * max(np.log(1.0 - p[0]), -100.0))
+    mixed = calibration.log_loss_terms(scores, soft)
+    block = min(len(scores), 512)  # the soft label's block is computed by np.log, term by term
+    np.testing.assert_array_equal(mixed[1:block], expected[1:block])
+    assert mixed[0] == first
