@@ -57,16 +57,22 @@ def text_codes(offsets, data, capacity):
     lengths = np.empty(most, np.int64)
     n_distinct = 0
     mask = np.uint64(capacity - 1)
+    end = offsets[0] if n >= 0 else 0
     for i in range(n):
-        start = offsets[i]
-        length = offsets[i + 1] - start
+        start = end
+        end = offsets[i + 1]
+        length = end - start
         word = np.uint64(0)
         for b in range(start, start + min(length, 8)):
             word = (word << np.uint64(8)) | np.uint64(data[b])
         h = word ^ np.uint64(length)
-        for b in range(start + 8, start + length):  # the bytes after the eighth: FNV-1a
+        for b in range(start + 8, end):  # the bytes after the eighth: FNV-1a
             h = (h ^ np.uint64(data[b])) * np.uint64(1099511628211)
         slot = np.intp(((h * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(40)) & mask)
+        code = table[slot]
+        if code >= 0 and length <= 8 and packed[code] == word and lengths[code] == length:
+            codes[i] = code  # the usual case, a short string met before at its first slot: no loop
+            continue
         while True:
             code = table[slot]
             if code < 0:
