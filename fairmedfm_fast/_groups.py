@@ -238,6 +238,20 @@ def _offset_codes(offsets: np.ndarray, span: int) -> tuple[np.ndarray, np.ndarra
     return present, (np.cumsum(counts > 0) - 1)[offsets]
 
 
+#: Samples at the head of a column that :func:`_codes_present` reads first.
+_HEAD = 1 << 16
+
+
+def _codes_present(codes: np.ndarray, n_codes: int) -> np.ndarray:
+    """Whether each code ``0 .. n_codes - 1`` occurs: from the column's head when every code occurs
+    there (the usual case for categories), else from the counts of the whole column."""
+    head = codes[:_HEAD]
+    present = np.bincount(head[head >= 0], minlength=n_codes) > 0
+    if len(codes) <= _HEAD or present.all():
+        return present
+    return _code_counts(codes, n_codes) > 0
+
+
 def _code_counts(codes: np.ndarray, n_codes: int) -> np.ndarray:
     """Samples of each code ``0 .. n_codes - 1``: a kernel on large columns (``np.bincount`` widens
     every code to intp and needs the negative ones taken out first)."""
@@ -307,9 +321,9 @@ def encode_values(values: Column, max_distinct: int | None = None) -> tuple[np.n
     # are sorted like any other values. We follow it (see the README).
     if is_pandas(values, "Series") and isinstance(values.dtype, pd.CategoricalDtype):
         # the codes serve directly either way (-1 where missing)
-        raw_codes = values.cat.codes.to_numpy()
+        raw_codes = np.asarray(values.array.codes)  # a read-only view (``.cat.codes`` copies them)
         names = [group_name(value) for value in values.cat.categories.tolist()]
-        present = _code_counts(raw_codes, len(names)) > 0
+        present = _codes_present(raw_codes, len(names))
         ordered: list[str] = []
         for name, here in zip(names, present):
             if here and name is not None and name not in ordered:
@@ -327,7 +341,7 @@ def encode_values(values: Column, max_distinct: int | None = None) -> tuple[np.n
             column = pa.array([], column.type)
         raw_codes = pc.fill_null(column.indices.cast(pa.int64()), -1).to_numpy(zero_copy_only=False).astype(np.intp)
         names = [group_name(value) for value in column.dictionary.to_pylist()]
-        used = _code_counts(raw_codes, len(names)) > 0
+        used = _codes_present(raw_codes, len(names))
         names = [name if here else None for name, here in zip(names, used)]
         ordered = sorted({name for name in names if name is not None}, key=order_key)
     else:

@@ -92,3 +92,15 @@ def test_small_arrow_string_columns():
     got, groups = _groups.encode_values(with_missing)
     assert groups == ["a", "b"]
     np.testing.assert_array_equal(got, [1, -1, 0])
+
+
+def test_categories_present_only_after_the_head_or_never():
+    # categories are found in the column's head first; one met only at the end is still named, one
+    # never met is not
+    n = 100_000
+    values = np.array(["b", "a"] * (n // 2), dtype=object)
+    values[-1] = "late"
+    column = pd.Series(pd.Categorical(values, categories=["a", "b", "unused", "late"]))
+    codes, groups = _groups.encode_values(column)
+    assert groups == ["a", "b", "late"]
+    np.testing.assert_array_equal(np.asarray(groups, dtype=object)[codes], values)
