@@ -486,7 +486,8 @@ def _scatter_payload(score_bits, pays, start, stop, low, shift, bits, pay_bits, 
 def _unpack_buckets(words, first, begin_bucket, end_bucket, low, shift, pay_bits, code_shifts, out_bits, out_labels,
                     out_codes):
     # Sort the buckets begin_bucket..end_bucket-1 of words (bounds first) and write their scores' bits,
-    # labels and codes at their positions.
+    # labels and codes at their positions. ``out_bits`` may be ``words`` itself: a bucket's bits are
+    # written last, each where its word was read (or from the scratch copy).
     wide = out_bits.itemsize == 8
     n_groupings = out_codes.shape[0]
     code_masks = np.empty(n_groupings, np.uint64)
@@ -505,8 +506,6 @@ def _unpack_buckets(words, first, begin_bucket, end_bucket, low, shift, pay_bits
         top = low + (np.uint64(bucket) << np.uint64(shift))
         # a loop per output, each over contiguous arrays (vectorized)
         for t in range(stop - start):
-            out_bits[start + t] = _float_bits(top + (source[t] >> pay_bits), wide)
-        for t in range(stop - start):
             out_labels[start + t] = np.uint8(source[t] & one)
         for k in range(n_groupings):
             at = code_shifts[k]
@@ -514,6 +513,8 @@ def _unpack_buckets(words, first, begin_bucket, end_bucket, low, shift, pay_bits
             row = out_codes[k]
             for t in range(stop - start):
                 row[start + t] = np.int8(np.int64((source[t] >> at) & mask) - 1)
+        for t in range(stop - start):
+            out_bits[start + t] = _float_bits(top + (source[t] >> pay_bits), wide)
 
 
 def bucket_words(score_bits, pay_bits, n_threads, scatter, first_bits=_BITS):
@@ -568,7 +569,10 @@ def _sort_words(score_bits, labels, codes, n_threads):
         pay_bits += (int(codes[k].max()) + 1).bit_length() if n else 1
     if codes.dtype != np.int8:
         return None
-    pays = np.empty(n, _payload_type(pay_bits))
+    # The payloads are dead once scattered: their bytes then hold the sorted labels and codes.
+    pay_type = np.dtype(_payload_type(pay_bits))
+    carried = np.empty(max(n * pay_type.itemsize, n * (1 + n_groupings)), np.uint8)
+    pays = carried[:n * pay_type.itemsize].view(pay_type)
 
     def scatter(start, stop, low, shift, bits, starts, words):
         pack_payload(labels, codes, code_shifts, start, stop, pays)
@@ -578,9 +582,10 @@ def _sort_words(score_bits, labels, codes, n_threads):
     if scattered is None:
         return None
     words, first, low_key, shift, cuts = scattered
-    out_bits = np.empty(n, score_bits.dtype)
-    out_labels = np.empty(n, np.uint8)
-    out_codes = np.empty((n_groupings, n), np.int8)
+    # 64-bit scores' sorted bits replace their words; fresh memory costs page faults
+    out_bits = words if score_bits.itemsize == 8 else np.empty(n, score_bits.dtype)
+    out_labels = carried[:n]
+    out_codes = carried[n:n * (1 + n_groupings)].view(np.int8).reshape(n_groupings, n)
     run_tasks([(_unpack_buckets, words, first, begin, end, low_key, shift, np.uint64(pay_bits), code_shifts, out_bits,
                 out_labels, out_codes) for begin, end in cuts])
     return out_bits, out_labels, out_codes
