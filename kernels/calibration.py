@@ -6,6 +6,7 @@ become weighted sums; samples of weight 0 are absent, also from the score ranges
 import numpy as np
 
 from ._arrays import filled
+from ._bits import bits_of, float_of
 from ._config import inline_kernel, kernel
 from ._slots import neumaier_add, slot_offsets
 from ._weights import counters, weight_of
@@ -226,7 +227,7 @@ _LG1, _LG2, _LG3, _LG4 = 6.666666666666735130e-01, 3.999999999940941908e-01, 2.8
 _LG5, _LG6, _LG7 = 1.818357216161805012e-01, 1.531383769920937332e-01, 1.479819860511658591e-01
 _FRACTION = np.uint64(0x000FFFFFFFFFFFFF)
 _ONE_BITS = np.uint64(0x3FF0000000000000)
-#: Samples :func:`log_loss_into` takes at a time (three float64 buffers of it stay in L1).
+#: Samples :func:`log_loss_into` takes at a time.
 _LOG_BLOCK = 512
 
 
@@ -260,40 +261,29 @@ def _log_term(p, y):
 def log_loss_into(scores, labels, out):
     """:func:`log_loss_terms` written into ``out`` (float64 of shape (n,)), e.g. a piece per thread.
 
-    Blocks of samples go through loops that vectorize: the logarithm's argument (``p`` for a
-    positive, ``1 - p`` for a negative), its exponent and mantissa bits, then :func:`_log_reduced`.
-    A block holding a soft label or an argument that is not a positive normal float (0, a
-    subnormal, a score outside [0, 1], inf) is redone sample by sample with ``np.log``.
+    Blocks of samples go through one loop that vectorizes: the logarithm's argument (``p`` for a
+    positive, ``1 - p`` for a negative), its exponent and mantissa bits, :func:`_log_reduced`. A
+    block holding a soft label or an argument that is not a positive normal float (0, a subnormal,
+    a score outside [0, 1], inf) is then redone sample by sample with ``np.log``.
     """
-    argument = np.empty(_LOG_BLOCK)
-    mantissa_bits = np.empty(_LOG_BLOCK, np.uint64)
-    exponent = np.empty(_LOG_BLOCK)
-    argument_bits = argument.view(np.uint64)
-    mantissa = mantissa_bits.view(np.float64)
     n = scores.shape[0]
     for begin in range(0, n, _LOG_BLOCK):
         m = min(_LOG_BLOCK, n - begin)
         some_scores = scores[begin:begin + m]
         some_labels = labels[begin:begin + m]
+        some_out = out[begin:begin + m]
         odd = 0  # soft labels and arguments that are not positive normal floats
         for t in range(m):
             p = np.float64(some_scores[t])
             y = some_labels[t]
-            argument[t] = p if y == 1 else 1.0 - p
-            odd += np.int64((y != 0) & (y != 1))
-        for t in range(m):
-            bits = argument_bits[t]
+            bits = bits_of(p if y == 1 else 1.0 - p)
             biased = np.int64(bits >> np.uint64(52))  # the sign bit makes it 2048 or more
-            odd += np.int64((biased == 0) | (biased >= 0x7FF))
-            mantissa_bits[t] = (bits & _FRACTION) | _ONE_BITS
-            exponent[t] = np.float64(biased - 1023)
-        some_out = out[begin:begin + m]
+            odd += np.int64((y != 0) & (y != 1) | (biased == 0) | (biased >= 0x7FF))
+            mantissa = float_of((bits & _FRACTION) | _ONE_BITS)
+            some_out[t] = -max(_log_reduced(mantissa, np.float64(biased - 1023)), -100.0)
         if odd:
             for t in range(m):
                 some_out[t] = _log_term(np.float64(some_scores[t]), some_labels[t])
-            continue
-        for t in range(m):
-            some_out[t] = -max(_log_reduced(mantissa[t], exponent[t]), -100.0)
 
 
 @kernel

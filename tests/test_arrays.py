@@ -1,4 +1,5 @@
-"""The kernels' array helpers (``kernels/_arrays.py``, ``kernels/_weights.py``) against NumPy.
+"""The kernels' array and bit helpers (``kernels/_arrays.py``, ``kernels/_weights.py``, ``kernels/_bits.py``)
+against NumPy.
 
 They are intrinsics under JIT (no compilation of their own, callable from kernels only); their plain
 NumPy bodies (``NUMBA_DISABLE_JIT=1``) run in ``test_kernels.py::test_kernels_without_jit``.
@@ -8,6 +9,7 @@ import pytest
 from numba import njit
 
 from fairmedfm_fast.kernels._arrays import filled
+from fairmedfm_fast.kernels._bits import bits_of, float_of
 from fairmedfm_fast.kernels._weights import counters
 
 
@@ -52,3 +54,18 @@ def test_counters_are_zeros_of_the_weights_type(weights):
     assert one.dtype == two.dtype == dtype and one.shape == (4,) and two.shape == (4, 3)
     np.testing.assert_array_equal(one, [1, 0, 0, 0])
     np.testing.assert_array_equal(two, np.zeros((4, 3)))
+
+
+@njit
+def _bits_and_back(values, bits, back):
+    for i in range(values.shape[0]):
+        bits[i] = bits_of(values[i])
+        back[i] = float_of(bits[i])
+
+
+def test_bits_of_and_float_of_are_numpy_views():
+    values = np.array([0.0, -0.0, 1.0, -2.5, 5e-324, np.inf, -np.inf, np.nan, 0.1, 1e308])
+    bits, back = np.empty(len(values), np.uint64), np.empty(len(values))
+    _bits_and_back(values, bits, back)
+    np.testing.assert_array_equal(bits, values.view(np.uint64))
+    np.testing.assert_array_equal(back.view(np.uint64), values.view(np.uint64))
