@@ -7,8 +7,9 @@ that equal scores keep their input order (the sort is stable, as ``np.argsort(ki
 
 Samples are scattered into buckets by a first digit of their keys (its place chosen by the keys'
 range), then each bucket is sorted while in cache. When it fits, a sample travels as one 64-bit
-word: its key's bits below the first digit, above its label and codes (:func:`sort_bucket`).
-Otherwise it travels as its 64-bit key and, in a parallel array, a payload (the label and up to
+word: its key's bits below the first digit, above its label and codes (:func:`sort_bucket`;
+the payloads are packed first, by :func:`pack_payload`, and the sorted outputs reuse the words'
+and the payloads' memory). Otherwise it travels as its 64-bit key and, in a parallel array, a payload (the label and up to
 seven int8 codes packed byte by byte, or the sample index): 32 bits for up to three groupings (or an
 index below 2**32), 64 otherwise. Nothing is read at random after the sort.
 """
