@@ -476,9 +476,12 @@ def _sweep(arranged: Arranged, keys: set[str], base: set[str], at_half: bool, at
     if shared is not None:  # the complete groupings' counts at it: prefix counts of the pass
         positions = sorted({*positions, shared[1]})
     cuts = np.array(positions, np.int64)
-    parts = _parts(complete, n_threads)
+    parts = _parts(complete)
+    # one part (the usual case: every grouping complete) shares the threads among its ranges
+    inner = n_threads if len(parts) == 1 else 1
     tasks = [lambda rows=rows: _passes(arranged, rows, loss_terms, cuts, with_ece,
-                                       sweep_f1 and (shared is None or not all(complete[k] for k in rows)), weights)
+                                       sweep_f1 and (shared is None or not all(complete[k] for k in rows)), weights,
+                                       inner)
              for rows in parts]
     done = on_threads(tasks, n_threads) if n_threads > 1 and len(tasks) > 1 else [task() for task in tasks]
     count, positives, u2, loss, pos_cut, neg_cut, found, pos_at, neg_at, ece = _in_slot_order(parts, done, sizes)
@@ -507,13 +510,11 @@ def _sweep(arranged: Arranged, keys: set[str], base: set[str], at_half: bool, at
                        confusion=confusion, totals=totals, extra=_optional_sums(arranged, base, weights))
 
 
-def _parts(complete: list[bool], n_threads: int) -> list[list[int]]:
-    """The groupings each pass reads: the complete ones together (split among the threads when
-    several are allowed), each one with missing values alone."""
+def _parts(complete: list[bool]) -> list[list[int]]:
+    """The groupings each pass reads: the complete ones together, each one with missing values
+    alone."""
     whole = [k for k, done in enumerate(complete) if done]
-    n_parts = min(n_threads, len(whole))
-    parts = [whole[p::n_parts] for p in range(n_parts)] if whole else []
-    return parts + [[k] for k, done in enumerate(complete) if not done] or [[]]
+    return ([whole] if whole else []) + [[k] for k, done in enumerate(complete) if not done] or [[]]
 
 
 #: Where :func:`_passes` puts ``found`` (the only output per grouping, not per slot).
@@ -559,10 +560,11 @@ def _shared_best_f1(arranged: Arranged, weights: np.ndarray | None, complete: li
 
 
 def _passes(arranged: Arranged, rows: list[int], loss_terms: np.ndarray | None, cuts: np.ndarray, with_ece: bool,
-            sweep_f1: bool, weights: np.ndarray | None) -> tuple[np.ndarray, ...]:
+            sweep_f1: bool, weights: np.ndarray | None, n_threads: int = 1) -> tuple[np.ndarray, ...]:
     """The fused pass over the groupings ``rows`` (which have the same samples present): per-slot
     count, positives, u2, loss sums, counts below the cuts, then (when asked for) each grouping's
-    best-F1 threshold with the counts at or below it, and ECE."""
+    best-F1 threshold with the counts at or below it, and ECE. The pass's ranges of samples
+    (:func:`_ranges`) share ``n_threads`` threads."""
     calibration, sweeps = _kernels()[1], _sweeps()
     scores, labels = arranged.scores, arranged.labels
     first, stop = (rows[0], rows[-1] + 1) if rows else (0, 0)
@@ -574,8 +576,10 @@ def _passes(arranged: Arranged, rows: list[int], loss_terms: np.ndarray | None, 
     if with_ece:
         low, high = sweeps.score_ends(scores, codes, sizes, weights)
         marks, n_bins = sweeps.bin_marks(scores, calibration.equal_width_edges(low, high, ECE_BINS), sizes), ECE_BINS
-    count, positives, u2, loss, pos_cut, neg_cut, bin_count, bin_labels, bin_scores = sweeps.ranked_sums(
-        scores, labels, codes, sizes, loss_terms, cuts, marks, n_bins, weights)
+    ranges = _ranges(scores) if weights is None else [(0, len(scores))]
+    done = on_threads([lambda a=a, b=b: sweeps.ranked_sums(scores, labels, codes, sizes, loss_terms, cuts, marks,
+                                                           n_bins, a, b, weights) for a, b in ranges], n_threads)
+    count, positives, u2, loss, pos_cut, neg_cut, bin_count, bin_labels, bin_scores = _joined(done)
     found = np.full(len(sizes), np.nan)
     pos_at = neg_at = np.zeros(len(count), count.dtype)
     if sweep_f1:
@@ -585,6 +589,36 @@ def _passes(arranged: Arranged, rows: list[int], loss_terms: np.ndarray | None, 
     ece = (calibration.calibration_error(bin_count, bin_labels, bin_scores, 0) if with_ece
            else np.full(len(count), np.nan))
     return count, positives, u2, loss, pos_cut, neg_cut, found, pos_at, neg_at, ece
+
+
+#: From this many samples the fused pass reads the sorted order as :data:`SPLIT` ranges, which
+#: threads share. The split depends on the samples alone, so the sums do not depend on the threads.
+SPLIT_FROM = 1 << 20
+SPLIT = 2
+
+
+def _ranges(scores: np.ndarray) -> list[tuple[int, int]]:
+    """Ranges of the sorted order for :func:`_passes`: :data:`SPLIT` of about equal size, each
+    bound at the start of a tie block (fewer when one tie block spans a bound); one below
+    :data:`SPLIT_FROM` samples."""
+    n = len(scores)
+    if n < SPLIT_FROM:
+        return [(0, n)]
+    bounds = sorted({0, n, *(int(scores.searchsorted(scores[n * j // SPLIT], "left")) for j in range(1, SPLIT))})
+    return list(zip(bounds[:-1], bounds[1:]))
+
+
+def _joined(done: list[tuple[np.ndarray, ...]]) -> tuple[np.ndarray, ...]:
+    """The sums of ``ranked_sums`` over consecutive ranges as one pass over their union would give
+    them: added, and each range's U credited with its positives times the negatives before it."""
+    if len(done) == 1:
+        return done[0]
+    joined = [sum(values[1:], values[0]) for values in zip(*done)]
+    negatives = 0
+    for count, positives, *_ in done:
+        joined[2] = joined[2] + 2 * positives * negatives
+        negatives = negatives + (count - positives)
+    return tuple(joined)
 
 
 def _overall_slots(sizes: np.ndarray) -> np.ndarray:

@@ -78,9 +78,10 @@ def _first_met(sorted_scores, sorted_codes, k, first, n_groups, weights, start, 
 
 
 @kernel
-def ranked_sums(sorted_scores, sorted_labels, sorted_codes, n_groups, loss_terms, cuts, marks, n_bins,
+def ranked_sums(sorted_scores, sorted_labels, sorted_codes, n_groups, loss_terms, cuts, marks, n_bins, start, stop,
                 weights=None):
-    """One pass: per-slot totals, AUC sums, BCE sums, prefix counts at cuts and ECE bin sums.
+    """One pass over the samples ``start:stop``: per-slot totals, AUC sums, BCE sums, prefix counts at
+    cuts and ECE bin sums.
 
     The groupings of one call must have the same samples present (every grouping complete, or a
     single grouping): their "all present samples" slots then hold the same sums, which the pass
@@ -103,6 +104,11 @@ def ranked_sums(sorted_scores, sorted_labels, sorted_codes, n_groups, loss_terms
         :func:`score_ends`)
     n_bins : int
         Bins per slot (1 without marks).
+    start, stop : int
+        The samples read, each at a tie-block boundary (or 0 and ``n``). The sums of consecutive
+        ranges add up to those of their union, except U: a later range's ``u2`` adds twice its
+        positives times the negatives before it. A cut or mark before ``start`` records zeros,
+        one after ``stop`` the range's totals.
     weights : float64 array of shape (n,), optional
 
     Returns
@@ -115,7 +121,7 @@ def ranked_sums(sorted_scores, sorted_labels, sorted_codes, n_groups, loss_terms
         ``calibration.binned_calibration`` (pandas.cut's right-closed bins); zeros without marks
     """
     offsets, n_slots = slot_offsets(n_groups)
-    n_groupings, n = sorted_codes.shape
+    n_groupings = sorted_codes.shape[0]
     n_cuts = cuts.shape[0]
     n_edges = n_bins + 1
     tally = counters(weights, (n_slots, 8))
@@ -149,9 +155,9 @@ def ranked_sums(sorted_scores, sorted_labels, sorted_codes, n_groups, loss_terms
     o_score = 0.0
     o_score_comp = 0.0
     next_cut = 0
-    cut = cuts[0] if n_cuts > 0 else n + 1
+    cut = min(cuts[0], stop) if n_cuts > 0 else stop + 1  # one after stop is met at stop
     next_mark = 0
-    mark = mark_at[0] if n_marks > 0 else n + 1
+    mark = min(mark_at[0], stop) if n_marks > 0 else stop + 1
     # Each grouping folds its slots every FOLD samples, less often with many groups (a fold visits
     # each of them): a slot's plain sums then hold at most ``8 * (n_groups + 1)`` terms, still exact
     # to ~1e-11 at 10^4 groups. A grouping's schedule depends on it alone, so its sums are the same
@@ -159,15 +165,17 @@ def ranked_sums(sorted_scores, sorted_labels, sorted_codes, n_groups, loss_terms
     every = filled(n_groupings, 0)
     for k in range(n_groupings):
         every[k] = max(FOLD, 8 * (n_groups[k] + 1))
-    folds = every.copy()  # each grouping's next fold
-    o_fold = FOLD  # the overall slot's next fold
+    folds = filled(n_groupings, 0)  # each grouping's next fold
+    for k in range(n_groupings):
+        folds[k] = start + every[k]
+    o_fold = start + FOLD  # the overall slot's next fold
     fold_at = _earliest(o_fold, folds)
-    block_start = 0
-    block_end = 0  # the current tie block is [block_start, block_end); ties are rare
+    block_start = start
+    block_end = start  # the current tie block is [block_start, block_end); ties are rare
     # The next position where something besides adding a sample happens: a fold, a cut, a bin
     # edge, or the end of a tie block. One comparison per sample finds it.
-    event = min(fold_at, cut, mark, n)
-    for i in range(n + 1 if n_groupings > 0 else 0):
+    event = min(fold_at, cut, mark, stop)
+    for i in range(start, stop + 1 if n_groupings > 0 else start):
         if i >= event:
             if i == block_end and block_end > block_start:  # settle the tie block that ends here
                 o_u2, o_neg_below = _settle_block(sorted_codes, offsets, block_start, block_end, tally, o_u2,
@@ -175,13 +183,13 @@ def ranked_sums(sorted_scores, sorted_labels, sorted_codes, n_groups, loss_terms
                 o_block_pos = zero
                 o_block_neg = zero
                 block_start = block_end
-            if i >= fold_at or i == n:  # fold the plain running sums into the compensated ones
+            if i >= fold_at or i == stop:  # fold the plain running sums into the compensated ones
                 for k in range(n_groupings):
-                    if i >= folds[k] or i == n:
+                    if i >= folds[k] or i == stop:
                         folds[k] += every[k]
                         for slot in range(offsets[k], offsets[k] + n_groups[k]):
                             _fold(sums, slot)
-                if i >= o_fold or i == n:
+                if i >= o_fold or i == stop:
                     o_fold += FOLD
                     o_loss, o_loss_comp = neumaier_step(o_loss, o_loss_comp, o_loss_part)
                     o_score, o_score_comp = neumaier_step(o_score, o_score_comp, o_score_part)
@@ -195,7 +203,7 @@ def ranked_sums(sorted_scores, sorted_labels, sorted_codes, n_groups, loss_terms
                 pos_cut[overall, next_cut] = o_pos
                 neg_cut[overall, next_cut] = o_count - o_pos
                 next_cut += 1
-                cut = cuts[next_cut] if next_cut < n_cuts else n + 1
+                cut = min(cuts[next_cut], stop) if next_cut < n_cuts else stop + 1
             while mark <= i:  # a slot's running sums at one of its bin edges
                 slot = mark_slots[next_mark]
                 e = mark_edges[next_mark]
@@ -210,17 +218,17 @@ def ranked_sums(sorted_scores, sorted_labels, sorted_codes, n_groups, loss_terms
                                                         sums[slot, _SCORE_PART])
                 at_score[slot, e] = total + compensation
                 next_mark += 1
-                mark = mark_at[next_mark] if next_mark < n_marks else n + 1
-            if i == n:
+                mark = min(mark_at[next_mark], stop) if next_mark < n_marks else stop + 1
+            if i == stop:
                 break
-            event = min(fold_at, cut, mark, n)
+            event = min(fold_at, cut, mark, stop)
             if block_end > i:
                 event = min(event, block_end)
         value = sorted_scores[i]
-        if i >= block_end and i + 1 < n and sorted_scores[i + 1] == value:  # a tie block starts
+        if i >= block_end and i + 1 < stop and sorted_scores[i + 1] == value:  # a tie block starts
             block_start = i
             block_end = i + 2
-            while block_end < n and sorted_scores[block_end] == value:
+            while block_end < stop and sorted_scores[block_end] == value:
                 block_end += 1
             event = min(event, block_end)
         tied = i < block_end

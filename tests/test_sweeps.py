@@ -10,6 +10,7 @@ from hypothesis import given, note, settings
 from hypothesis import strategies as st
 from strategies import cases
 
+from fairmedfm_fast import _engine
 from fairmedfm_fast.kernels import calibration, sweeps
 
 
@@ -33,7 +34,7 @@ def _sweep(scores, labels, codes, n_groups, thresholds, weights=None):
         row, size = codes[k:k + 1], n_groups[k:k + 1]
         low, high = sweeps.score_ends(scores, row, size, weights)
         marks = sweeps.bin_marks(scores, calibration.equal_width_edges(low, high, 10), size)
-        first = sweeps.ranked_sums(scores, labels, row, size, terms, cuts, marks, 10, weights)
+        first = sweeps.ranked_sums(scores, labels, row, size, terms, cuts, marks, 10, 0, len(scores), weights)
         count, positives = first[:2]
         second = sweeps.best_f1_sweep(scores, labels, row, size, positives[-1:], count[-1:] - positives[-1:],
                                       weights)
@@ -132,13 +133,14 @@ def test_complete_groupings_in_one_pass_equal_each_alone(case, data):
     edges = calibration.equal_width_edges(low, high, 10) if data.draw(st.booleans()) else None
     n_bins = 1 if edges is None else 10
     marks = None if edges is None else sweeps.bin_marks(scores, edges, case.n_groups)
-    together = sweeps.ranked_sums(scores, labels, codes, case.n_groups, terms, cuts, marks, n_bins, weights)
+    together = sweeps.ranked_sums(scores, labels, codes, case.n_groups, terms, cuts, marks, n_bins, 0, len(scores),
+                                   weights)
     starts = np.concatenate(([0], np.cumsum(case.n_groups + 1)))
     for k in range(len(case.n_groups)):
         window = slice(starts[k], starts[k + 1])
         alone_marks = None if edges is None else sweeps.bin_marks(scores, edges[window], case.n_groups[k:k + 1])
         alone = sweeps.ranked_sums(scores, labels, codes[k:k + 1], case.n_groups[k:k + 1], terms, cuts,
-                                   alone_marks, n_bins, weights)
+                                   alone_marks, n_bins, 0, len(scores), weights)
         for got, expected in zip(together, alone):
             np.testing.assert_array_equal(got[window], expected)
 
@@ -156,7 +158,7 @@ def test_sums_fold_with_many_groups():
     low, high = sweeps.score_ends(scores, codes, sizes)
     marks = sweeps.bin_marks(scores, calibration.equal_width_edges(low, high, 10), sizes)
     count, _, _, loss, _, _, bin_count, bin_labels, bin_scores = sweeps.ranked_sums(
-        scores, labels, codes, sizes, terms, np.empty(0, np.int64), marks, 10)
+        scores, labels, codes, sizes, terms, np.empty(0, np.int64), marks, 10, 0, n)
     ece = calibration.calibration_error(bin_count, bin_labels, bin_scores, 0)
     for group in (0, 7, groups - 1):
         mask = codes[0] == group
@@ -176,3 +178,50 @@ def test_best_f1_sweep_without_codes_equals_one_group(case):
     got = sweeps.best_f1_sweep(scores, labels, None, np.ones(1, np.int64), n_pos, case.n - n_pos)
     for g, e in zip(got, expected):
         np.testing.assert_array_equal(g, e)
+
+
+@settings(deadline=None, max_examples=60)
+@given(case=cases(), data=st.data())
+def test_ranges_join_to_one_pass(case, data):
+    """The pass over consecutive ranges (each starting a tie block), joined as the engine joins them,
+    gives the counts, U and cut counts of one pass over all samples exactly, its float sums to 1e-12."""
+    scores, labels, codes, _ = _sorted(case, np.float64)
+    starts = np.flatnonzero(np.r_[True, scores[1:] != scores[:-1]])  # where tie blocks start
+    inner = sorted(set(data.draw(st.lists(st.sampled_from(starts.tolist()), max_size=3))) - {0})
+    bounds = [0, *inner, case.n]
+    complete = codes.min(axis=1) >= 0
+    rows = np.flatnonzero(complete) if complete.any() else np.array([0])
+    codes, sizes = np.ascontiguousarray(codes[rows]), case.n_groups[rows]
+    terms = calibration.log_loss_terms(scores, labels)
+    cuts = np.unique(np.r_[0, np.searchsorted(scores, [0.3, 0.6], "right"), case.n]).astype(np.int64)
+    low, high = sweeps.score_ends(scores, codes, sizes)
+    marks = sweeps.bin_marks(scores, calibration.equal_width_edges(low, high, 10), sizes)
+    whole = sweeps.ranked_sums(scores, labels, codes, sizes, terms, cuts, marks, 10, 0, case.n)
+    joined = _engine._joined([sweeps.ranked_sums(scores, labels, codes, sizes, terms, cuts, marks, 10, a, b)
+                              for a, b in zip(bounds[:-1], bounds[1:])])
+    for j, (got, expected) in enumerate(zip(joined, whole)):
+        if j in (3, 8):  # loss and bin score sums: floats added in another order
+            np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-12)
+        else:
+            np.testing.assert_array_equal(got, expected)
+
+
+def test_engine_split_does_not_change_the_report(monkeypatch):
+    """``evaluate`` with the sorted order read as 3 ranges equals the single pass (counts and AUC
+    exactly, BCE and ECE to 1e-12), on one thread or several."""
+    import fairmedfm_fast as fm
+
+    rng = np.random.default_rng(5)
+    n = 300_000  # threaded from 2**18 samples
+    y = (rng.random(n) < 0.3).astype(int)
+    s = np.round(rng.random(n), 3)  # ties everywhere, also at the range bounds
+    attributes = {"site": rng.integers(0, 4, n), "sex": rng.integers(0, 2, n)}
+    one = fm.evaluate(y, s, attributes)
+    monkeypatch.setattr(_engine, "SPLIT_FROM", 1000)
+    monkeypatch.setattr(_engine, "SPLIT", 3)
+    assert len(_engine._ranges(np.sort(s))) == 3
+    for jobs in ("1", "2"):
+        monkeypatch.setenv("FAIRMEDFM_FAST_N_JOBS", jobs)
+        split = fm.evaluate(y, s, attributes)
+        pd.testing.assert_frame_equal(split.by_group, one.by_group, rtol=1e-12, atol=1e-14)
+        pd.testing.assert_frame_equal(split.summary, one.summary, rtol=1e-12, atol=1e-14)

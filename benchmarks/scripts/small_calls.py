@@ -53,7 +53,7 @@ def kernel_work(attributes: int, full: bool):
         low, high = sweeps.score_ends(sorted_scores, sorted_codes, sizes)
         marks = sweeps.bin_marks(sorted_scores, calibration.equal_width_edges(low, high, 10), sizes)
     count, positives, u2, _, _, _, *bins = sweeps.ranked_sums(sorted_scores, sorted_labels, sorted_codes, sizes,
-                                                              loss, cuts, marks, 10 if full else 1)
+                                                              loss, cuts, marks, 10 if full else 1, 0, n)
     if full:
         overall = np.cumsum(sizes + 1) - 1
         sweeps.best_f1_sweep(sorted_scores, sorted_labels, sorted_codes, sizes, positives[overall],
