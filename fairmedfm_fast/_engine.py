@@ -99,20 +99,27 @@ def _sort_packed(scores: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     when the sorted scores do not decrease there. None where they do, and for negative scores and
     -0.0 (the sign bit): ``argsort`` sorts those."""
     if scores.dtype == np.float64:
-        keys = scores.view(np.int64) & np.int64(-1 << 16)
+        keys = scores.view(np.int64) & _HIGH_BITS
     elif scores.dtype == np.float32:
         keys = scores.view(np.int32).astype(np.int64) << 16
     else:
         return None
-    keys |= np.arange(len(keys))
+    n = len(keys)
+    keys |= _POSITIONS[:n]
     keys.sort()
-    if len(keys) == 0 or keys[0] < 0:
+    if n == 0 or keys[0] < 0:
         return None
     order = keys & 0xFFFF
-    ordered = scores[order]
-    if (ordered[1:] < ordered[:-1]).any():
+    ordered = scores.take(order)
+    if np.count_nonzero(ordered[1:] < ordered[:-1]):  # count_nonzero: a third of .any()'s cost here
         return None
     return order, ordered
+
+
+_HIGH_BITS = np.int64(-1 << 16)
+#: 0, 1, ..., RADIX_FROM - 1: the positions :func:`_sort_packed` packs (read-only, shared).
+_POSITIONS = np.arange(RADIX_FROM, dtype=np.int64)
+_POSITIONS.flags.writeable = False
 
 
 def sort_scores(scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -299,7 +306,7 @@ def arrange(scores: np.ndarray, labels: np.ndarray, code_rows: list[np.ndarray],
         def gather(part: list) -> None:
             for source, target in part:
                 # order holds valid indices: mode="clip" skips the bounds check and the buffer
-                np.take(source.astype(target.dtype, copy=False), order, out=target, mode="clip")
+                source.astype(target.dtype, copy=False).take(order, out=target, mode="clip")
 
         if _threaded(len(scores)):  # np.take releases the GIL: every other gather on a second thread
             other = _Background(lambda: gather(gathers[0::2]), True)
@@ -458,25 +465,32 @@ def _sweep(arranged: Arranged, keys: set[str], base: set[str], at_half: bool, at
            n_threads: int = 1) -> list[Grouping]:
     """:func:`measure` on samples sorted by score: one fused pass (``kernels.sweeps.ranked_sums``) over
     the complete groupings together and one over each grouping with missing values, each followed by
-    its best-F1 sweep when no shared one serves it; the passes shared among ``n_threads`` threads."""
+    its best-F1 sweep when no shared one serves it; the passes shared among ``n_threads`` threads.
+
+    Small inputs reach here on every one-number call: the Python between the kernels is kept to what
+    the wanted keys need (no ECE, loss, best-F1 or cut arrays when they are not asked for)."""
     scores, codes, sizes = arranged.scores, arranged.codes, arranged.sizes
     # Confusion counts at a fixed threshold t (prediction score > t) are the slot's totals less its
     # counts before position searchsorted(scores, t, "right"), which the pass records.
-    fixed = {suffix: int(np.searchsorted(scores, t, "right"))
-             for suffix, t, needed in (("", threshold, at_half), (BEST, fixed_best, at_best and fixed_best is not None))
-             if needed}
+    fixed = {}
+    if at_half:
+        fixed[""] = int(scores.searchsorted(threshold, "right"))
+    if at_best and fixed_best is not None:
+        fixed[BEST] = int(scores.searchsorted(fixed_best, "right"))
     positions = sorted(set(fixed.values()))
     with_ece, sweep_f1 = "ece" in base, at_best and fixed_best is None
-    complete = [row.min(initial=0) >= 0 for row in codes]
-    # the shared best-F1 sweep runs beside the BCE terms
-    job = _Background(lambda: _shared_best_f1(arranged, weights, complete) if sweep_f1 else None,
-                      sweep_f1 and n_threads > 1)
-    loss_terms = arranged.log_loss_terms() if "bce" in base else None
-    shared = job.result()
+    complete = (codes.min(axis=1, initial=0) >= 0).tolist()
+    if sweep_f1 and n_threads > 1:  # the shared best-F1 sweep runs beside the BCE terms
+        job = _Background(lambda: _shared_best_f1(arranged, weights, complete), True)
+        loss_terms = arranged.log_loss_terms() if "bce" in base else None
+        shared = job.result()
+    else:
+        shared = _shared_best_f1(arranged, weights, complete) if sweep_f1 else None
+        loss_terms = arranged.log_loss_terms() if "bce" in base else None
     if shared is not None:  # the complete groupings' counts at it: prefix counts of the pass
         positions = sorted({*positions, shared[1]})
     cuts = np.array(positions, np.int64)
-    parts = _parts(complete, n_threads)
+    parts = [[0]] if len(complete) == 1 else _parts(complete, n_threads)
     tasks = [lambda rows=rows: _passes(arranged, rows, loss_terms, cuts, with_ece,
                                        sweep_f1 and (shared is None or not all(complete[k] for k in rows)), weights)
              for rows in parts]
@@ -485,10 +499,10 @@ def _sweep(arranged: Arranged, keys: set[str], base: set[str], at_half: bool, at
     if shared is not None:
         threshold_found, at, rows = shared
         slots = np.repeat(rows, sizes + 1)
-        found = np.where(rows, threshold_found, found)
         j = positions.index(at)
-        pos_at = np.where(slots, pos_cut[:, j], pos_at)
-        neg_at = np.where(slots, neg_cut[:, j], neg_at)
+        found = np.where(rows, threshold_found, np.nan if found is None else found)
+        pos_at = np.where(slots, pos_cut[:, j], 0 if pos_at is None else pos_at)
+        neg_at = np.where(slots, neg_cut[:, j], 0 if neg_at is None else neg_at)
     negatives = count - positives
     totals = count
     if weights is not None and sample_counts:
@@ -502,9 +516,14 @@ def _sweep(arranged: Arranged, keys: set[str], base: set[str], at_half: bool, at
         confusion[BEST] = (positives - pos_at, negatives - neg_at)
     else:
         thresholds = [math.nan if fixed_best is None else float(fixed_best)] * len(sizes)
+    extra = _optional_sums(arranged, base, weights) if not _OPTIONAL_BASE.isdisjoint(base) else None
     return from_counts(sizes, count, positives, negatives, thresholds, keys, u2=u2 if "auc" in base else None,
                        loss_sums=loss if "bce" in base else None, ece=ece if with_ece else None,
-                       confusion=confusion, totals=totals, extra=_optional_sums(arranged, base, weights))
+                       confusion=confusion, totals=totals, extra=extra)
+
+
+#: The metrics whose sums :func:`_optional_sums` adds.
+_OPTIONAL_BASE = frozenset({"brier", "ap"})
 
 
 def _parts(complete: list[bool], n_threads: int) -> list[list[int]]:
@@ -520,20 +539,29 @@ def _parts(complete: list[bool], n_threads: int) -> list[list[int]]:
 _FOUND = 6
 
 
-def _in_slot_order(parts: list[list[int]], done: list[tuple[np.ndarray, ...]], sizes: np.ndarray
-                   ) -> list[np.ndarray]:
-    """The outputs of :func:`_passes` put back in slot order (``found`` in grouping order)."""
+def _in_slot_order(parts: list[list[int]], done: list[tuple[np.ndarray | None, ...]], sizes: np.ndarray
+                   ) -> list[np.ndarray | None]:
+    """The outputs of :func:`_passes` put back in slot order (``found`` in grouping order). An output
+    that no pass computed stays None; one that some passes computed is NaN (``found``, ``ece``) or
+    zero (``pos_at``, ``neg_at``) in the others' slots."""
     if len(parts) == 1 and parts[0] == list(range(len(sizes))):
         return list(done[0])
     starts = np.concatenate(([0], np.cumsum(sizes + 1)))
     slot_rows = [np.concatenate([np.arange(starts[k], starts[k + 1]) for k in rows]) for rows in parts]
     merged = []
     for j, values in enumerate(zip(*done)):
+        present = [value for value in values if value is not None]
+        if not present:
+            merged.append(None)
+            continue
         per_grouping = j == _FOUND
         where = parts if per_grouping else slot_rows
-        out = np.empty((len(sizes) if per_grouping else int(starts[-1]), *values[0].shape[1:]), values[0].dtype)
+        shape = (len(sizes) if per_grouping else int(starts[-1]), *present[0].shape[1:])
+        out = (np.empty(shape, present[0].dtype) if len(present) == len(values)
+               else np.full(shape, np.nan if per_grouping else 0, present[0].dtype))
         for rows, value in zip(where, values):
-            out[np.asarray(rows, np.intp)] = value
+            if value is not None:
+                out[np.asarray(rows, np.intp)] = value
         merged.append(out)
     return merged
 
@@ -576,14 +604,13 @@ def _passes(arranged: Arranged, rows: list[int], loss_terms: np.ndarray | None, 
         marks, n_bins = sweeps.bin_marks(scores, calibration.equal_width_edges(low, high, ECE_BINS), sizes), ECE_BINS
     count, positives, u2, loss, pos_cut, neg_cut, bin_count, bin_labels, bin_scores = sweeps.ranked_sums(
         scores, labels, codes, sizes, loss_terms, cuts, marks, n_bins, weights)
-    found = np.full(len(sizes), np.nan)
-    pos_at = neg_at = np.zeros(len(count), count.dtype)
+    found = pos_at = neg_at = ece = None  # not asked for
     if sweep_f1:
         overall = _overall_slots(sizes)
         found, pos_at, neg_at = sweeps.best_f1_sweep(scores, labels, codes, sizes, positives[overall],
                                                      count[overall] - positives[overall], weights)
-    ece = (calibration.calibration_error(bin_count, bin_labels, bin_scores, 0) if with_ece
-           else np.full(len(count), np.nan))
+    if with_ece:
+        ece = calibration.calibration_error(bin_count, bin_labels, bin_scores, 0)
     return count, positives, u2, loss, pos_cut, neg_cut, found, pos_at, neg_at, ece
 
 

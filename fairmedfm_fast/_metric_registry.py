@@ -45,8 +45,10 @@ class PerGroup:
 
 
 def _auc(s):
-    auc = s["u2"] / (2.0 * s["positives"] * s["negatives"])
-    auc[(s["positives"] == 0) | (s["negatives"] == 0)] = np.nan
+    pairs = 2.0 * s["positives"] * s["negatives"]
+    auc = s["u2"] / pairs
+    if np.count_nonzero(pairs) < len(pairs):  # a slot lacks a label (or a product underflows to 0)
+        auc[(s["positives"] == 0) | (s["negatives"] == 0)] = np.nan
     return auc
 
 
