@@ -293,7 +293,8 @@ def arrange(scores: np.ndarray, labels: np.ndarray, code_rows: list[np.ndarray],
                                                                        len(code_rows), weights):
         scores, labels, codes = _sort_carrying(scores, labels, code_rows)
     elif sort:  # the one sort, shared by every grouping
-        if presort is None and not _threaded(len(scores)):  # what Presort would run, without its wrapping
+        threaded = _threaded(len(scores))
+        if presort is None and not threaded:  # what Presort would run, without its wrapping
             order, scores = sort_scores(scores)
         else:
             order, scores = (presort or Presort(scores)).result()
@@ -308,7 +309,7 @@ def arrange(scores: np.ndarray, labels: np.ndarray, code_rows: list[np.ndarray],
                 # order holds valid indices: mode="clip" skips the bounds check and the buffer
                 source.astype(target.dtype, copy=False).take(order, out=target, mode="clip")
 
-        if _threaded(len(scores)):  # np.take releases the GIL: every other gather on a second thread
+        if threaded:  # np.take releases the GIL: every other gather on a second thread
             other = _Background(lambda: gather(gathers[0::2]), True)
             gather(gathers[1::2])
             other.result()
@@ -329,8 +330,11 @@ RANK_SUMS = frozenset({"count", "positives", "negatives", "totals", "u2"})
 
 def _ranks_only(wanted: set[str] | None) -> bool:
     """Whether every metric in ``wanted`` is finished from :data:`RANK_SUMS` (AUC alone)."""
-    if not wanted:
-        return False
+    return bool(wanted) and _keys_ranks_only(frozenset(wanted))
+
+
+@lru_cache(maxsize=256)
+def _keys_ranks_only(wanted: frozenset[str]) -> bool:
     metrics = [_metric_registry.BY_NAME.get(key.removesuffix(BEST)) for key in wanted]
     return all(metric is not None and not metric.at_threshold and set(metric.sums) <= RANK_SUMS
                for metric in metrics)
@@ -404,7 +408,6 @@ def measure(arranged: Arranged, wanted: set[str] | None = None, threshold: float
         Run the calibration pass on another thread beside the ranking pass, for large inputs and
         when more than one thread is allowed (callers already running in a thread pool pass False).
     """
-    ranking, calibration = _kernels()
     keys = _key_set(wanted)
     base, at_half, at_best, sorted_free, sorted_fixed = _plan(keys)
     if (sorted_free if fixed_best is None else sorted_fixed) and not arranged.is_sorted:
@@ -413,6 +416,7 @@ def measure(arranged: Arranged, wanted: set[str] | None = None, threshold: float
     if arranged.is_sorted:
         return _sweep(arranged, keys, base, at_half, at_best, threshold, fixed_best, weights, sample_counts,
                       _n_threads(len(arranged.scores)) if parallel else 1)
+    ranking, calibration = _kernels()
     scores, labels, codes, sizes = arranged.scores, arranged.labels, arranged.codes, arranged.sizes
     slot_starts = arranged.slot_starts
 
@@ -470,6 +474,10 @@ def _sweep(arranged: Arranged, keys: set[str], base: set[str], at_half: bool, at
     Small inputs reach here on every one-number call: the Python between the kernels is kept to what
     the wanted keys need (no ECE, loss, best-F1 or cut arrays when they are not asked for)."""
     scores, codes, sizes = arranged.scores, arranged.codes, arranged.sizes
+    if weights is None and _keys_ranks_only(keys):  # AUC alone (auc_gap): counts and U, one light pass
+        count, positives, u2 = _kernels()[0].rank_statistics(scores, arranged.labels, codes, sizes)
+        return from_counts(sizes, count, positives, count - positives,
+                           [math.nan if fixed_best is None else float(fixed_best)] * len(sizes), keys, u2=u2)
     # Confusion counts at a fixed threshold t (prediction score > t) are the slot's totals less its
     # counts before position searchsorted(scores, t, "right"), which the pass records.
     fixed = {}
@@ -479,7 +487,8 @@ def _sweep(arranged: Arranged, keys: set[str], base: set[str], at_half: bool, at
         fixed[BEST] = int(scores.searchsorted(fixed_best, "right"))
     positions = sorted(set(fixed.values()))
     with_ece, sweep_f1 = "ece" in base, at_best and fixed_best is None
-    complete = (codes.min(axis=1, initial=0) >= 0).tolist()
+    # which groupings have every sample (one grouping: read by nothing below)
+    complete = [False] if len(codes) == 1 else (codes.min(axis=1, initial=0) >= 0).tolist()
     if sweep_f1 and n_threads > 1:  # the shared best-F1 sweep runs beside the BCE terms
         job = _Background(lambda: _shared_best_f1(arranged, weights, complete), True)
         loss_terms = arranged.log_loss_terms() if "bce" in base else None
@@ -657,29 +666,36 @@ def from_counts(sizes: np.ndarray, count: np.ndarray, positives: np.ndarray, neg
     """
     totals = count if totals is None else totals
     sums = {"count": count, "positives": positives, "negatives": negatives, "totals": totals}
-    for name, value in (("u2", u2), ("loss", loss_sums), ("ece", ece), *(extra or {}).items()):
-        if value is not None:
-            sums[name] = value
-    keys = frozenset(keys)
-    suffixes = {suffix: {"tp": tp, "fp": fp} for suffix, (tp, fp) in (confusion or {}).items()}
-    order = _report_keys(keys, frozenset(sums))
-    per_slot = _metric_registry.finish(sums, frozenset(order), suffixes)
-    sizes_list = sizes.tolist()
+    if u2 is not None:
+        sums["u2"] = u2
+    if loss_sums is not None:
+        sums["loss"] = loss_sums
+    if ece is not None:
+        sums["ece"] = ece
+    if extra:
+        sums.update((name, value) for name, value in extra.items() if value is not None)
+    suffixes = {suffix: {"tp": tp, "fp": fp} for suffix, (tp, fp) in confusion.items()} if confusion else {}
+    order, ordered = _report_keys(frozenset(keys), frozenset(sums))
+    per_slot = _metric_registry.finish(sums, ordered, suffixes)
+    order = [key for key in order if key in per_slot]
+    if len(sizes) == 1:  # one grouping: its slots are every slot
+        return [Grouping(count, positives, negatives, float(thresholds[0]), {key: per_slot[key] for key in order})]
     groupings = []
     start = 0
-    for k, size in enumerate(sizes_list):
+    for k, size in enumerate(sizes.tolist()):
         window = slice(start, start + size + 1)
         start += size + 1
-        values = {key: per_slot[key][window] for key in order if key in per_slot}
+        values = {key: per_slot[key][window] for key in order}
         groupings.append(Grouping(count[window], positives[window], negatives[window], float(thresholds[k]),
                                   values))
     return groupings
 
 
 @lru_cache(maxsize=256)
-def _report_keys(keys: frozenset[str], sums: frozenset[str]) -> tuple[str, ...]:
+def _report_keys(keys: frozenset[str], sums: frozenset[str]) -> tuple[tuple[str, ...], frozenset[str]]:
     """The keys of ``keys`` whose metric the per-slot ``sums`` (or confusion counts) determine, in
-    report order."""
+    report order, and as a set."""
     available = {metric.name for metric in _metric_registry.PER_GROUP
                  if metric.at_threshold or all(need in sums for need in metric.sums)}
-    return tuple(key for key in KEY_ORDER if key in keys and key.removesuffix(BEST) in available)
+    order = tuple(key for key in KEY_ORDER if key in keys and key.removesuffix(BEST) in available)
+    return order, frozenset(order)

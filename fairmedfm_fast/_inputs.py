@@ -176,10 +176,13 @@ def align_by_index(named: dict[str, Any], notes: list[str]) -> tuple:
     table next to model outputs wrapped in a fresh Series looks just like it), so a ValueError
     explains both ways of choosing.
     """
-    if "pandas" not in sys.modules:  # no input can be a pandas object
-        return tuple(named.values())
     given = tuple(named.values())
-    if all(isinstance(value, np.ndarray) for value in given):  # NumPy arrays have no index
+    if "pandas" not in sys.modules:  # no input can be a pandas object
+        return given
+    for value in given:
+        if not isinstance(value, np.ndarray):
+            break
+    else:  # NumPy arrays have no index
         return given
     indexes = [(name, index) for name, value in named.items() if (index := pandas_index(value)) is not None]
     if len(indexes) < 2:  # nothing to pair by label
@@ -270,6 +273,9 @@ def _unsigned(dtype: np.dtype) -> np.dtype:
     return np.dtype(dtype.str.replace("i", "u"))
 
 
+_FLOAT32 = np.dtype(np.float32)
+
+
 def _in_unit_interval(values: np.ndarray) -> bool:
     return bool(values.size) and values.min() >= 0 and values.max() <= 1
 
@@ -308,7 +314,7 @@ def positive_scores(y_score: Any, score_type: str = "auto", score_column: int | 
     if score_type not in ("auto", "probability", "logit"):
         raise ValueError(f"score_type={score_type!r} is not one of 'auto', 'probability', 'logit'")
     scores = numeric(to_numpy(y_score, "y_score"), "y_score")
-    if scores.dtype != np.float32:
+    if scores.dtype != _FLOAT32:
         scores = scores.astype(np.float64, copy=False)
     if scores.ndim == 2 and scores.shape[1] == 1:
         scores = scores[:, 0]

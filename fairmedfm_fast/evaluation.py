@@ -33,8 +33,8 @@ def prepare(y_true: Any, y_score: Any, sensitive_features: Any, pos_label: Any, 
     named = {"y_true": y_true, "y_score": y_score, "sensitive_features": sensitive_features}
     if sample_weight is not None:
         named["sample_weight"] = sample_weight
-    paired = dict(zip(named, _inputs.align_by_index(named, notes)))
-    y_true, y_score = paired["y_true"], paired["y_score"]
+    paired = _inputs.align_by_index(named, notes)  # in the order of ``named``
+    y_true, y_score = paired[0], paired[1]
     labels, label_info = _inputs.binary_labels(y_true, pos_label)
     if score_column is None and pos_label is not None:
         score_column = _inputs.class_column(y_true, y_score, pos_label)
@@ -42,9 +42,10 @@ def prepare(y_true: Any, y_score: Any, sensitive_features: Any, pos_label: Any, 
     if len(labels) != len(scores):
         raise ValueError(f"y_true has {len(labels)} samples but y_score has {len(scores)}; pass one label "
                          "and one score per sample")
-    weights = sample_weights(paired.get("sample_weight"), len(labels))
-    prepared = Prepared(labels, scores, {**label_info, **score_info}, notes, weights, check_threshold(threshold))
-    return prepared, paired["sensitive_features"]
+    weights = None if sample_weight is None else sample_weights(paired[3], len(labels))
+    metadata = {**label_info, **score_info} if label_info else score_info
+    prepared = Prepared(labels, scores, metadata, notes, weights, check_threshold(threshold))
+    return prepared, paired[2]
 
 
 def transform_note(metadata: Mapping[str, Any]) -> list[str]:
