@@ -215,9 +215,11 @@ SUMMARIES: tuple[Summary, ...] = (
 SUMMARY = {summary.column: summary for summary in SUMMARIES}
 
 
-def needs(column: str) -> set[str]:
-    """The per-group keys summary ``column`` reads."""
-    return set(SUMMARY[column].reads)
+@lru_cache(maxsize=64)
+def needs(column: str) -> frozenset[str]:
+    """The per-group keys summary ``column`` reads (one frozen set per column: its hash, which the
+    engine's plans are cached by, is computed once)."""
+    return frozenset(SUMMARY[column].reads)
 
 
 def optional_gaps(keys) -> list[str]:
