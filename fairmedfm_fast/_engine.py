@@ -99,20 +99,27 @@ def _sort_packed(scores: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     when the sorted scores do not decrease there. None where they do, and for negative scores and
     -0.0 (the sign bit): ``argsort`` sorts those."""
     if scores.dtype == np.float64:
-        keys = scores.view(np.int64) & np.int64(-1 << 16)
+        keys = scores.view(np.int64) & _HIGH_BITS
     elif scores.dtype == np.float32:
         keys = scores.view(np.int32).astype(np.int64) << 16
     else:
         return None
-    keys |= np.arange(len(keys))
+    n = len(keys)
+    keys |= _POSITIONS[:n]
     keys.sort()
-    if len(keys) == 0 or keys[0] < 0:
+    if n == 0 or keys[0] < 0:
         return None
     order = keys & 0xFFFF
-    ordered = scores[order]
-    if (ordered[1:] < ordered[:-1]).any():
+    ordered = scores.take(order)
+    if np.count_nonzero(ordered[1:] < ordered[:-1]):  # count_nonzero: a third of .any()'s cost here
         return None
     return order, ordered
+
+
+_HIGH_BITS = np.int64(-1 << 16)
+#: 0, 1, ..., RADIX_FROM - 1: the positions :func:`_sort_packed` packs (read-only, shared).
+_POSITIONS = np.arange(RADIX_FROM, dtype=np.int64)
+_POSITIONS.flags.writeable = False
 
 
 def sort_scores(scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -286,7 +293,8 @@ def arrange(scores: np.ndarray, labels: np.ndarray, code_rows: list[np.ndarray],
                                                                        len(code_rows), weights):
         scores, labels, codes = _sort_carrying(scores, labels, code_rows)
     elif sort:  # the one sort, shared by every grouping
-        if presort is None and not _threaded(len(scores)):  # what Presort would run, without its wrapping
+        threaded = _threaded(len(scores))
+        if presort is None and not threaded:  # what Presort would run, without its wrapping
             order, scores = sort_scores(scores)
         else:
             order, scores = (presort or Presort(scores)).result()
@@ -299,9 +307,9 @@ def arrange(scores: np.ndarray, labels: np.ndarray, code_rows: list[np.ndarray],
         def gather(part: list) -> None:
             for source, target in part:
                 # order holds valid indices: mode="clip" skips the bounds check and the buffer
-                np.take(source.astype(target.dtype, copy=False), order, out=target, mode="clip")
+                source.astype(target.dtype, copy=False).take(order, out=target, mode="clip")
 
-        if _threaded(len(scores)):  # np.take releases the GIL: every other gather on a second thread
+        if threaded:  # np.take releases the GIL: every other gather on a second thread
             other = _Background(lambda: gather(gathers[0::2]), True)
             gather(gathers[1::2])
             other.result()
@@ -322,8 +330,11 @@ RANK_SUMS = frozenset({"count", "positives", "negatives", "totals", "u2"})
 
 def _ranks_only(wanted: set[str] | None) -> bool:
     """Whether every metric in ``wanted`` is finished from :data:`RANK_SUMS` (AUC alone)."""
-    if not wanted:
-        return False
+    return bool(wanted) and _keys_ranks_only(frozenset(wanted))
+
+
+@lru_cache(maxsize=256)
+def _keys_ranks_only(wanted: frozenset[str]) -> bool:
     metrics = [_metric_registry.BY_NAME.get(key.removesuffix(BEST)) for key in wanted]
     return all(metric is not None and not metric.at_threshold and set(metric.sums) <= RANK_SUMS
                for metric in metrics)
@@ -397,7 +408,6 @@ def measure(arranged: Arranged, wanted: set[str] | None = None, threshold: float
         Run the calibration pass on another thread beside the ranking pass, for large inputs and
         when more than one thread is allowed (callers already running in a thread pool pass False).
     """
-    ranking, calibration = _kernels()
     keys = _key_set(wanted)
     base, at_half, at_best, sorted_free, sorted_fixed = _plan(keys)
     if (sorted_free if fixed_best is None else sorted_fixed) and not arranged.is_sorted:
@@ -406,6 +416,7 @@ def measure(arranged: Arranged, wanted: set[str] | None = None, threshold: float
     if arranged.is_sorted:
         return _sweep(arranged, keys, base, at_half, at_best, threshold, fixed_best, weights, sample_counts,
                       _n_threads(len(arranged.scores)) if parallel else 1)
+    ranking, calibration = _kernels()
     scores, labels, codes, sizes = arranged.scores, arranged.labels, arranged.codes, arranged.sizes
     slot_starts = arranged.slot_starts
 
@@ -458,25 +469,37 @@ def _sweep(arranged: Arranged, keys: set[str], base: set[str], at_half: bool, at
            n_threads: int = 1) -> list[Grouping]:
     """:func:`measure` on samples sorted by score: one fused pass (``kernels.sweeps.ranked_sums``) over
     the complete groupings together and one over each grouping with missing values, each followed by
-    its best-F1 sweep when no shared one serves it; the passes shared among ``n_threads`` threads."""
+    its best-F1 sweep when no shared one serves it; the passes shared among ``n_threads`` threads.
+
+    Small inputs reach here on every one-number call: the Python between the kernels is kept to what
+    the wanted keys need (no ECE, loss, best-F1 or cut arrays when they are not asked for)."""
     scores, codes, sizes = arranged.scores, arranged.codes, arranged.sizes
+    if weights is None and _keys_ranks_only(keys):  # AUC alone (auc_gap): counts and U, one light pass
+        count, positives, u2 = _kernels()[0].rank_statistics(scores, arranged.labels, codes, sizes)
+        return from_counts(sizes, count, positives, count - positives,
+                           [math.nan if fixed_best is None else float(fixed_best)] * len(sizes), keys, u2=u2)
     # Confusion counts at a fixed threshold t (prediction score > t) are the slot's totals less its
     # counts before position searchsorted(scores, t, "right"), which the pass records.
-    fixed = {suffix: int(np.searchsorted(scores, t, "right"))
-             for suffix, t, needed in (("", threshold, at_half), (BEST, fixed_best, at_best and fixed_best is not None))
-             if needed}
+    fixed = {}
+    if at_half:
+        fixed[""] = int(scores.searchsorted(threshold, "right"))
+    if at_best and fixed_best is not None:
+        fixed[BEST] = int(scores.searchsorted(fixed_best, "right"))
     positions = sorted(set(fixed.values()))
     with_ece, sweep_f1 = "ece" in base, at_best and fixed_best is None
-    complete = [row.min(initial=0) >= 0 for row in codes]
-    # the shared best-F1 sweep runs beside the BCE terms
-    job = _Background(lambda: _shared_best_f1(arranged, weights, complete) if sweep_f1 else None,
-                      sweep_f1 and n_threads > 1)
-    loss_terms = arranged.log_loss_terms() if "bce" in base else None
-    shared = job.result()
+    # which groupings have every sample (one grouping: read by nothing below)
+    complete = [False] if len(codes) == 1 else (codes.min(axis=1, initial=0) >= 0).tolist()
+    if sweep_f1 and n_threads > 1:  # the shared best-F1 sweep runs beside the BCE terms
+        job = _Background(lambda: _shared_best_f1(arranged, weights, complete), True)
+        loss_terms = arranged.log_loss_terms() if "bce" in base else None
+        shared = job.result()
+    else:
+        shared = _shared_best_f1(arranged, weights, complete) if sweep_f1 else None
+        loss_terms = arranged.log_loss_terms() if "bce" in base else None
     if shared is not None:  # the complete groupings' counts at it: prefix counts of the pass
         positions = sorted({*positions, shared[1]})
     cuts = np.array(positions, np.int64)
-    parts = _parts(complete)
+    parts = [[0]] if len(complete) == 1 else _parts(complete)
     # one part (the usual case: every grouping complete) shares the threads among its ranges
     inner = n_threads if len(parts) == 1 else 1
     tasks = [lambda rows=rows: _passes(arranged, rows, loss_terms, cuts, with_ece,
@@ -488,10 +511,10 @@ def _sweep(arranged: Arranged, keys: set[str], base: set[str], at_half: bool, at
     if shared is not None:
         threshold_found, at, rows = shared
         slots = np.repeat(rows, sizes + 1)
-        found = np.where(rows, threshold_found, found)
         j = positions.index(at)
-        pos_at = np.where(slots, pos_cut[:, j], pos_at)
-        neg_at = np.where(slots, neg_cut[:, j], neg_at)
+        found = np.where(rows, threshold_found, np.nan if found is None else found)
+        pos_at = np.where(slots, pos_cut[:, j], 0 if pos_at is None else pos_at)
+        neg_at = np.where(slots, neg_cut[:, j], 0 if neg_at is None else neg_at)
     negatives = count - positives
     totals = count
     if weights is not None and sample_counts:
@@ -505,9 +528,14 @@ def _sweep(arranged: Arranged, keys: set[str], base: set[str], at_half: bool, at
         confusion[BEST] = (positives - pos_at, negatives - neg_at)
     else:
         thresholds = [math.nan if fixed_best is None else float(fixed_best)] * len(sizes)
+    extra = _optional_sums(arranged, base, weights) if not _OPTIONAL_BASE.isdisjoint(base) else None
     return from_counts(sizes, count, positives, negatives, thresholds, keys, u2=u2 if "auc" in base else None,
                        loss_sums=loss if "bce" in base else None, ece=ece if with_ece else None,
-                       confusion=confusion, totals=totals, extra=_optional_sums(arranged, base, weights))
+                       confusion=confusion, totals=totals, extra=extra)
+
+
+#: The metrics whose sums :func:`_optional_sums` adds.
+_OPTIONAL_BASE = frozenset({"brier", "ap"})
 
 
 def _parts(complete: list[bool]) -> list[list[int]]:
@@ -521,20 +549,29 @@ def _parts(complete: list[bool]) -> list[list[int]]:
 _FOUND = 6
 
 
-def _in_slot_order(parts: list[list[int]], done: list[tuple[np.ndarray, ...]], sizes: np.ndarray
-                   ) -> list[np.ndarray]:
-    """The outputs of :func:`_passes` put back in slot order (``found`` in grouping order)."""
+def _in_slot_order(parts: list[list[int]], done: list[tuple[np.ndarray | None, ...]], sizes: np.ndarray
+                   ) -> list[np.ndarray | None]:
+    """The outputs of :func:`_passes` put back in slot order (``found`` in grouping order). An output
+    that no pass computed stays None; one that some passes computed is NaN (``found``, ``ece``) or
+    zero (``pos_at``, ``neg_at``) in the others' slots."""
     if len(parts) == 1 and parts[0] == list(range(len(sizes))):
         return list(done[0])
     starts = np.concatenate(([0], np.cumsum(sizes + 1)))
     slot_rows = [np.concatenate([np.arange(starts[k], starts[k + 1]) for k in rows]) for rows in parts]
     merged = []
     for j, values in enumerate(zip(*done)):
+        present = [value for value in values if value is not None]
+        if not present:
+            merged.append(None)
+            continue
         per_grouping = j == _FOUND
         where = parts if per_grouping else slot_rows
-        out = np.empty((len(sizes) if per_grouping else int(starts[-1]), *values[0].shape[1:]), values[0].dtype)
+        shape = (len(sizes) if per_grouping else int(starts[-1]), *present[0].shape[1:])
+        out = (np.empty(shape, present[0].dtype) if len(present) == len(values)
+               else np.full(shape, np.nan if per_grouping else 0, present[0].dtype))
         for rows, value in zip(where, values):
-            out[np.asarray(rows, np.intp)] = value
+            if value is not None:
+                out[np.asarray(rows, np.intp)] = value
         merged.append(out)
     return merged
 
@@ -577,17 +614,20 @@ def _passes(arranged: Arranged, rows: list[int], loss_terms: np.ndarray | None, 
         low, high = sweeps.score_ends(scores, codes, sizes, weights)
         marks, n_bins = sweeps.bin_marks(scores, calibration.equal_width_edges(low, high, ECE_BINS), sizes), ECE_BINS
     ranges = _ranges(scores) if weights is None else [(0, len(scores))]
-    done = on_threads([lambda a=a, b=b: sweeps.ranked_sums(scores, labels, codes, sizes, loss_terms, cuts, marks,
-                                                           n_bins, a, b, weights) for a, b in ranges], n_threads)
+    if len(ranges) == 1:
+        done = [sweeps.ranked_sums(scores, labels, codes, sizes, loss_terms, cuts, marks, n_bins, 0, len(scores),
+                                   weights)]
+    else:
+        done = on_threads([lambda a=a, b=b: sweeps.ranked_sums(scores, labels, codes, sizes, loss_terms, cuts, marks,
+                                                               n_bins, a, b, weights) for a, b in ranges], n_threads)
     count, positives, u2, loss, pos_cut, neg_cut, bin_count, bin_labels, bin_scores = _joined(done)
-    found = np.full(len(sizes), np.nan)
-    pos_at = neg_at = np.zeros(len(count), count.dtype)
+    found = pos_at = neg_at = ece = None  # not asked for
     if sweep_f1:
         overall = _overall_slots(sizes)
         found, pos_at, neg_at = sweeps.best_f1_sweep(scores, labels, codes, sizes, positives[overall],
                                                      count[overall] - positives[overall], weights)
-    ece = (calibration.calibration_error(bin_count, bin_labels, bin_scores, 0) if with_ece
-           else np.full(len(count), np.nan))
+    if with_ece:
+        ece = calibration.calibration_error(bin_count, bin_labels, bin_scores, 0)
     return count, positives, u2, loss, pos_cut, neg_cut, found, pos_at, neg_at, ece
 
 
@@ -664,29 +704,36 @@ def from_counts(sizes: np.ndarray, count: np.ndarray, positives: np.ndarray, neg
     """
     totals = count if totals is None else totals
     sums = {"count": count, "positives": positives, "negatives": negatives, "totals": totals}
-    for name, value in (("u2", u2), ("loss", loss_sums), ("ece", ece), *(extra or {}).items()):
-        if value is not None:
-            sums[name] = value
-    keys = frozenset(keys)
-    suffixes = {suffix: {"tp": tp, "fp": fp} for suffix, (tp, fp) in (confusion or {}).items()}
-    order = _report_keys(keys, frozenset(sums))
-    per_slot = _metric_registry.finish(sums, frozenset(order), suffixes)
-    sizes_list = sizes.tolist()
+    if u2 is not None:
+        sums["u2"] = u2
+    if loss_sums is not None:
+        sums["loss"] = loss_sums
+    if ece is not None:
+        sums["ece"] = ece
+    if extra:
+        sums.update((name, value) for name, value in extra.items() if value is not None)
+    suffixes = {suffix: {"tp": tp, "fp": fp} for suffix, (tp, fp) in confusion.items()} if confusion else {}
+    order, ordered = _report_keys(frozenset(keys), frozenset(sums))
+    per_slot = _metric_registry.finish(sums, ordered, suffixes)
+    order = [key for key in order if key in per_slot]
+    if len(sizes) == 1:  # one grouping: its slots are every slot
+        return [Grouping(count, positives, negatives, float(thresholds[0]), {key: per_slot[key] for key in order})]
     groupings = []
     start = 0
-    for k, size in enumerate(sizes_list):
+    for k, size in enumerate(sizes.tolist()):
         window = slice(start, start + size + 1)
         start += size + 1
-        values = {key: per_slot[key][window] for key in order if key in per_slot}
+        values = {key: per_slot[key][window] for key in order}
         groupings.append(Grouping(count[window], positives[window], negatives[window], float(thresholds[k]),
                                   values))
     return groupings
 
 
 @lru_cache(maxsize=256)
-def _report_keys(keys: frozenset[str], sums: frozenset[str]) -> tuple[str, ...]:
+def _report_keys(keys: frozenset[str], sums: frozenset[str]) -> tuple[tuple[str, ...], frozenset[str]]:
     """The keys of ``keys`` whose metric the per-slot ``sums`` (or confusion counts) determine, in
-    report order."""
+    report order, and as a set."""
     available = {metric.name for metric in _metric_registry.PER_GROUP
                  if metric.at_threshold or all(need in sums for need in metric.sums)}
-    return tuple(key for key in KEY_ORDER if key in keys and key.removesuffix(BEST) in available)
+    order = tuple(key for key in KEY_ORDER if key in keys and key.removesuffix(BEST) in available)
+    return order, frozenset(order)

@@ -45,8 +45,10 @@ class PerGroup:
 
 
 def _auc(s):
-    auc = s["u2"] / (2.0 * s["positives"] * s["negatives"])
-    auc[(s["positives"] == 0) | (s["negatives"] == 0)] = np.nan
+    pairs = 2.0 * s["positives"] * s["negatives"]
+    auc = s["u2"] / pairs
+    if np.count_nonzero(pairs) < len(pairs):  # a slot lacks a label (or a product underflows to 0)
+        auc[(s["positives"] == 0) | (s["negatives"] == 0)] = np.nan
     return auc
 
 
@@ -213,9 +215,11 @@ SUMMARIES: tuple[Summary, ...] = (
 SUMMARY = {summary.column: summary for summary in SUMMARIES}
 
 
-def needs(column: str) -> set[str]:
-    """The per-group keys summary ``column`` reads."""
-    return set(SUMMARY[column].reads)
+@lru_cache(maxsize=64)
+def needs(column: str) -> frozenset[str]:
+    """The per-group keys summary ``column`` reads (one frozen set per column: its hash, which the
+    engine's plans are cached by, is computed once)."""
+    return frozenset(SUMMARY[column].reads)
 
 
 def optional_gaps(keys) -> list[str]:

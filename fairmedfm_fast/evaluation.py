@@ -33,8 +33,8 @@ def prepare(y_true: Any, y_score: Any, sensitive_features: Any, pos_label: Any, 
     named = {"y_true": y_true, "y_score": y_score, "sensitive_features": sensitive_features}
     if sample_weight is not None:
         named["sample_weight"] = sample_weight
-    paired = dict(zip(named, _inputs.align_by_index(named, notes)))
-    y_true, y_score = paired["y_true"], paired["y_score"]
+    paired = _inputs.align_by_index(named, notes)  # in the order of ``named``
+    y_true, y_score = paired[0], paired[1]
     labels, label_info = _inputs.binary_labels(y_true, pos_label)
     if score_column is None and pos_label is not None:
         score_column = _inputs.class_column(y_true, y_score, pos_label)
@@ -42,9 +42,10 @@ def prepare(y_true: Any, y_score: Any, sensitive_features: Any, pos_label: Any, 
     if len(labels) != len(scores):
         raise ValueError(f"y_true has {len(labels)} samples but y_score has {len(scores)}; pass one label "
                          "and one score per sample")
-    weights = sample_weights(paired.get("sample_weight"), len(labels))
-    prepared = Prepared(labels, scores, {**label_info, **score_info}, notes, weights, check_threshold(threshold))
-    return prepared, paired["sensitive_features"]
+    weights = None if sample_weight is None else sample_weights(paired[3], len(labels))
+    metadata = {**label_info, **score_info} if label_info else score_info
+    prepared = Prepared(labels, scores, metadata, notes, weights, check_threshold(threshold))
+    return prepared, paired[2]
 
 
 def transform_note(metadata: Mapping[str, Any]) -> list[str]:
@@ -147,13 +148,11 @@ def attribute_result(attribute: _groups.Attribute, grouping: _engine.Grouping, n
                 skipped[i] = too_small(min_group_size)
                 warnings.append(f"{name}={attribute.groups[i]}: skipped, {skipped[i]} (it has {int(counts[i])}; "
                                 f"min_group_size={min_group_size})")
-    valid = []
-    for i in range(g):
-        if i in skipped:
-            continue
-        if positives[i] > 0 and negatives[i] > 0:
-            valid.append(i)
-        else:
+    valid = [i for i in range(g) if positives[i] > 0 and negatives[i] > 0 and i not in skipped]
+    if len(valid) + len(skipped) < g:  # groups with one label only
+        for i in range(g):
+            if i in skipped or (positives[i] > 0 and negatives[i] > 0):
+                continue
             skipped[i] = f"only label {1 if positives[i] else 0}"
             warnings.append(f"{name}={attribute.groups[i]}: skipped, {skipped[i]} among its "
                             f"{int(counts[i])} samples (AUC, TPR and TNR need both labels)")
@@ -167,7 +166,8 @@ def attribute_result(attribute: _groups.Attribute, grouping: _engine.Grouping, n
     else:
         # Python numbers from whole arrays at once (as as_python: ints stay ints, the rest floats)
         keys = tuple(grouping.values)
-        columns = [_python_values(array) for array in grouping.values.values()]
+        columns = [array.tolist() if array.dtype.kind in "iuf" else _python_values(array)
+                   for array in grouping.values.values()]
         rows = list(zip(*columns))  # a tuple of every metric per slot
         overall = dict(zip(keys, rows[g]))
         # the groups' values of the metrics that summary columns read
@@ -177,8 +177,9 @@ def attribute_result(attribute: _groups.Attribute, grouping: _engine.Grouping, n
             per_metric = {key: [column[i] for i in valid] for key, column in zip(keys, columns)
                           if key in _SUMMARY_READS}
         summary.update(summarize(overall, per_metric))
-    return AttributeResult(name, n, attribute.groups, [int(count) for count in counts[:g]], valid, skipped,
-                           overall, summary, grouping.threshold, keys, rows)
+    group_counts = counts[:g] if grouping.count.dtype.kind in "iu" else [int(count) for count in counts[:g]]
+    return AttributeResult(name, n, attribute.groups, group_counts, valid, skipped, overall, summary,
+                           grouping.threshold, keys, rows)
 
 
 def too_small(min_group_size: int) -> str:

@@ -32,7 +32,7 @@ def _classification(column: str, y_true: Any, y_score: Any, sensitive_features: 
                                            score_column, notes, sample_weight, threshold)
     presort = None
     wanted = _metric_registry.needs(column)
-    if _engine.needs_sort(wanted, prepared.threshold) and len(prepared.labels) >= _engine.THREADED_FROM:
+    if len(prepared.labels) >= _engine.THREADED_FROM and _engine.needs_sort(wanted, prepared.threshold):
         presort = _engine.Presort(prepared.scores, prepared.labels, prepared.weights)  # sorts while the attribute is coded
     attribute = _groups.one_attribute(sensitive_features, len(prepared.labels), bins)
     notes.extend(transform_note(prepared.metadata))

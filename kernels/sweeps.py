@@ -388,13 +388,13 @@ def bin_marks(sorted_scores, edges, n_groups):
     -------
     (positions, slots, edge numbers) : int64 arrays of shape (m,)
     """
+    # ndarray methods rather than np.* wrappers: this runs on every evaluate call, small ones too
     n_edges = edges.shape[1]
-    starts = np.concatenate(([0], np.cumsum(np.asarray(n_groups) + 1)))
     keep = ~np.isnan(edges[:, 0])
-    keep[starts[2:] - 1] = False  # the overall slots after the first grouping's
-    slots = np.flatnonzero(keep).astype(np.int64)
+    keep[np.cumsum(np.asarray(n_groups) + 1)[1:] - 1] = False  # the overall slots after the first grouping's
+    slots = keep.nonzero()[0].astype(np.int64)
     positions = edge_positions(sorted_scores, edges, slots).ravel()
-    order = np.argsort(positions, kind="stable")
+    order = positions.argsort(kind="stable")
     return positions[order], slots[order // n_edges], (order % n_edges).astype(np.int64)
 
 

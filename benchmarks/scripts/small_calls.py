@@ -11,12 +11,16 @@ each call instead.
 import sys
 import time
 import warnings
+from pathlib import Path
 
 import numba
 import numpy as np
 
 import fairmedfm_fast as fm
 from fairmedfm_fast.kernels import calibration, sweeps
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/benchmarks: compare.py's inputs
+from benchmarks import _data  # noqa: E402
 
 warnings.simplefilter("ignore")
 args = [a for a in sys.argv[1:] if not a.startswith("--")]
@@ -27,6 +31,8 @@ y = (rng.random(n) < 0.3).astype(np.int64)
 s = np.clip(0.35 * y + 0.65 * rng.random(n), 0, 1)
 sex = rng.integers(0, 2, n)
 site = rng.integers(0, 5, n)
+one, three = _data.classification(1000, 1, 5), _data.classification(1000, 3, 5)  # compare.py's rows
+one_codes, three_frame = one.codes[0], three.sensitive()  # intp codes; a DataFrame of 3 str columns
 text = {"sex": rng.choice(["F", "M"], n), "race": rng.choice(list("ABCDE"), n),
         "age": rng.choice(["<40", "40-60", ">=60"], n)}
 
@@ -74,6 +80,9 @@ CALLS = {
     "evaluate, 1 int attribute": lambda: fm.evaluate(y, s, {"sex": sex}),
     "evaluate, 3 text attributes": lambda: fm.evaluate(y, s, text),
     "evaluate, 3 text attributes, frames read": lambda: _frames(fm.evaluate(y, s, text)),
+    "compare.py: auc_gap, 5 groups": lambda: fm.auc_gap(one.y_true, one.y_score, sensitive_features=one_codes),
+    "compare.py: evaluate, 3 str columns (DataFrame)": lambda: fm.evaluate(three.y_true, three.y_score,
+                                                                            three_frame),
 }
 
 
