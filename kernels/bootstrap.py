@@ -445,16 +445,18 @@ def _best_f1(counts, sorted_scores, sorted_labels, block_starts, block_ends, n_p
     best_neg = 0
     next_block = 0
     next_tie = block_starts[0] if n_blocks > 0 else n
+    retry = 0  # where to try skipping again
     i = 0
     while i < n:
         tp = n_pos - pos_below
         predicted = float(tp) + float(n_neg - neg_below)
-        if best > 0.0:
+        if best > 0.0 and i >= retry:
             # Skip the samples up to the next tie block while no threshold among them can beat the
             # best: there F1 <= 2 TP / (predicted + positives), with TP at most today's and predicted
             # at least today's less their summed counts (exact integers, so the bound is too).
             slack = predicted + float(n_pos) - 2.0 * float(tp) * (1.0 + 1e-11) / best
             stop = min(i + min(max(int(slack * 0.5), 0), SKIP_UP_TO), next_tie)
+            retry = i + SKIP_FROM  # while F1 climbs, a few samples at a time
             if stop - i >= SKIP_FROM:
                 drawn = 0
                 drawn_pos = 0
