@@ -178,10 +178,10 @@ class _Tallied:
 
         (row,), (self.members, self.starts), self.seed = plan.jobs[job]
         self.arranged, self.log_loss, self.fixed_best, self.blocks = arranged, log_loss, fixed_best, blocks
-        self.size = arranged.sizes[row:row + 1]
+        self.size, self.codes = arranged.sizes[row:row + 1], arranged.codes[row]
         # The group runs: scores, labels and BCE terms in stratum order (ascending within each group).
-        self.in_strata = (arranged.scores[self.members], arranged.labels[self.members], log_loss[self.members],
-                          *kernels.tie_blocks(arranged.scores[self.members], self.starts))
+        scores = arranged.scores[self.members]
+        self.in_strata = (scores, arranged.labels[self.members], *kernels.tie_blocks(scores, self.starts))
         # Confusion counts at a fixed threshold t: the counts below searchsorted(scores, t, "right").
         thresholds = {"": 0.5, **({} if fixed_best is None else {_engine.BEST: fixed_best})}
         self.fixed = {suffix: int(np.searchsorted(arranged.scores, t, "right")) for suffix, t in thresholds.items()}
@@ -189,7 +189,6 @@ class _Tallied:
         self.cuts = np.array(self.positions, np.int64)
         # ... and in each group's run (thresholds at one sorted position share their group positions)
         values = [{self.fixed[suffix]: t for suffix, t in thresholds.items()}[p] for p in self.positions]
-        scores = self.in_strata[0]
         self.stratum_cuts = np.array([[np.searchsorted(scores[a:b], t, "right") for t in values]
                                       for a, b in zip(self.starts[:-1], self.starts[1:])], np.int64
                                      ).reshape(len(self.starts) - 1, len(values))
@@ -212,7 +211,7 @@ class _Tallied:
         for limit in (NARROW_LIMIT, n):  # a count past the narrow tally: the same draws, counted wide
             sums = bootstrap.stratified_resample(
                 self.members, self.starts, self.seed, resample, *buffers, limit, int(self.size[0]), arranged.scores,
-                arranged.labels, self.log_loss, *self.blocks, *self.in_strata, self.cuts, self.stratum_cuts,
+                arranged.labels, self.codes, self.log_loss, *self.blocks, *self.in_strata, self.cuts, self.stratum_cuts,
                 _engine.ECE_BINS, self.fixed_best is None)
             if sums[0]:
                 break

@@ -26,6 +26,8 @@ from .ranking import f1_at
 from .resampling import draw_strata
 from .sweeps import FOLD
 
+# Each group's compensated sums in :func:`_overall` (one row a group).
+_LOSS_PART, _SCORE_PART, _LOSS, _LOSS_COMP, _SCORE, _SCORE_COMP = range(6)
 #: Fewest samples the best-F1 sweep tries to skip at once.
 SKIP_FROM = 16
 #: Most samples it tries to skip at once (one sum over their counts decides).
@@ -50,8 +52,8 @@ def tie_blocks(sorted_scores, starts=None):
 
 @kernel
 def stratified_resample(members, stratum_starts, seed, resample, tally, counts, limit, n_groups, sorted_scores,
-                        sorted_labels, loss_terms, block_starts, block_ends, stratum_scores, stratum_labels,
-                        stratum_terms, run_starts, run_ends, cuts, stratum_cuts, n_bins, sweep_f1):
+                        sorted_labels, sorted_codes, loss_terms, block_starts, block_ends, stratum_scores,
+                        stratum_labels, run_starts, run_ends, cuts, stratum_cuts, n_bins, sweep_f1):
     """Draw one resample of one grouping within its groups, and give every per-slot sum of it.
 
     Parameters
@@ -69,10 +71,11 @@ def stratified_resample(members, stratum_starts, seed, resample, tally, counts, 
     limit : int
         The largest count accepted (at most the type's largest value).
     n_groups : int
-    sorted_scores, sorted_labels, loss_terms : arrays of shape (n,), in ascending score order
+    sorted_scores, sorted_labels, sorted_codes, loss_terms : arrays of shape (n,), in ascending score
+        order (``sorted_codes``: the grouping's codes, negative for no group)
     block_starts, block_ends : int64 arrays, the tie blocks of :func:`tie_blocks`
-    stratum_scores, stratum_labels, stratum_terms : arrays of shape (n_drawable,)
-        ``sorted_scores[members]``, ``sorted_labels[members]``, ``loss_terms[members]``
+    stratum_scores, stratum_labels : arrays of shape (n_drawable,)
+        ``sorted_scores[members]``, ``sorted_labels[members]``
     run_starts, run_ends : int64 arrays, the tie blocks within each group's run
         (:func:`tie_blocks` of ``stratum_scores`` and ``stratum_starts``)
     cuts : int64 array of shape (T,), ascending
@@ -104,17 +107,19 @@ def stratified_resample(members, stratum_starts, seed, resample, tally, counts, 
     n_drawable = stratum_starts[n_strata]
     n_slots = n_groups + 1
     n_cuts = cuts.shape[0]
+    n_edges = n_bins + 1
     count = filled(n_slots, 0)
     positives = filled(n_slots, 0)
     u2 = filled(n_slots, 0)
     loss = filled(n_slots, 0.0)
     pos_cut = filled((n_slots, n_cuts), 0)
     neg_cut = filled((n_slots, n_cuts), 0)
-    bin_count = filled((n_slots, n_bins), 0.0)  # as floats: the engine's ECE takes weighted bin sums
-    bin_labels = filled((n_slots, n_bins), 0.0)
-    bin_scores = filled((n_slots, n_bins), 0.0)
     pos_at = filled(n_slots, 0)
     neg_at = filled(n_slots, 0)
+    # Each slot's running count, positives and score sum at each of its bin edges.
+    at_count = filled((n_slots, n_edges), 0)
+    at_pos = filled((n_slots, n_edges), 0)
+    at_score = filled((n_slots, n_edges), 0.0)
     # The draws, scattered to sorted order; their total shows a count that wrapped.
     draw_strata(stratum_starts, seed, resample, tally)
     if n_drawable < n:
@@ -163,12 +168,8 @@ def stratified_resample(members, stratum_starts, seed, resample, tally, counts, 
         if best_stop > 0:
             pos_at[n_groups] = best_pos
             neg_at[n_groups] = best_neg
-    # The grouping's folds fall every `every` drawn samples (sweeps.ranked_sums).
-    every = max(FOLD, 8 * (n_groups + 1))
-    folds = filled(total // every + 1, 0)
-    n_folds = _overall(counts, sorted_scores, sorted_labels, loss_terms, block_starts, block_ends, cuts, edges,
-                       every, folds, n_groups, count, positives, u2, loss, pos_cut, neg_cut, bin_count, bin_labels,
-                       bin_scores)
+    _overall(counts, sorted_scores, sorted_labels, sorted_codes, loss_terms, block_starts, block_ends, cuts, edges,
+             n_groups, count, positives, u2, loss, pos_cut, neg_cut, at_count, at_pos, at_score)
     next_run = 0  # the first tie block of the group
     for c in range(n_strata):
         a = stratum_starts[c]
@@ -180,9 +181,16 @@ def stratified_resample(members, stratum_starts, seed, resample, tally, counts, 
         best_at = b + 1  # where the counts at the best threshold are read (never without one)
         if best_stop > 0:
             best_at = a + _above(stratum_scores, a, b, threshold)
-        _group(c, a, b, members, folds, n_folds, tally, stratum_scores, stratum_labels, stratum_terms, run_starts,
-               run_ends, next_run, stratum_cuts, edges, best_at, count, positives, u2, loss, pos_cut, neg_cut,
-               bin_count, bin_labels, bin_scores, pos_at, neg_at)
+        _group(c, a, b, tally, stratum_scores, stratum_labels, run_starts, run_ends, next_run, stratum_cuts, edges,
+               best_at, count, positives, u2, pos_cut, neg_cut, at_count, at_pos, pos_at, neg_at)
+    bin_count = filled((n_slots, n_bins), 0.0)  # as floats: the engine's ECE takes weighted bin sums
+    bin_labels = filled((n_slots, n_bins), 0.0)
+    bin_scores = filled((n_slots, n_bins), 0.0)
+    for slot in range(n_slots):
+        for e in range(n_bins):
+            bin_count[slot, e] = at_count[slot, e + 1] - at_count[slot, e]
+            bin_labels[slot, e] = at_pos[slot, e + 1] - at_pos[slot, e]
+            bin_scores[slot, e] = at_score[slot, e + 1] - at_score[slot, e]
     ece = calibration_error(bin_count, bin_labels, bin_scores, 0)
     return True, count, positives, u2, loss, pos_cut, neg_cut, ece, threshold, pos_at, neg_at
 
@@ -202,21 +210,25 @@ def _above(scores, a, b, value):
 
 
 @inline_kernel
-def _overall(counts, sorted_scores, sorted_labels, loss_terms, block_starts, block_ends, cuts, edges, every,
-             folds, slot, count, positives, u2, loss, pos_cut, neg_cut, bin_count, bin_labels, bin_scores):
-    # The "all samples" slot over the sorted order (sweeps.ranked_sums' overall slot), and where the
-    # grouping's folds fall: folds[f] is a sorted position between the drawn samples that the f-th
-    # fold separates. Returns the number of folds.
+def _overall(counts, sorted_scores, sorted_labels, sorted_codes, loss_terms, block_starts, block_ends, cuts, edges,
+             overall, count, positives, u2, loss, pos_cut, neg_cut, at_count, at_pos, at_score):
+    # Over the sorted order: every sum of the "all samples" slot, and each group's compensated sums
+    # (BCE terms, scores at its bin edges), as sweeps.ranked_sums takes them (the same order, folded
+    # after the same drawn samples: the groups every `every`, the overall slot every FOLD).
     n = sorted_scores.shape[0]
     n_cuts = cuts.shape[0]
     n_edges = edges.shape[1]
     n_blocks = block_starts.shape[0]
-    empty = np.isnan(edges[slot, 0])
-    mark_e = 0
-    mark = _above(sorted_scores, 0, n, edges[slot, 0]) if not empty else n + 1
-    at_count = 0
-    at_pos = 0
-    at_score = 0.0
+    # every slot's bin edges as positions, in ascending order (ties in any order: they read the same)
+    marks = filled((overall + 1) * n_edges, 0)
+    for slot in range(overall + 1):
+        for e in range(n_edges):
+            at = n + 1 if np.isnan(edges[slot, 0]) else _above(sorted_scores, 0, n, edges[slot, e])
+            marks[slot * n_edges + e] = at
+    mark_order = np.argsort(marks)
+    next_mark = 0
+    mark = marks[mark_order[0]]
+    sums = filled((overall, 6), 0.0)  # each group's plain and compensated sums (_LOSS, ... below)
     o_count = 0
     o_pos = 0
     o_u2 = 0
@@ -236,9 +248,9 @@ def _overall(counts, sorted_scores, sorted_labels, loss_terms, block_starts, blo
     block_start = 0
     block_end = 0
     m = 0
+    every = max(FOLD, 8 * (overall + 1))
     o_fold = FOLD
-    n_folds = 0
-    next_fold = every
+    fold = every
     i = 0
     while True:
         if i == block_end and block_end > block_start:  # settle the tie block that ends here
@@ -247,10 +259,10 @@ def _overall(counts, sorted_scores, sorted_labels, loss_terms, block_starts, blo
             o_block_pos = 0
             o_block_neg = 0
             block_start = block_end
-        if m >= next_fold:
-            folds[n_folds] = i
-            n_folds += 1
-            next_fold += every
+        if m >= fold or i == n:
+            fold += every
+            for slot in range(overall):
+                _fold(sums, slot)
         if m >= o_fold or i == n:
             o_fold += FOLD
             o_loss, o_loss_comp = neumaier_step(o_loss, o_loss_comp, o_loss_part)
@@ -258,16 +270,22 @@ def _overall(counts, sorted_scores, sorted_labels, loss_terms, block_starts, blo
             o_loss_part = 0.0
             o_score_part = 0.0
         while cut <= i:
-            pos_cut[slot, next_cut] = o_pos
-            neg_cut[slot, next_cut] = o_count - o_pos
+            pos_cut[overall, next_cut] = o_pos
+            neg_cut[overall, next_cut] = o_count - o_pos
             next_cut += 1
             cut = cuts[next_cut] if next_cut < n_cuts else n + 1
-        while mark <= i:  # a bin edge: the bin below it is the difference of two running sums
-            at_count, at_pos, at_score = _edge(bin_count, bin_labels, bin_scores, slot, mark_e, o_count, o_pos,
-                                               neumaier_step(o_score, o_score_comp, o_score_part), at_count,
-                                               at_pos, at_score)
-            mark_e += 1
-            mark = _above(sorted_scores, 0, n, edges[slot, mark_e]) if mark_e < n_edges else n + 1
+        while mark <= i:  # a slot's running sums at one of its bin edges
+            slot, e = divmod(mark_order[next_mark], n_edges)
+            if slot == overall:
+                at_count[slot, e] = o_count
+                at_pos[slot, e] = o_pos
+                total, compensation = neumaier_step(o_score, o_score_comp, o_score_part)
+            else:  # its count and positives come from its own run
+                total, compensation = neumaier_step(sums[slot, _SCORE], sums[slot, _SCORE_COMP],
+                                                    sums[slot, _SCORE_PART])
+            at_score[slot, e] = total + compensation
+            next_mark += 1
+            mark = marks[mark_order[next_mark]] if next_mark < marks.shape[0] else n + 1
         if i == n:
             break
         if i == next_tie:
@@ -279,47 +297,56 @@ def _overall(counts, sorted_scores, sorted_labels, loss_terms, block_starts, blo
         tied = i < block_end
         if tied:
             stop = min(stop, block_end)
-        (i, m, o_count, o_pos, o_u2, o_neg_below, o_block_pos, o_block_neg, o_loss_part, o_score_part) = _add(
-            counts, sorted_labels, loss_terms, sorted_scores, i, stop, m, min(next_fold, o_fold), tied, o_count,
-            o_pos, o_u2, o_neg_below, o_block_pos, o_block_neg, o_loss_part, o_score_part)
-    count[slot] = o_count
-    positives[slot] = o_pos
-    u2[slot] = o_u2
-    loss[slot] = o_loss + o_loss_comp
-    return n_folds
+        limit = min(fold, o_fold)
+        while i < stop and m < limit:  # branch-free: a sample not drawn adds exact zeros (to group 0 if
+            # it has no group)
+            w = np.int64(counts[i])
+            m += 1 if w != 0 else 0
+            pw = w if sorted_labels[i] != 0 else 0
+            nw = w - pw
+            term = w * loss_terms[i]
+            weighted_score = w * np.float64(sorted_scores[i])
+            slot = max(sorted_codes[i], 0)
+            sums[slot, _LOSS_PART] += term
+            sums[slot, _SCORE_PART] += weighted_score
+            o_count += w
+            o_pos += pw
+            o_loss_part += term
+            o_score_part += weighted_score
+            if tied:
+                o_block_pos += pw
+                o_block_neg += nw
+            else:
+                o_u2 += 2 * pw * o_neg_below
+                o_neg_below += nw
+            i += 1
+    count[overall] = o_count
+    positives[overall] = o_pos
+    u2[overall] = o_u2
+    loss[overall] = o_loss + o_loss_comp
+    for slot in range(overall):
+        loss[slot] = sums[slot, _LOSS] + sums[slot, _LOSS_COMP]
 
 
 @inline_kernel
-def _group(c, a, b, members, folds, n_folds, tally, stratum_scores, stratum_labels, stratum_terms, run_starts,
-           run_ends, next_run, stratum_cuts, edges, best_at, count, positives, u2, loss, pos_cut, neg_cut, bin_count,
-           bin_labels, bin_scores, pos_at, neg_at):
-    # Group c over its stratum's run [a, b): sweeps.ranked_sums' sums of its slot, folded where the
-    # sorted order folds them (before its first sample at or after each fold's sorted position).
+def _group(c, a, b, tally, stratum_scores, stratum_labels, run_starts, run_ends, next_run, stratum_cuts, edges,
+           best_at, count, positives, u2, pos_cut, neg_cut, at_count, at_pos, pos_at, neg_at):
+    # Group c over its stratum's run [a, b): its count, positives and AUC sums, and its counts at
+    # the cuts, at its bin edges and at the best threshold (integers: exact in any order).
     n_cuts = stratum_cuts.shape[1]
     n_edges = edges.shape[1]
     n_runs = run_starts.shape[0]
-    next_fold = 0
-    fold = _first_at(members, a, b, folds[0]) if n_folds > 0 else b + 1
     next_cut = 0
     cut = a + stratum_cuts[c, 0] if n_cuts > 0 else b + 1
     mark_e = 0
     mark = a + _above(stratum_scores, a, b, edges[c, 0]) if not np.isnan(edges[c, 0]) else b + 1
     next_tie = run_starts[next_run] if next_run < n_runs and run_starts[next_run] < b else b + 1
-    at_count = 0
-    at_pos = 0
-    at_score = 0.0
     g_count = 0
     g_pos = 0
     g_u2 = 0
     g_neg_below = 0
     block_pos = 0
     block_neg = 0
-    loss_part = 0.0
-    score_part = 0.0
-    loss_total = 0.0
-    loss_comp = 0.0
-    score_total = 0.0
-    score_comp = 0.0
     block_start = a
     block_end = a
     j = a
@@ -330,22 +357,14 @@ def _group(c, a, b, members, folds, n_folds, tally, stratum_scores, stratum_labe
             block_pos = 0
             block_neg = 0
             block_start = block_end
-        while fold <= j:
-            loss_total, loss_comp = neumaier_step(loss_total, loss_comp, loss_part)
-            score_total, score_comp = neumaier_step(score_total, score_comp, score_part)
-            loss_part = 0.0
-            score_part = 0.0
-            next_fold += 1
-            fold = _first_at(members, j, b, folds[next_fold]) if next_fold < n_folds else b + 1
         while cut <= j:
             pos_cut[c, next_cut] = g_pos
             neg_cut[c, next_cut] = g_count - g_pos
             next_cut += 1
             cut = a + stratum_cuts[c, next_cut] if next_cut < n_cuts else b + 1
         while mark <= j:
-            at_count, at_pos, at_score = _edge(bin_count, bin_labels, bin_scores, c, mark_e, g_count, g_pos,
-                                               neumaier_step(score_total, score_comp, score_part), at_count,
-                                               at_pos, at_score)
+            at_count[c, mark_e] = g_count
+            at_pos[c, mark_e] = g_pos
             mark_e += 1
             mark = a + _above(stratum_scores, a, b, edges[c, mark_e]) if mark_e < n_edges else b + 1
         if j == best_at:
@@ -358,76 +377,41 @@ def _group(c, a, b, members, folds, n_folds, tally, stratum_scores, stratum_labe
             block_end = run_ends[next_run]
             next_run += 1
             next_tie = run_starts[next_run] if next_run < n_runs and run_starts[next_run] < b else b + 1
-        stop = min(fold, cut, mark, next_tie, b)
+        stop = min(cut, mark, next_tie, b)
         if best_at > j:
             stop = min(stop, best_at)
         tied = j < block_end
         if tied:
             stop = min(stop, block_end)
-        (j, _, g_count, g_pos, g_u2, g_neg_below, block_pos, block_neg, loss_part, score_part) = _add(
-            tally, stratum_labels, stratum_terms, stratum_scores, j, stop, 0, stop, tied, g_count, g_pos, g_u2,
-            g_neg_below, block_pos, block_neg, loss_part, score_part)
-    loss_total, loss_comp = neumaier_step(loss_total, loss_comp, loss_part)  # the last fold
+        while j < stop:  # branch-free: a sample not drawn adds exact zeros
+            w = np.int64(tally[j])
+            pw = w if stratum_labels[j] != 0 else 0
+            nw = w - pw
+            g_count += w
+            g_pos += pw
+            if tied:
+                block_pos += pw
+                block_neg += nw
+            else:
+                g_u2 += 2 * pw * g_neg_below
+                g_neg_below += nw
+            j += 1
     count[c] = g_count
     positives[c] = g_pos
     u2[c] = g_u2
-    loss[c] = loss_total + loss_comp
 
 
 @inline_kernel
-def _add(counts, labels, terms, scores, i, stop, m, limit, tied, count, positives, u2, neg_below, block_pos,
-         block_neg, loss_part, score_part):
-    # Samples i, i + 1, ... up to ``stop`` (or until ``m``, the drawn samples so far, reaches ``limit``)
-    # into one slot's running sums, each weighted by its count; returns the sums and where it stopped.
-    # Branch-free: a sample not drawn adds exact zeros. In a tie block, AUC's terms wait for its end.
-    while i < stop and m < limit:
-        w = np.int64(counts[i])
-        m += 1 if w != 0 else 0
-        pw = w if labels[i] != 0 else 0
-        nw = w - pw
-        count += w
-        positives += pw
-        loss_part += w * terms[i]
-        score_part += w * np.float64(scores[i])
-        if tied:
-            block_pos += pw
-            block_neg += nw
-        else:
-            u2 += 2 * pw * neg_below
-            neg_below += nw
-        i += 1
-    return i, m, count, positives, u2, neg_below, block_pos, block_neg, loss_part, score_part
-
-
-@inline_kernel
-def _edge(bin_count, bin_labels, bin_scores, slot, e, count, positives, score_sum, at_count, at_pos, at_score):
-    # At a slot's bin edge e: the bin below it (e > 0) is the difference of the running sums here
-    # and at edge e - 1 (``score_sum``: a compensated sum and its compensation); returns those here.
-    score = score_sum[0] + score_sum[1]
-    if e > 0:
-        bin_count[slot, e - 1] = count - at_count
-        bin_labels[slot, e - 1] = positives - at_pos
-        bin_scores[slot, e - 1] = score - at_score
-    return count, positives, score
-
-
-@inline_kernel
-def _first_at(members, start, b, position):
-    # The first j in [start, b) with members[j] >= position (b if none): members ascend within a run.
-    # Galloping from start: folds come every few hundred samples.
-    step = 1
-    low = start
-    while low + step < b and members[low + step] < position:
-        low += step
-        step *= 2
-    high = min(low + step, b)
-    while low < high:
-        middle = (low + high) >> 1
-        if members[middle] < position:
-            low = middle + 1
-        else:
-            high = middle
-    return low
+def _fold(sums, slot):
+    # Move a slot's plain running sums into their compensated totals.
+    total, compensation = neumaier_step(sums[slot, _LOSS], sums[slot, _LOSS_COMP], sums[slot, _LOSS_PART])
+    sums[slot, _LOSS] = total
+    sums[slot, _LOSS_COMP] = compensation
+    total, compensation = neumaier_step(sums[slot, _SCORE], sums[slot, _SCORE_COMP], sums[slot, _SCORE_PART])
+    sums[slot, _SCORE] = total
+    sums[slot, _SCORE_COMP] = compensation
+    sums[slot, _LOSS_PART] = 0.0
+    sums[slot, _SCORE_PART] = 0.0
 
 
 @inline_kernel
