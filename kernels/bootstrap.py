@@ -3,18 +3,18 @@ drawn samples out: :func:`stratified_resample`.
 
 The resample's draws are counted in stratum order (:func:`resampling.draw_strata`). When the strata
 are the grouping's own groups (``evaluate``'s default: each attribute resampled within its groups),
-a group's samples lie together in stratum order, ascending in score. So each group is summed in
-one run over its stratum (its running sums in local variables, not in a table indexed by group),
-from copies of the scores, labels and BCE terms in stratum order made once per attribute. The
-"all samples" slot is summed over the sorted order, from the counts scattered there. Its best-F1
-sweep comes first (a resample's totals are known from its draws) and skips the runs of samples
-where no threshold can beat the best F1 so far, from one sum over their counts.
+a group's samples lie together in stratum order, ascending in score: its count, positives and AUC
+sums (integers) come from one run over its counts and labels there, its running sums in local
+variables rather than in a table indexed by group. The rest is summed over the sorted order, from
+the counts scattered there: every sum of the "all samples" slot, and each group's compensated sums
+(BCE terms, scores at its ECE bin edges). The best-F1 sweep comes first (a resample's totals are
+known from its draws) and skips the runs of samples where no threshold can beat the best F1 so far,
+from one sum over their counts.
 
 The results are those of :func:`sweeps.ranked_sums` and :func:`sweeps.best_f1_sweep` on the drawn
 samples weighted by their counts, bit for bit: counts, positives and U2 are integers (exact in any
-order), and each slot's compensated sums (BCE terms, ECE score sums) add the same terms in the same
-order and fold their plain running sums after the same drawn samples as there (the overall sweep
-finds where those folds fall, and each group's run folds at the same places).
+order), and the compensated sums add the same terms in the same order, folded after the same drawn
+samples (a sample not drawn adds exact zeros).
 """
 import numpy as np
 
