@@ -123,9 +123,11 @@ class _Plan:
         n = len(code_rows[0]) if len(code_rows) else 0
         if stratify is None:
             self.jobs = [(list(range(len(code_rows))), _strata(None, n), stream(seed, purpose))]
+            self.strata = [None]
         else:
             self.jobs = [([a], _strata(row, n), stream(seed, purpose, name))
                          for a, (row, name) in enumerate(zip(code_rows, names))]
+            self.strata = list(code_rows)  # an attribute's strata are its groups
         self.n = n
         self._local = threading.local()
 
@@ -164,6 +166,77 @@ class _Plan:
         return part, weights[:m]
 
 
+class _Tallied:
+    """One attribute's resamples within its groups, measured by ``kernels.bootstrap`` from their
+    draw counts: nothing is copied out, and the numbers are those of measuring the drawn samples
+    (:meth:`_Plan.drawn`), bit for bit. For ``stratify="attribute"`` without sample weights and
+    without opt-in metrics."""
+
+    def __init__(self, plan: _Plan, job: int, arranged: _engine.Arranged, log_loss: np.ndarray,
+                 fixed_best: float | None, blocks: tuple[np.ndarray, np.ndarray]):
+        from .kernels import bootstrap as kernels
+
+        (row,), (self.members, self.starts), self.seed = plan.jobs[job]
+        self.arranged, self.log_loss, self.fixed_best, self.blocks = arranged, log_loss, fixed_best, blocks
+        self.size, self.codes = arranged.sizes[row:row + 1], arranged.codes[row]
+        # The group runs: scores, labels and BCE terms in stratum order (ascending within each group).
+        scores = arranged.scores[self.members]
+        self.in_strata = (scores, arranged.labels[self.members], *kernels.tie_blocks(scores, self.starts))
+        # Confusion counts at a fixed threshold t: the counts below searchsorted(scores, t, "right").
+        thresholds = {"": 0.5, **({} if fixed_best is None else {_engine.BEST: fixed_best})}
+        self.fixed = {suffix: int(np.searchsorted(arranged.scores, t, "right")) for suffix, t in thresholds.items()}
+        self.positions = sorted(set(self.fixed.values()))
+        self.cuts = np.array(self.positions, np.int64)
+        # ... and in each group's run (thresholds at one sorted position share their group positions)
+        values = [{self.fixed[suffix]: t for suffix, t in thresholds.items()}[p] for p in self.positions]
+        self.stratum_cuts = np.array([[np.searchsorted(scores[a:b], t, "right") for t in values]
+                                      for a, b in zip(self.starts[:-1], self.starts[1:])], np.int64
+                                     ).reshape(len(self.starts) - 1, len(values))
+        self.keys = set(_engine.all_keys())
+        self._local = threading.local()
+
+    @staticmethod
+    def applies(plan: _Plan, job: int, arranged: _engine.Arranged, extra: Sequence[str]) -> bool:
+        return not extra and arranged.weights is None and plan.strata[job] is not None
+
+    def measure(self, resample: int) -> list[_engine.Grouping]:
+        """The grouping of one resample, as ``_engine.measure`` gives it for the drawn samples."""
+        from .kernels import bootstrap
+
+        arranged = self.arranged
+        n = len(arranged.scores)
+        buffers = getattr(self._local, "buffers", None)
+        if buffers is None:  # reused: fresh large arrays would fault in every page again
+            buffers = self._local.buffers = (np.empty(len(self.members), NARROW_TALLY), np.empty(n, NARROW_TALLY))
+        for limit in (NARROW_LIMIT, n):  # a count past the narrow tally: the same draws, counted wide
+            sums = bootstrap.stratified_resample(
+                self.members, self.starts, self.seed, resample, *buffers, limit, int(self.size[0]), arranged.scores,
+                arranged.labels, self.codes, self.log_loss, *self.blocks, *self.in_strata, self.cuts, self.stratum_cuts,
+                _engine.ECE_BINS, self.fixed_best is None)
+            if sums[0]:
+                break
+            buffers = (np.empty(len(self.members), np.int64), np.empty(n, np.int64))
+        return self._grouping(sums[1:])
+
+    def _grouping(self, sums: tuple) -> list[_engine.Grouping]:
+        # float64, as the weighted kernels give them (the same integers)
+        count, positives, u2, pos_cut, neg_cut, pos_at, neg_at = (
+            np.asarray(sums[j], np.float64) for j in (0, 1, 2, 4, 5, 8, 9))
+        loss, ece, found = sums[3], sums[6], sums[7]
+        negatives = count - positives
+        confusion = {}
+        for suffix, position in self.fixed.items():
+            j = self.positions.index(position)
+            confusion[suffix] = (positives - pos_cut[:, j], negatives - neg_cut[:, j])
+        if self.fixed_best is None:
+            thresholds = np.full(1, found)
+            confusion[_engine.BEST] = (positives - pos_at, negatives - neg_at)
+        else:
+            thresholds = np.full(1, float(self.fixed_best))
+        return _engine.from_counts(self.size, count, positives, negatives, thresholds, self.keys, u2=u2,
+                                   loss_sums=loss, ece=ece, confusion=confusion, totals=count)
+
+
 def _percentiles(draws: np.ndarray, level: float) -> np.ndarray:
     tail = (1 - level) / 2 * 100
     with np.errstate(invalid="ignore"), _quiet():
@@ -196,13 +269,21 @@ def bootstrap(arranged: _engine.Arranged, names: Sequence[Any], valid_groups: li
     summary_draws = [np.full((n_boot, len(columns)), np.nan) for _ in sizes]
     log_loss = arranged.log_loss_terms()  # once, before the threads share it
 
+    from .kernels import bootstrap as kernels
+
+    blocks = kernels.tie_blocks(arranged.scores)  # once: the runs of equal scores of every resample
+    tallied = [_Tallied(plan, job, arranged, log_loss, fixed_best, blocks)
+               if _Tallied.applies(plan, job, arranged, extra) else None for job in range(len(plan.jobs))]
+
     def one(task: int) -> None:
         r, job = divmod(task, len(plan.jobs))
         rows = plan.jobs[job][0]
-        # The drawn samples, still in score order: the kernels see only them, with their counts.
-        part, weights = plan.drawn(job, r, arranged, log_loss)
-        groupings = _engine.measure(part, wanted, fixed_best=fixed_best, weights=weights, sample_counts=False,
-                                    parallel=False)
+        if tallied[job] is not None:  # from the draw counts over the whole arrangement
+            groupings = tallied[job].measure(r)
+        else:  # the drawn samples, still in score order: the kernels see only them, with their counts
+            part, weights = plan.drawn(job, r, arranged, log_loss)
+            groupings = _engine.measure(part, wanted, fixed_best=fixed_best, weights=weights, sample_counts=False,
+                                        parallel=False)
         for a, grouping in zip(rows, groupings):
             g = int(sizes[a])
             for j, key in enumerate(keys):

@@ -26,8 +26,8 @@ import time
 import warnings
 from collections.abc import Callable
 
-KERNEL_MODULES = ("_slots", "sorting", "sweeps", "ranking", "calibration", "curves", "resampling", "segmentation",
-                  "surface", "voxels", "precision", "rank_sums", "coding")
+KERNEL_MODULES = ("_slots", "sorting", "sweeps", "ranking", "calibration", "curves", "resampling", "bootstrap",
+                  "segmentation", "surface", "voxels", "precision", "rank_sums", "coding")
 
 
 def _optional_metrics() -> list[str]:
@@ -87,6 +87,7 @@ def _classification(dtype: str, n_groups: int) -> Callable[[], None]:
         if not many:
             fm.evaluate(y, scores, {"g": groups, "sex": sex}, n_boot=2, n_permutations=2, random_state=0,
                         metrics=_optional_metrics())
+            fm.evaluate(y, scores, {"g": groups}, n_boot=2, random_state=0)  # kernels.bootstrap
             fm.evaluate(y, scores, {"g": groups, "sex": sex}, intersectional=True)
 
     return work

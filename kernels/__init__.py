@@ -24,6 +24,8 @@ Modules, one per kernel family:
 - :mod:`.curves`: ROC points per slot from the ascending sort (for the plots).
 - :mod:`.resampling`: stratified bootstrap counts and permuted codes (counter-based random
   numbers: results depend on the seed only).
+- :mod:`.bootstrap`: the sums of one resample within a grouping's groups, from its draw counts
+  (the drawn samples are not copied out).
 
 Every kernel takes optional float64 ``weights`` (sample weights or bootstrap counts);
 :mod:`._weights` resolves ``weights=None`` at compile time.

@@ -78,8 +78,10 @@ def _draw_stratum(key, start, end, tally, paired):
 
 
 @inline_kernel
-def _draw_strata(stratum_starts, seed, resample, tally):
-    # Every stratum's draws, counted in tally (zeroed first).
+def draw_strata(stratum_starts, seed, resample, tally):
+    """Every stratum's draws of one resample, counted in ``tally`` (zeroed first) in stratum order:
+    ``tally[j]`` is how often the ``j``-th drawable sample (``members[j]`` of
+    :func:`stratified_bootstrap_counts`) is drawn. Inlined into the calling kernel."""
     key = _stream_key(seed, resample)
     tally[:stratum_starts[-1]] = 0
     for c in range(stratum_starts.shape[0] - 1):
@@ -122,7 +124,7 @@ def stratified_bootstrap_counts(members, stratum_starts, seed, resample, out):
     out : float64 array of shape (n,), overwritten with the counts
     """
     tally = np.empty(stratum_starts[-1], np.int64)
-    _draw_strata(stratum_starts, seed, resample, tally)
+    draw_strata(stratum_starts, seed, resample, tally)
     _counts_in_order(members, stratum_starts, tally, out)
 
 
@@ -199,7 +201,7 @@ def drawn_samples(members, stratum_starts, seed, resample, scores, labels, codes
         How many samples were drawn at least once (the filled length of the outputs), or -1 when a
         count did not fit (the ``out_`` arrays are then untouched).
     """
-    _draw_strata(stratum_starts, seed, resample, tally)
+    draw_strata(stratum_starts, seed, resample, tally)
     drawn, total, top = _counts_in_order(members, stratum_starts, tally, counts)
     if total != stratum_starts[-1] or top > limit:  # a count that wrapped shows in the total
         return -1

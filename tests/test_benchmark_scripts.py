@@ -19,6 +19,7 @@ TINY = {
     "tasks_vs_separate.py": ["3e3", "2", "1"],
     "small_calls.py": ["200", "1"],
     "bootstrap_vs_fairlearn.py": ["3000", "2", "1"],
+    "bootstrap_counts.py": ["3000", "3", "1"],
     "voxels_billion.py": ["memory", "4"],
     "surface_vs_medpy.py": ["24", "2", "16", "1"],
 }
