@@ -47,3 +47,21 @@ def neumaier_step(total, compensation, value):
     else:
         compensation += (value - updated) + total
     return updated, compensation
+
+
+# The columns of a per-slot table of float sums (``sweeps.ranked_sums``, ``bootstrap``): plain running
+# sums of the BCE terms and of the scores, and the compensated totals they are folded into.
+LOSS_PART, SCORE_PART, LOSS, LOSS_COMP, SCORE, SCORE_COMP = range(6)
+
+
+@inline_kernel
+def fold_sums(sums, slot):
+    """Move a slot's plain running sums (row ``slot`` of ``sums``) into their compensated totals."""
+    total, compensation = neumaier_step(sums[slot, LOSS], sums[slot, LOSS_COMP], sums[slot, LOSS_PART])
+    sums[slot, LOSS] = total
+    sums[slot, LOSS_COMP] = compensation
+    total, compensation = neumaier_step(sums[slot, SCORE], sums[slot, SCORE_COMP], sums[slot, SCORE_PART])
+    sums[slot, SCORE] = total
+    sums[slot, SCORE_COMP] = compensation
+    sums[slot, LOSS_PART] = 0.0
+    sums[slot, SCORE_PART] = 0.0

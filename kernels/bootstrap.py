@@ -20,14 +20,13 @@ import numpy as np
 
 from ._arrays import filled
 from ._config import inline_kernel, kernel
-from ._slots import neumaier_step
+from ._slots import LOSS, LOSS_COMP, LOSS_PART, SCORE, SCORE_COMP, SCORE_PART, fold_sums, neumaier_step
 from .calibration import calibration_error, equal_width_edges
 from .ranking import f1_at
 from .resampling import draw_strata
 from .sweeps import FOLD
 
 # Each group's compensated sums in :func:`_overall` (one row a group).
-_LOSS_PART, _SCORE_PART, _LOSS, _LOSS_COMP, _SCORE, _SCORE_COMP = range(6)
 #: Fewest samples the best-F1 sweep tries to skip at once.
 SKIP_FROM = 16
 #: Most samples it tries to skip at once (one sum over their counts decides).
@@ -228,7 +227,7 @@ def _overall(counts, sorted_scores, sorted_labels, sorted_codes, loss_terms, blo
     mark_order = np.argsort(marks)
     next_mark = 0
     mark = marks[mark_order[0]]
-    sums = filled((overall, 6), 0.0)  # each group's plain and compensated sums (_LOSS, ... below)
+    sums = filled((overall, 6), 0.0)  # each group's plain and compensated sums (LOSS, ... below)
     o_count = 0
     o_pos = 0
     o_u2 = 0
@@ -262,7 +261,7 @@ def _overall(counts, sorted_scores, sorted_labels, sorted_codes, loss_terms, blo
         if m >= fold or i == n:
             fold += every
             for slot in range(overall):
-                _fold(sums, slot)
+                fold_sums(sums, slot)
         if m >= o_fold or i == n:
             o_fold += FOLD
             o_loss, o_loss_comp = neumaier_step(o_loss, o_loss_comp, o_loss_part)
@@ -281,8 +280,8 @@ def _overall(counts, sorted_scores, sorted_labels, sorted_codes, loss_terms, blo
                 at_pos[slot, e] = o_pos
                 total, compensation = neumaier_step(o_score, o_score_comp, o_score_part)
             else:  # its count and positives come from its own run
-                total, compensation = neumaier_step(sums[slot, _SCORE], sums[slot, _SCORE_COMP],
-                                                    sums[slot, _SCORE_PART])
+                total, compensation = neumaier_step(sums[slot, SCORE], sums[slot, SCORE_COMP],
+                                                    sums[slot, SCORE_PART])
             at_score[slot, e] = total + compensation
             next_mark += 1
             mark = marks[mark_order[next_mark]] if next_mark < marks.shape[0] else n + 1
@@ -307,8 +306,8 @@ def _overall(counts, sorted_scores, sorted_labels, sorted_codes, loss_terms, blo
             term = w * loss_terms[i]
             weighted_score = w * np.float64(sorted_scores[i])
             slot = max(sorted_codes[i], 0)
-            sums[slot, _LOSS_PART] += term
-            sums[slot, _SCORE_PART] += weighted_score
+            sums[slot, LOSS_PART] += term
+            sums[slot, SCORE_PART] += weighted_score
             o_count += w
             o_pos += pw
             o_loss_part += term
@@ -325,7 +324,7 @@ def _overall(counts, sorted_scores, sorted_labels, sorted_codes, loss_terms, blo
     u2[overall] = o_u2
     loss[overall] = o_loss + o_loss_comp
     for slot in range(overall):
-        loss[slot] = sums[slot, _LOSS] + sums[slot, _LOSS_COMP]
+        loss[slot] = sums[slot, LOSS] + sums[slot, LOSS_COMP]
 
 
 @inline_kernel
@@ -399,19 +398,6 @@ def _group(c, a, b, tally, stratum_scores, stratum_labels, run_starts, run_ends,
     count[c] = g_count
     positives[c] = g_pos
     u2[c] = g_u2
-
-
-@inline_kernel
-def _fold(sums, slot):
-    # Move a slot's plain running sums into their compensated totals.
-    total, compensation = neumaier_step(sums[slot, _LOSS], sums[slot, _LOSS_COMP], sums[slot, _LOSS_PART])
-    sums[slot, _LOSS] = total
-    sums[slot, _LOSS_COMP] = compensation
-    total, compensation = neumaier_step(sums[slot, _SCORE], sums[slot, _SCORE_COMP], sums[slot, _SCORE_PART])
-    sums[slot, _SCORE] = total
-    sums[slot, _SCORE_COMP] = compensation
-    sums[slot, _LOSS_PART] = 0.0
-    sums[slot, _SCORE_PART] = 0.0
 
 
 @inline_kernel

@@ -18,13 +18,22 @@ import numpy as np
 
 from ._arrays import filled
 from ._config import inline_kernel, kernel
-from ._slots import neumaier_step, slot_offsets
+from ._slots import (
+    LOSS,
+    LOSS_COMP,
+    LOSS_PART,
+    SCORE,
+    SCORE_COMP,
+    SCORE_PART,
+    fold_sums,
+    neumaier_step,
+    slot_offsets,
+)
 from ._weights import counters, weight_of
 from .ranking import f1_at
 
 # Per-slot state of :func:`ranked_sums`, one row of each table per slot (a row is a cache line).
 _COUNT, _POS, _U2, _NEG_BELOW, _BLOCK_POS, _BLOCK_NEG = range(6)
-_LOSS_PART, _SCORE_PART, _LOSS, _LOSS_COMP, _SCORE, _SCORE_COMP = range(6)
 #: Samples between two folds of the plain running float sums into the compensated ones: a plain sum
 #: of this many terms is exact to about ``FOLD * 2**-53`` of itself.
 FOLD = 256
@@ -188,7 +197,7 @@ def ranked_sums(sorted_scores, sorted_labels, sorted_codes, n_groups, loss_terms
                     if i >= folds[k] or i == stop:
                         folds[k] += every[k]
                         for slot in range(offsets[k], offsets[k] + n_groups[k]):
-                            _fold(sums, slot)
+                            fold_sums(sums, slot)
                 if i >= o_fold or i == stop:
                     o_fold += FOLD
                     o_loss, o_loss_comp = neumaier_step(o_loss, o_loss_comp, o_loss_part)
@@ -214,8 +223,8 @@ def ranked_sums(sorted_scores, sorted_labels, sorted_codes, n_groups, loss_terms
                 else:
                     at_count[slot, e] = tally[slot, _COUNT]
                     at_pos[slot, e] = tally[slot, _POS]
-                    total, compensation = neumaier_step(sums[slot, _SCORE], sums[slot, _SCORE_COMP],
-                                                        sums[slot, _SCORE_PART])
+                    total, compensation = neumaier_step(sums[slot, SCORE], sums[slot, SCORE_COMP],
+                                                        sums[slot, SCORE_PART])
                 at_score[slot, e] = total + compensation
                 next_mark += 1
                 mark = min(mark_at[next_mark], stop) if next_mark < n_marks else stop + 1
@@ -257,9 +266,9 @@ def ranked_sums(sorted_scores, sorted_labels, sorted_codes, n_groups, loss_terms
             tally[slot, _COUNT] += w
             tally[slot, _POS] += pw
             if loss_terms is not None:
-                sums[slot, _LOSS_PART] += term
+                sums[slot, LOSS_PART] += term
             if marks is not None:
-                sums[slot, _SCORE_PART] += weighted_score
+                sums[slot, SCORE_PART] += weighted_score
             if tied:
                 tally[slot, _BLOCK_POS] += pw
                 tally[slot, _BLOCK_NEG] += nw
@@ -271,8 +280,8 @@ def ranked_sums(sorted_scores, sorted_labels, sorted_codes, n_groups, loss_terms
         tally[slot, _COUNT] = o_count
         tally[slot, _POS] = o_pos
         tally[slot, _U2] = o_u2
-        sums[slot, _LOSS] = o_loss
-        sums[slot, _LOSS_COMP] = o_loss_comp
+        sums[slot, LOSS] = o_loss
+        sums[slot, LOSS_COMP] = o_loss_comp
         if slot != overall:  # element by element: a row assignment compiles slowly
             for t in range(n_cuts):
                 pos_cut[slot, t] = pos_cut[overall, t]
@@ -293,7 +302,7 @@ def ranked_sums(sorted_scores, sorted_labels, sorted_codes, n_groups, loss_terms
         count[slot] = tally[slot, _COUNT]
         positives[slot] = tally[slot, _POS]
         u2[slot] = tally[slot, _U2]
-        loss[slot] = sums[slot, _LOSS] + sums[slot, _LOSS_COMP]
+        loss[slot] = sums[slot, LOSS] + sums[slot, LOSS_COMP]
         for b in range(n_edges - 1):
             bin_count[slot, b] = at_count[slot, b + 1] - at_count[slot, b]
             bin_labels[slot, b] = at_pos[slot, b + 1] - at_pos[slot, b]
@@ -326,19 +335,6 @@ def _settle_block(sorted_codes, offsets, start, stop, tally, o_u2, o_neg_below, 
                 tally[slot, _BLOCK_POS] = 0
                 tally[slot, _BLOCK_NEG] = 0
     return o_u2 + o_block_pos * (2 * o_neg_below + o_block_neg), o_neg_below + o_block_neg
-
-
-@inline_kernel
-def _fold(sums, slot):
-    # Move a slot's plain running sums into their compensated totals.
-    total, compensation = neumaier_step(sums[slot, _LOSS], sums[slot, _LOSS_COMP], sums[slot, _LOSS_PART])
-    sums[slot, _LOSS] = total
-    sums[slot, _LOSS_COMP] = compensation
-    total, compensation = neumaier_step(sums[slot, _SCORE], sums[slot, _SCORE_COMP], sums[slot, _SCORE_PART])
-    sums[slot, _SCORE] = total
-    sums[slot, _SCORE_COMP] = compensation
-    sums[slot, _LOSS_PART] = 0.0
-    sums[slot, _SCORE_PART] = 0.0
 
 
 @kernel
