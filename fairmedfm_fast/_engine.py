@@ -633,7 +633,7 @@ def _passes(arranged: Arranged, rows: list[int], loss_terms: np.ndarray | None, 
 
 #: From this many samples the fused pass reads the sorted order as :data:`SPLIT` ranges, which
 #: threads share. The split depends on the samples alone, so the sums do not depend on the threads.
-SPLIT_FROM = 1 << 20
+SPLIT_FROM = THREADED_FROM
 SPLIT = 2
 
 

@@ -216,6 +216,7 @@ def test_engine_split_does_not_change_the_report(monkeypatch):
     y = (rng.random(n) < 0.3).astype(int)
     s = np.round(rng.random(n), 3)  # ties everywhere, also at the range bounds
     attributes = {"site": rng.integers(0, 4, n), "sex": rng.integers(0, 2, n)}
+    monkeypatch.setattr(_engine, "SPLIT_FROM", n + 1)
     one = fm.evaluate(y, s, attributes)
     monkeypatch.setattr(_engine, "SPLIT_FROM", 1000)
     monkeypatch.setattr(_engine, "SPLIT", 3)
