@@ -20,6 +20,8 @@ METRICS = _metric_registry.NAMES
 THRESHOLD_METRICS = _metric_registry.THRESHOLD_NAMES
 BEST = _metric_registry.BEST
 ECE_BINS = 10
+#: The decision threshold of the metrics without suffix (prediction ``score > THRESHOLD``).
+THRESHOLD = 0.5
 all_keys = _metric_registry.all_keys
 #: Every per-group key, in report order (the default ones, then the opt-in ones).
 KEY_ORDER = _metric_registry.KEY_ORDER
@@ -378,14 +380,14 @@ def arrange_and_measure(scores: np.ndarray, labels: np.ndarray, code_rows: list[
 
 
 def compute(scores: np.ndarray, labels: np.ndarray, code_rows: list[np.ndarray], n_groups: list[int],
-            wanted: set[str] | None = None, threshold: float = 0.5, fixed_best: float | None = None,
+            wanted: set[str] | None = None, threshold: float = THRESHOLD, fixed_best: float | None = None,
             weights: np.ndarray | None = None) -> list[Grouping]:
     """Metrics of every slot of every grouping (see :func:`measure`), sorting only when needed."""
     arranged = arrange(scores, labels, code_rows, n_groups, weights, needs_sort(wanted, fixed_best))
     return measure(arranged, wanted, threshold, fixed_best)
 
 
-def measure(arranged: Arranged, wanted: set[str] | None = None, threshold: float = 0.5,
+def measure(arranged: Arranged, wanted: set[str] | None = None, threshold: float = THRESHOLD,
             fixed_best: float | None = None, weights: np.ndarray | None = None,
             sample_counts: bool = True, parallel: bool = True) -> list[Grouping]:
     """Metrics of every slot of every grouping.
@@ -487,7 +489,7 @@ def _sweep(arranged: Arranged, keys: set[str], base: set[str], at_half: bool, at
         fixed[BEST] = int(scores.searchsorted(fixed_best, "right"))
     positions = sorted(set(fixed.values()))
     with_ece, sweep_f1 = "ece" in base, at_best and fixed_best is None
-    # which groupings have every sample (one grouping: read by nothing below)
+    # which groupings have every sample (one grouping never shares a best-F1 sweep: no need to look)
     complete = [False] if len(codes) == 1 else (codes.min(axis=1, initial=0) >= 0).tolist()
     if sweep_f1 and n_threads > 1:  # the shared best-F1 sweep runs beside the BCE terms
         job = _Background(lambda: _shared_best_f1(arranged, weights, complete), True)

@@ -183,7 +183,7 @@ class _Tallied:
         scores = arranged.scores[self.members]
         self.in_strata = (scores, arranged.labels[self.members], *kernels.tie_blocks(scores, self.starts))
         # Confusion counts at a fixed threshold t: the counts below searchsorted(scores, t, "right").
-        thresholds = {"": 0.5, **({} if fixed_best is None else {_engine.BEST: fixed_best})}
+        thresholds = {"": _engine.THRESHOLD, **({} if fixed_best is None else {_engine.BEST: fixed_best})}
         self.fixed = {suffix: int(np.searchsorted(arranged.scores, t, "right")) for suffix, t in thresholds.items()}
         self.positions = sorted(set(self.fixed.values()))
         self.cuts = np.array(self.positions, np.int64)
