@@ -739,3 +739,39 @@ def _report_keys(keys: frozenset[str], sums: frozenset[str]) -> tuple[tuple[str,
                  if metric.at_threshold or all(need in sums for need in metric.sums)}
     order = tuple(key for key in KEY_ORDER if key in keys and key.removesuffix(BEST) in available)
     return order, frozenset(order)
+
+
+
+#: Below this many (positive, negative) pairs per slot (2 P N), ``rint(auc * 2 P N)`` is exactly twice U.
+EXACT_PAIRS = 2.0**51
+
+
+def placement_deviations(arranged: Arranged, slots: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]
+                         ) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """``kernels.delong.placement_deviations`` of the groupings ``k`` in ``slots`` (grouping ->
+    its slots' positives, negatives and AUC) over the sorted, unweighted ``arranged`` samples: one
+    pass per grouping, the groupings on threads (each reads the shared scores and labels and its own
+    code row).
+
+    The kernel centres on twice the exact Mann-Whitney U, which is ``auc * 2 P N`` rounded while
+    ``2 P N`` stays below 2**51 (``auc`` is that U over ``2 P N``, correctly rounded); beyond, U is
+    counted again (``rank_statistics``)."""
+    from .kernels import delong
+
+    def one(k: int) -> tuple[np.ndarray, np.ndarray]:
+        positives, negatives, auc = (np.asarray(values) for values in slots[k])
+        positives, negatives = positives.astype(np.int64), negatives.astype(np.int64)
+        codes, sizes = arranged.codes[k:k + 1], arranged.sizes[k:k + 1]
+        pairs = 2.0 * positives * negatives
+        if pairs.max(initial=0) < EXACT_PAIRS:
+            u2 = np.rint(np.nan_to_num(auc) * pairs).astype(np.int64)
+        else:
+            u2 = _kernels()[0].rank_statistics(arranged.scores, arranged.labels, codes, sizes)[2]
+        return delong.placement_deviations(arranged.scores, arranged.labels, codes, sizes, positives, negatives,
+                                           u2)
+
+    rows = list(slots)
+    n_threads = min(_n_threads(len(arranged.scores)), len(rows))
+    done = (on_threads([lambda k=k: one(k) for k in rows], n_threads) if n_threads > 1
+            else [one(k) for k in rows])
+    return dict(zip(rows, done))
