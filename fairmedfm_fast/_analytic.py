@@ -74,20 +74,48 @@ def counts_of(values: dict[str, Any], key: str) -> tuple[Any, Any]:
 def auc_variances(arranged: _engine.Arranged, results: list) -> dict[int, np.ndarray]:
     """DeLong's variance of every slot's AUC, for the attributes ``k`` with metrics (NaN where a
     slot has fewer than two positives or negatives)."""
-    slots = {}
-    for k, result in enumerate(results):
-        if result.rows:
-            values = _columns(result, ("auc", "tp", "fp", "tn", "fn"))
-            slots[k] = (values["tp"] + values["fn"], values["tn"] + values["fp"], values["auc"])
-    variances = {}
-    for k, (s10, s01) in _engine.placement_deviations(arranged, slots).items():
-        positives, negatives = (np.asarray(v, np.float64) for v in slots[k][:2])
-        scale = (2.0 * positives * negatives) ** 2
-        with np.errstate(divide="ignore", invalid="ignore"):
-            variance = (s10 / (positives - 1) / positives + s01 / (negatives - 1) / negatives) / scale
-        variance[(positives < 2) | (negatives < 2)] = np.nan
-        variances[k] = variance
-    return variances
+    rows = [k for k, result in enumerate(results) if result.rows]
+    return {k: np.array([delong_variance(*slot) for slot in combined(parts)])
+            for k, parts in _engine.placement_sums(arranged, rows).items()}
+
+
+def combined(parts: list[np.ndarray]) -> list[tuple[int, int, int, int, int]]:
+    """Per slot ``(P, N, sum a, sum a^2, sum b^2)`` as Python integers, from the sums of
+    ``kernels.delong.placement_sums`` over consecutive ranges of the sorted order (or partitions of
+    a distributed sort): a range's ``a`` values grow by twice the slot's negatives before it, its
+    ``b`` values by twice the positives before it, and ``sum b = 2 P N - sum a`` within a range."""
+    totals = [[0, 0, 0, 0, 0] for _ in range(len(parts[0]))]
+    for part in parts:
+        for total, (p, n, a, a2_high, a2_low, b2_high, b2_low) in zip(totals, part.tolist()):
+            p_before, n_before = total[0], total[1]
+            a2 = (a2_high << 31) + a2_low  # kernels.delong.LOW_BITS
+            b2 = (b2_high << 31) + b2_low
+            b = 2 * p * n - a
+            total[3] += a2 + 4 * n_before * a + 4 * n_before * n_before * p
+            total[4] += b2 + 4 * p_before * b + 4 * p_before * p_before * n
+            total[2] += a + 2 * n_before * p
+            total[0] += p
+            total[1] += n
+    return [tuple(total) for total in totals]
+
+
+def delong_variance(positives: int, negatives: int, sum_a: int, sum_a2: int, sum_b2: int) -> float:
+    """``S10 / P + S01 / N`` from one slot's sums (:func:`combined`), in exact integers until the
+    last division.
+
+    With ``a`` a positive's ``2 n_below + n_tied``, its placement value's deviation from the AUC times
+    ``2 P N`` is ``P a - U2`` (``U2 = sum a``), so ``(P - 1) S10 (2 P N)^2 = P (P sum a^2 - U2^2)``;
+    with ``b`` a negative's ``2 p_below + p_tied``, its deviation times ``2 P N`` is ``N (2 P - b) -
+    U2``, and ``sum (2 P - b) = U2`` gives ``(N - 1) S01 (2 P N)^2 = N (N sum (2 P - b)^2 - U2^2)``.
+    """
+    p, n = positives, negatives
+    if p < 2 or n < 2:
+        return math.nan
+    sum_b = 2 * p * n - sum_a
+    c2 = 4 * p * p * n - 4 * p * sum_b + sum_b2  # sum over negatives of (2 P - b)^2
+    spread10 = p * sum_a2 - sum_a * sum_a  # (P - 1) S10 (2 P N)^2 / P
+    spread01 = n * c2 - sum_a * sum_a
+    return (spread10 / (p - 1) + spread01 / (n - 1)) / float(2 * p * n) ** 2
 
 
 def _columns(result, keys) -> dict[str, np.ndarray]:

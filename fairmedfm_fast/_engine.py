@@ -742,36 +742,33 @@ def _report_keys(keys: frozenset[str], sums: frozenset[str]) -> tuple[tuple[str,
 
 
 
-#: Below this many (positive, negative) pairs per slot (2 P N), ``rint(auc * 2 P N)`` is exactly twice U.
-EXACT_PAIRS = 2.0**51
-
-
-def placement_deviations(arranged: Arranged, slots: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]
-                         ) -> dict[int, tuple[np.ndarray, np.ndarray]]:
-    """``kernels.delong.placement_deviations`` of the groupings ``k`` in ``slots`` (grouping ->
-    its slots' positives, negatives and AUC) over the sorted, unweighted ``arranged`` samples: one
-    pass per grouping, the groupings on threads (each reads the shared scores and labels and its own
-    code row).
-
-    The kernel centres on twice the exact Mann-Whitney U, which is ``auc * 2 P N`` rounded while
-    ``2 P N`` stays below 2**51 (``auc`` is that U over ``2 P N``, correctly rounded); beyond, U is
-    counted again (``rank_statistics``)."""
+def placement_sums(arranged: Arranged, rows: list[int]) -> dict[int, list[np.ndarray]]:
+    """``kernels.delong.placement_sums`` of the groupings ``rows`` over the sorted, unweighted
+    ``arranged`` samples: grouping -> its (n_slots, 7) sums over each range of :func:`_ranges`, in
+    order (the caller combines them). The groupings without missing codes share one pass and its
+    overall slot; each other grouping has a pass of its own. Ranges and passes share the threads."""
     from .kernels import delong
 
-    def one(k: int) -> tuple[np.ndarray, np.ndarray]:
-        positives, negatives, auc = (np.asarray(values) for values in slots[k])
-        positives, negatives = positives.astype(np.int64), negatives.astype(np.int64)
-        codes, sizes = arranged.codes[k:k + 1], arranged.sizes[k:k + 1]
-        pairs = 2.0 * positives * negatives
-        if pairs.max(initial=0) < EXACT_PAIRS:
-            u2 = np.rint(np.nan_to_num(auc) * pairs).astype(np.int64)
-        else:
-            u2 = _kernels()[0].rank_statistics(arranged.scores, arranged.labels, codes, sizes)[2]
-        return delong.placement_deviations(arranged.scores, arranged.labels, codes, sizes, positives, negatives,
-                                           u2)
+    scores, labels, codes, sizes = arranged.scores, arranged.labels, arranged.codes, arranged.sizes
+    complete = [bool(codes[k].min(initial=0) >= 0) for k in rows]
+    whole = [k for k, done in zip(rows, complete) if done]
+    parts = ([whole] if whole else []) + [[k] for k, done in zip(rows, complete) if not done]
+    ranges = _ranges(scores)
 
-    rows = list(slots)
-    n_threads = min(_n_threads(len(arranged.scores)), len(rows))
-    done = (on_threads([lambda k=k: one(k) for k in rows], n_threads) if n_threads > 1
-            else [one(k) for k in rows])
-    return dict(zip(rows, done))
+    def one(part: list[int], a: int, b: int) -> np.ndarray:
+        first, stop = part[0], part[-1] + 1
+        picked = slice(first, stop) if part == list(range(first, stop)) else part
+        return delong.placement_sums(scores, labels, codes[picked], sizes[picked], a, b, len(part) > 1 or
+                                     part[0] in whole)
+
+    jobs = [(part, a, b) for part in parts for a, b in ranges]
+    n_threads = min(_n_threads(len(scores)), len(jobs))
+    done = (on_threads([lambda job=job: one(*job) for job in jobs], n_threads) if n_threads > 1
+            else [one(*job) for job in jobs])
+    out: dict[int, list[np.ndarray]] = {k: [] for k in rows}
+    for (part, _, _), sums in zip(jobs, done):
+        start = 0
+        for k in part:
+            out[k].append(sums[start:start + int(sizes[k]) + 1])
+            start += int(sizes[k]) + 1
+    return out

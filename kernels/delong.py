@@ -7,23 +7,67 @@ the mean of either, and its variance is ``S10 / P + S01 / N`` with ``S10`` and `
 variances of the positives' and of the negatives' placement values. Sun and Xu (2014) get every
 placement value from the sorted order: all samples of a slot in one tie block share it, and it is
 a running count of the other class below (or above) the block. So one walk down the sorted order,
-with per-slot running counts by tie block, gives the squared deviations with no
-``P x N`` step.
+with per-slot running counts by tie block, gives every slot's sums with no ``P x N`` step.
 
-The deviations are centred exactly, in integers: with ``u2`` twice the slot's Mann-Whitney U
-(``AUC = u2 / (2 P N)``), a positive's deviation times ``2 P N`` is ``P (2 n_below + n_tied) - u2``
-and a negative's is ``N (2 P - 2 p_below - p_tied) - u2``, both exact int64 numbers. Their squares
-are summed with Neumaier's compensation; no sum of squares minus ``n AUC^2`` is ever formed (that
-loses 2.5e-12 relative at AUC 0.999).
+Nothing is summed in floating point. With ``a = 2 n_below + n_tied`` for a positive (twice its
+placement value times ``N``) and ``b = 2 p_below + p_tied`` for a negative (twice one minus its
+placement value, times ``P``), the kernel sums ``a`` (twice the Mann-Whitney U) and, exactly in two
+int64 words, ``a^2`` and ``b^2``; the caller forms the centred sums from them in Python integers,
+so no cancellation can occur (a float sum of squares minus ``n AUC^2`` loses 2.5e-12 relative at
+AUC 0.999). The same sums of a partition combine with another's through its counts, as a
+distributed backend needs.
 """
 from ._arrays import filled
-from ._config import kernel
-from ._slots import neumaier_add, slot_offsets
+from ._config import inline_kernel, kernel
+from ._slots import slot_offsets
+
+#: The low word of a wide sum holds this many bits.
+LOW_BITS = 31
+_LOW_MASK = (1 << LOW_BITS) - 1
+
+
+@inline_kernel
+def wide_step(high, low, x, m):
+    """:func:`add_wide` on a sum held in two local variables: returns the new ``(high, low)``."""
+    part = (x & _LOW_MASK) * m
+    high += (x >> LOW_BITS) * m + (part >> LOW_BITS)
+    low += part & _LOW_MASK
+    if low > _LOW_MASK:
+        low -= 1 << LOW_BITS
+        high += 1
+    return high, low
+
+
+@inline_kernel
+def add_wide(high, low, slot, x, m):
+    """Add ``x * m`` (``0 <= x < 2**62``, ``0 <= m < 2**32``) to the exact sum ``high[slot] * 2**31 +
+    low[slot]``, with ``0 <= low < 2**31`` kept: every partial product fits in an int64, and so does
+    ``high`` while the sum stays below 2**94 (a slot's sum of ``a^2`` is at most ``4 N^2 P``, below
+    2**94 for fewer than 2**32 samples)."""
+    high[slot], low[slot] = wide_step(high[slot], low[slot], x, m)
+
+
+@inline_kernel
+def _add_positive(positives, negatives, sum_a, a2_high, a2_low, slot, tied_negatives, count):
+    """``count`` positives of a slot in one tie block with ``tied_negatives`` negatives (the slot's
+    counts are updated by the caller, after both classes of the block)."""
+    a = 2 * negatives[slot] + tied_negatives
+    sum_a[slot] += count * a
+    add_wide(a2_high, a2_low, slot, a * a, count)
+
+
+@inline_kernel
+def _add_negative(positives, negatives, b2_high, b2_low, slot, tied_positives, count):
+    """``count`` negatives of a slot in one tie block with ``tied_positives`` positives (counts: as
+    :func:`_add_positive`)."""
+    b = 2 * positives[slot] + tied_positives
+    add_wide(b2_high, b2_low, slot, b * b, count)
 
 
 @kernel
-def placement_deviations(sorted_scores, sorted_labels, sorted_codes, n_groups, positives, negatives, u2):
-    """Summed squared deviations of the placement values from the AUC, per slot.
+def placement_sums(sorted_scores, sorted_labels, sorted_codes, n_groups, start, stop, shared_overall):
+    """Per-slot sums of the placement values and of their squares, in one pass over ``start:stop`` of
+    the sorted order.
 
     Parameters
     ----------
@@ -31,84 +75,132 @@ def placement_deviations(sorted_scores, sorted_labels, sorted_codes, n_groups, p
     sorted_labels : uint8 array of shape (n,), 0 or 1, in the same order
     sorted_codes : integer array of shape (K, n), in the same order; negative = not in the grouping
     n_groups : int64 array of shape (K,)
-    positives, negatives, u2 : int64 arrays of shape (n_slots,)
-        Each slot's positives, negatives and twice its Mann-Whitney U (``rank_statistics``).
+    start, stop : int
+        The samples read, each at a tie-block boundary (or 0 and ``n``). The sums of consecutive
+        ranges combine into those of their union through the counts before each range: ``a`` grows
+        by twice the slot's negatives before the range, ``b`` by twice its positives.
+    shared_overall : bool
+        True when every grouping has the same samples present (no negative code): their "all
+        present samples" slots are then one, summed once (in registers) and copied.
 
     Returns
     -------
-    s10, s01 : float64 arrays of shape (n_slots,)
-        Over the slot's positives, the sum of ``(P (2 n_below + n_tied) - u2) ** 2``; over its
-        negatives, the sum of ``(N (2 P - 2 p_below - p_tied) - u2) ** 2``, where ``n_below`` and
-        ``p_below`` count the slot's negatives and positives scoring below the sample's tie block
-        and ``n_tied``, ``p_tied`` those in it. Divided by ``(2 P N) ** 2`` they are the summed
-        squared deviations of the placement values from the AUC.
+    sums : int64 array of shape (n_slots, 7)
+        Per slot: positives ``P``, negatives ``N``, the sum over positives of ``a`` (= twice the
+        Mann-Whitney U), the sum over positives of ``a^2`` as ``high * 2**31 + low`` (columns 3 and
+        4), and the sum over negatives of ``b^2`` likewise (columns 5 and 6), where ``a = 2 n_below
+        + n_tied`` counts the slot's negatives below the positive's tie block and in it, and ``b = 2
+        p_below + p_tied`` the slot's positives likewise for a negative.
     """
     offsets, n_slots = slot_offsets(n_groups)
-    n_groupings, n = sorted_codes.shape
-    s10 = filled(n_slots, 0.0)
-    s01 = filled(n_slots, 0.0)
-    c10 = filled(n_slots, 0.0)  # Neumaier compensations
-    c01 = filled(n_slots, 0.0)
-    neg_below = filled(n_slots, 0)
-    pos_below = filled(n_slots, 0)
+    n_groupings = sorted_codes.shape[0]
+    positives = filled(n_slots, 0)
+    negatives = filled(n_slots, 0)
+    sum_a = filled(n_slots, 0)
+    a2_high = filled(n_slots, 0)
+    a2_low = filled(n_slots, 0)
+    b2_high = filled(n_slots, 0)
+    b2_low = filled(n_slots, 0)
     block_pos = filled(n_slots, 0)
     block_neg = filled(n_slots, 0)
-    start = 0
-    while start < n:
-        stop = start + 1
-        while stop < n and sorted_scores[stop] == sorted_scores[start]:
-            stop += 1
-        if stop == start + 1:  # a score of its own: its placement value is the other class below/above
-            positive = sorted_labels[start] != 0
+    # A shared overall slot lives in local variables (it changes with every sample), copied at the end
+    o_pos = 0
+    o_neg = 0
+    o_a = 0
+    o_a2_high = 0
+    o_a2_low = 0
+    o_b2_high = 0
+    o_b2_low = 0
+    own_overall = not shared_overall  # each grouping sums its own overall slot
+    i = start
+    while i < stop:
+        end = i + 1
+        while end < stop and sorted_scores[end] == sorted_scores[i]:
+            end += 1
+        if end == i + 1:  # a score of its own: nothing tied
+            positive = sorted_labels[i] != 0
             for k in range(n_groupings):
-                code = sorted_codes[k, start]
+                code = sorted_codes[k, i]
                 if code < 0:
                     continue
-                for slot in (offsets[k] + code, offsets[k] + n_groups[k]):
+                group = offsets[k] + code
+                if positive:
+                    _add_positive(positives, negatives, sum_a, a2_high, a2_low, group, 0, 1)
+                    positives[group] += 1
+                else:
+                    _add_negative(positives, negatives, b2_high, b2_low, group, 0, 1)
+                    negatives[group] += 1
+                if own_overall:  # (written out: an inlined helper for both slots ran 10 times slower)
+                    overall = offsets[k] + n_groups[k]
                     if positive:
-                        deviation = float(positives[slot] * 2 * neg_below[slot] - u2[slot])
-                        neumaier_add(s10, c10, slot, deviation * deviation)
-                        pos_below[slot] += 1
+                        _add_positive(positives, negatives, sum_a, a2_high, a2_low, overall, 0, 1)
+                        positives[overall] += 1
                     else:
-                        deviation = float(negatives[slot] * (2 * (positives[slot] - pos_below[slot])) - u2[slot])
-                        neumaier_add(s01, c01, slot, deviation * deviation)
-                        neg_below[slot] += 1
-        else:  # a tie block: count it per slot, then every sample of a slot in it shares one value
-            for i in range(start, stop):
-                positive = sorted_labels[i] != 0
+                        _add_negative(positives, negatives, b2_high, b2_low, overall, 0, 1)
+                        negatives[overall] += 1
+            if shared_overall:
+                if positive:
+                    a = 2 * o_neg
+                    o_a += a
+                    o_a2_high, o_a2_low = wide_step(o_a2_high, o_a2_low, a * a, 1)
+                    o_pos += 1
+                else:
+                    b = 2 * o_pos
+                    o_b2_high, o_b2_low = wide_step(o_b2_high, o_b2_low, b * b, 1)
+                    o_neg += 1
+        else:  # a tie block: count it per slot, then every sample of a slot in it shares its value
+            tied_pos = 0
+            for j in range(i, end):
+                positive = sorted_labels[j] != 0
+                tied_pos += 1 if positive else 0
                 for k in range(n_groupings):
-                    code = sorted_codes[k, i]
+                    code = sorted_codes[k, j]
                     if code < 0:
                         continue
                     for slot in (offsets[k] + code, offsets[k] + n_groups[k]):
+                        if slot != offsets[k] + code and not own_overall:
+                            continue
                         if positive:
                             block_pos[slot] += 1
                         else:
                             block_neg[slot] += 1
-            for i in range(start, stop):
+            for j in range(i, end):
                 for k in range(n_groupings):
-                    code = sorted_codes[k, i]
+                    code = sorted_codes[k, j]
                     if code < 0:
                         continue
                     for slot in (offsets[k] + code, offsets[k] + n_groups[k]):
                         bp = block_pos[slot]
                         bn = block_neg[slot]
-                        if bp + bn == 0:  # done for this block
+                        if bp + bn == 0:  # done for this block (or a shared overall slot)
                             continue
                         if bp:
-                            deviation = float(positives[slot] * (2 * neg_below[slot] + bn) - u2[slot])
-                            neumaier_add(s10, c10, slot, bp * (deviation * deviation))
+                            _add_positive(positives, negatives, sum_a, a2_high, a2_low, slot, bn, bp)
                         if bn:
-                            deviation = float(negatives[slot] * (2 * (positives[slot] - pos_below[slot]) - bp)
-                                              - u2[slot])
-                            neumaier_add(s01, c01, slot, bn * (deviation * deviation))
-                        neg_below[slot] += bn
-                        pos_below[slot] += bp
+                            _add_negative(positives, negatives, b2_high, b2_low, slot, bp, bn)
+                        positives[slot] += bp
+                        negatives[slot] += bn
                         block_pos[slot] = 0
                         block_neg[slot] = 0
-        start = stop
+            if shared_overall:
+                tied_neg = end - i - tied_pos
+                if tied_pos:
+                    a = 2 * o_neg + tied_neg
+                    o_a += tied_pos * a
+                    o_a2_high, o_a2_low = wide_step(o_a2_high, o_a2_low, a * a, tied_pos)
+                if tied_neg:
+                    b = 2 * o_pos + tied_pos
+                    o_b2_high, o_b2_low = wide_step(o_b2_high, o_b2_low, b * b, tied_neg)
+                o_pos += tied_pos
+                o_neg += tied_neg
+        i = end
+    if shared_overall:
+        for k in range(n_groupings):
+            slot = offsets[k] + n_groups[k]
+            positives[slot], negatives[slot], sum_a[slot] = o_pos, o_neg, o_a
+            a2_high[slot], a2_low[slot], b2_high[slot], b2_low[slot] = o_a2_high, o_a2_low, o_b2_high, o_b2_low
+    sums = filled((n_slots, 7), 0)
     for slot in range(n_slots):
-        s10[slot] += c10[slot]
-        s01[slot] += c01[slot]
-    return s10, s01
-
+        for j, column in enumerate((positives, negatives, sum_a, a2_high, a2_low, b2_high, b2_low)):
+            sums[slot, j] = column[slot]
+    return sums
