@@ -75,8 +75,13 @@ def auc_variances(arranged: _engine.Arranged, results: list) -> dict[int, np.nda
     """DeLong's variance of every slot's AUC, for the attributes ``k`` with metrics (NaN where a
     slot has fewer than two positives or negatives)."""
     rows = [k for k, result in enumerate(results) if result.rows]
-    return {k: np.array([delong_variance(*slot) for slot in combined(parts)])
-            for k, parts in _engine.placement_sums(arranged, rows).items()}
+    return {k: variances_of(parts) for k, parts in _engine.placement_sums(arranged, rows).items()}
+
+
+def variances_of(parts: list[np.ndarray]) -> np.ndarray:
+    """DeLong's variance of each slot from its placement sums over consecutive ranges (or partitions
+    of a distributed sort) of the sorted order."""
+    return np.array([delong_variance(*slot) for slot in combined(parts)])
 
 
 def combined(parts: list[np.ndarray]) -> list[tuple[int, int, int, int, int]]:
@@ -126,14 +131,20 @@ def _columns(result, keys) -> dict[str, np.ndarray]:
 
 def intervals(arranged: _engine.Arranged, results: list, level: float, warnings: list[str],
               p_adjust: str | None) -> dict[str, Any]:
-    """``report.ci["analytic"]``: ``by_group`` (``auc_se``, then ``<key>_lo`` / ``<key>_hi`` of each
-    of :data:`KEYS`) and ``summary`` (per attribute, ``<gap>_lo``, ``<gap>_hi`` and the critical
-    value ``<gap>_c`` of each of :data:`GAPS`, and the TNR gap itself), with ``level``, ``p_adjust``
-    and how each critical value was found (``"critical"``: attribute -> gap -> method)."""
+    """``report.ci["analytic"]`` of :func:`~fairmedfm_fast.evaluate` (see :func:`from_variances`)."""
+    return from_variances(auc_variances(arranged, results), results, level, warnings, p_adjust)
+
+
+def from_variances(variances: dict[int, np.ndarray], results: list, level: float, warnings: list[str],
+                   p_adjust: str | None) -> dict[str, Any]:
+    """``report.ci["analytic"]`` from each attribute's slots' AUC variances: ``by_group``
+    (``auc_se``, then ``<key>_lo`` / ``<key>_hi`` of each of :data:`KEYS`) and ``summary`` (per
+    attribute, ``<gap>_lo``, ``<gap>_hi`` and the critical value ``<gap>_c`` of each of
+    :data:`GAPS`, and the TNR gap itself), with ``level``, ``p_adjust`` and how each critical value
+    was found (``"critical"``: attribute -> gap -> method)."""
     import pandas as pd
 
     z = z_value(level)
-    variances = auc_variances(arranged, results)
     group_rows, summary_rows, methods = [], {}, {}
     for k, result in enumerate(results):
         g = len(result.groups)

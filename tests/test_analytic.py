@@ -368,3 +368,44 @@ def test_worked_example_of_the_docs():
     docs = (Path(__file__).resolve().parents[1] / "docs" / "analytic-intervals.md").read_text()
     for text in ("0.8723 | 0.0122 | 0.8483 - 0.8963", "0.1034 - 0.2009", "2.3415", "se 0.0180, p = 0.1443"):
         assert text in docs
+
+
+def test_bars_draw_the_analytic_intervals():
+    pytest.importorskip("matplotlib")
+    from test_plots import _interval_ends
+
+    y, scores, g = _case(12, n=400, groups=3)
+    report = _quiet_evaluate(y, scores, {"site": g}, interval="analytic")
+    figure = report.plot("bars", attributes="site")
+    bounds = report.ci["analytic"]["by_group"].loc["site"]
+    drawn = [ends for ends in (_interval_ends(ax, "auc") for ax in figure.get_axes()) if ends is not None]
+    assert any(np.allclose(low, bounds["auc_lo"], rtol=0, atol=1e-12)
+               and np.allclose(high, bounds["auc_hi"], rtol=0, atol=1e-12) for low, high in drawn)
+    assert "95% analytic intervals" in figure.get_suptitle()
+
+
+@pytest.mark.parametrize("npartitions", [1, 4])
+def test_dask_backend_gives_the_same_intervals(npartitions):
+    """Each partition's placement sums combine through the counts before it: the Dask backend's
+    analytic intervals equal the in-memory ones (ties on partition boundaries are kept together by
+    the distributed sort), on the synchronous scheduler."""
+    dask = pytest.importorskip("dask")
+    dd = pytest.importorskip("dask.dataframe")
+    import pandas as pd
+
+    from fairmedfm_fast import dask as fdask
+
+    y, scores, g = _case(13, n=900, groups=3, levels=40)
+    sex = np.where(np.arange(900) % 7 == 0, None, np.where(np.arange(900) % 2 == 0, "F", "M"))
+    frame = pd.DataFrame({"y": y, "p": scores, "site": g.astype(str), "sex": sex})
+    memory = _quiet_evaluate(y, scores, frame[["site", "sex"]], interval="analytic", p_adjust="holm")
+    with dask.config.set({"scheduler": "sync", "dataframe.shuffle.method": "tasks"}), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        distributed = fdask.evaluate(dd.from_pandas(frame, npartitions=npartitions), label="y", score="p",
+                                     sensitive=["site", "sex"], interval="analytic", p_adjust="holm",
+                                     npartitions=npartitions)
+    for key in ("by_group", "summary"):
+        mine, theirs = memory.ci["analytic"][key], distributed.ci["analytic"][key]
+        np.testing.assert_allclose(theirs.loc[mine.index, mine.columns].to_numpy(np.float64),
+                                   mine.to_numpy(np.float64), rtol=1e-12, atol=1e-15)
+    assert "p_value_analytic_holm" in distributed.pairwise("auc").columns
