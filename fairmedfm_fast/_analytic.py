@@ -249,5 +249,6 @@ def pair_columns(report: Any, attribute: tuple, metric: str, groups: list) -> di
     np.fill_diagonal(p_value, np.nan)  # a group against itself: difference 0, nothing to test
     for matrix in (se, lo, hi):
         np.fill_diagonal(matrix, 0.0)
+        matrix[np.isnan(d)] = np.nan  # a group without a value (an attribute with no metrics)
     return {"difference_se": se, "p_value_analytic": p_value, "difference_lo_analytic": lo,
             "difference_hi_analytic": hi}

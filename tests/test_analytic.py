@@ -409,3 +409,13 @@ def test_dask_backend_gives_the_same_intervals(npartitions):
         np.testing.assert_allclose(theirs.loc[mine.index, mine.columns].to_numpy(np.float64),
                                    mine.to_numpy(np.float64), rtol=1e-12, atol=1e-15)
     assert "p_value_analytic_holm" in distributed.pairwise("auc").columns
+
+
+def test_attribute_without_metrics_has_nan_intervals():
+    """An attribute with one evaluable group has no metrics: its analytic columns are NaN, not 0."""
+    y, scores, g = _case(14, n=200, groups=2)
+    report = _quiet_evaluate(y, scores, {"one": np.full(len(y), "x"), "g": g}, interval="analytic")
+    assert report.ci["analytic"]["by_group"].loc["one"].isna().all().all()
+    assert report.ci["analytic"]["summary"].loc["one"].isna().all()
+    row = report.pairwise("auc").loc[("one", "x", "x")]
+    assert math.isnan(row["difference_se"]) and math.isnan(row["difference_lo_analytic"])
