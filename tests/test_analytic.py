@@ -434,16 +434,15 @@ def test_wilson_and_newcombe_coverage_at_a_fixed_threshold():
             rng, 10, 3, lambda r, g: np.exp(r.uniform(np.log(50), np.log(2000), g)).astype(int),
             lambda r, g: r.uniform(0.6, 0.95, g), prevalence=0.3)
         report = _quiet_evaluate(y, s, columns, interval="analytic", threshold=0.5)
-        table = report.ci["analytic"]["by_group"]
+        table, frame = report.ci["analytic"]["by_group"], report.pairwise("tpr")
         for d, (_, _, aucs) in enumerate(blocks):
             tpr = [NormalDist().cdf(math.sqrt(2) * NormalDist().inv_cdf(auc)) for auc in aucs]
             for k, truth in enumerate(tpr):
                 row = table.loc[(f"d{d}", f"g{k}")]
                 for key, value in (("tpr", truth), ("tnr", 0.5), ("acc", 0.3 * truth + 0.35)):
                     hits[key].append(row[f"{key}_lo"] <= value <= row[f"{key}_hi"])
-            pairs = report.pairwise("tpr").loc[f"d{d}"]
             for a, b in ((0, 1), (0, 2), (1, 2)):
-                row = pairs.loc[(f"g{a}", f"g{b}")]
+                row = frame.loc[(f"d{d}", f"g{a}", f"g{b}")]
                 hits["tpr difference"].append(row["difference_lo_analytic"] <= tpr[a] - tpr[b]
                                               <= row["difference_hi_analytic"])
     rates = {key: float(np.mean(values)) for key, values in hits.items()}
