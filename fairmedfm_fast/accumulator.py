@@ -64,7 +64,8 @@ class FairnessAccumulator:
     :func:`~fairmedfm_fast.evaluate` gives (by value; cut-point order for binned attributes).
     Memory: the table holds one row per distinct (score, label, group cell) with a count, so 16-bit
     scores (float16, bfloat16, or any scores with at most 65,536 distinct values) keep it bounded by
-    ``distinct scores x 2 x cells`` rows (20 bytes each, 28 with sample weights) whatever the number of
+    ``distinct scores x 2 x cells`` rows (16 bytes each for float32 scores, 20 for float64, 8 more with
+    sample weights) whatever the number of
     batches, and other scores take at most 8 bytes per sample for float32 scores (12 for float64) plus
     8 per sample with weights: less than the arrays themselves. :meth:`merge` and pickling serve
     data-parallel evaluation (each process accumulates its share; one merges them all).
