@@ -15,8 +15,6 @@ import numpy as np
 
 from . import _engine, _groups, _inputs, _metric_registry, _progress, _resample
 from .evaluation import (
-    _intervals,
-    _p_values,
     as_python,
     attribute_result,
     check_count,
@@ -24,6 +22,7 @@ from .evaluation import (
     check_resampling,
     check_threshold,
     classification_report,
+    resample_into,
     sample_weights,
     transform_note,
     with_default,
@@ -34,10 +33,11 @@ __all__ = ["FairnessAccumulator"]
 
 #: Waiting rows are merged into the table once there are this many, and at least as many as the
 #: table holds (so that every row is sorted a bounded number of times on average).
-COMPACT_FROM = 1 << 16
-#: A compaction that keeps more than this share of its rows found few repeated rows: the next one
-#: waits for four times the table's size (plain rows take less memory than rows with counts).
-DENSE = 0.5
+COMPACT_FROM = 1 << 17
+#: A compaction that finds more distinct scores than a 16-bit type holds stops the merging: the rows
+#: are kept as they come from then on (no count column: 8 bytes a float32 sample), and the report
+#: takes them as ``evaluate`` takes its samples.
+DISTINCT_SCORES = 1 << 16
 
 
 class FairnessAccumulator:
@@ -96,6 +96,7 @@ class FairnessAccumulator:
         self._numeric: list[bool] = []
         self._categories: list[list[str] | None | bool] = []  # categorical order, None (seen: not one)
         self._cells: dict[tuple[int, ...], int] = {}  # group ids (-1 missing) -> cell
+        self._lookups: dict[tuple, Any] = {}  # a batch's group names -> cell of each code combination
         self._labels_seen: list[Any] = []  # distinct values of y_true with pos_label (up to 3)
         self._notes: list[str] = []
         self._n = 0
@@ -108,7 +109,7 @@ class FairnessAccumulator:
         self._waiting: list[tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]] = []
         self._n_waiting = 0  # rows waiting
         self._next = COMPACT_FROM
-        self._dense = False  # whether the last compaction found the rows nearly all distinct
+        self._dense = False  # whether a compaction found more distinct scores than 16 bits hold
 
     # -- adding batches -------------------------------------------------------------------------
 
@@ -205,52 +206,68 @@ class FairnessAccumulator:
         self._waiting = [(part[0].astype(dtype), *part[1:]) for part in self._waiting]
 
     def _read_cells(self, sensitive_features: Any, n: int) -> np.ndarray:
+        """Each sample's group cell (a combination of the attributes' groups, -1 where missing),
+        numbered as cells are first seen."""
         attributes = _groups.encode_attributes(sensitive_features, n, self.bins or None)
         names = [attribute.name for attribute in attributes]
         if self._names is None:
             self._names = names
             self._groups = [{} for _ in names]
-            self._numeric = [False] * len(names)
             self._categories = [True] * len(names)  # True: no batch seen yet
         elif names != self._names:
             raise ValueError(f"sensitive_features has attributes {names} in this batch but {self._names} in the "
                              "first; pass the same attributes with every batch")
-        categories = _categories(sensitive_features, names)
-        combined = np.zeros(n, np.int64)
-        width = 1
-        lookups = []
-        for k, attribute in enumerate(attributes):
-            known = self._groups[k]
-            ids = [known.setdefault(group, len(known)) for group in attribute.groups]
-            lookups.append(np.array([*ids, -1], np.int64))
-            combined += (attribute.codes.astype(np.int64) + 1) * width  # 0: missing
-            width *= attribute.n_groups + 1
-            if self._categories[k] is not None:
+        if not self._n:  # numeric columns (which must not exceed MAX_NUMERIC_GROUPS groups unbinned)
+            self._numeric = [self.bins.get(name) is None and numeric
+                             for name, numeric in _groups.numeric_columns(sensitive_features)]
+        if _inputs.is_pandas(sensitive_features, "DataFrame", "Series"):
+            for k, categories in enumerate(_categories(sensitive_features, names)):
                 seen = self._categories[k]
-                self._categories[k] = categories[k] if seen is True or seen == categories[k] else None
-        for k, (name, _) in enumerate(_groups._columns(sensitive_features)):
-            if self.bins.get(name) is None and _groups.is_numeric(_) and not self._numeric[k]:
-                self._numeric[k] = True
-        if width <= max(4 * n, 1 << 16):
-            present = np.flatnonzero(np.bincount(combined, minlength=width))
-            inverse = None
+                if seen is not None:
+                    self._categories[k] = categories if seen is True or seen == categories else None
         else:
-            present, inverse = np.unique(combined, return_inverse=True)
-        cell_of = np.empty(len(present), np.int64)
-        for j, value in enumerate(present.tolist()):
-            cell = []
+            self._categories = [None] * len(names)
+        # the batch's combination of local codes, in mixed radix (0: missing)
+        combined = attributes[0].codes.astype(np.int64) + 1
+        for attribute in attributes[1:]:
+            combined *= attribute.n_groups + 1
+            combined += attribute.codes
+            combined += 1
+        layout = tuple(tuple(attribute.groups) for attribute in attributes)
+        lookup = self._lookups.get(layout)
+        if lookup is None:  # a new set of groups in a batch: cells of its combinations as they are met
             for k, attribute in enumerate(attributes):
-                local = value % (attribute.n_groups + 1) - 1
-                value //= attribute.n_groups + 1
-                cell.append(int(lookups[k][local]))
-            cell_of[j] = self._cells.setdefault(tuple(cell), len(self._cells))
+                known = self._groups[k]
+                for group in attribute.groups:
+                    known.setdefault(group, len(known))
+            width = int(np.prod([attribute.n_groups + 1 for attribute in attributes], dtype=np.float64))
+            lookup = np.full(width, -1, np.int64) if width <= 1 << 20 else {}
+            if len(self._lookups) < 256:
+                self._lookups[layout] = lookup
+        if isinstance(lookup, dict):  # too many combinations for a table
+            present, inverse = np.unique(combined, return_inverse=True)
+            cell_of = np.array([self._cell(value, attributes) for value in present.tolist()], np.int64)
+            return cell_of[inverse.ravel()]
+        cells = lookup[combined]
+        if cells.min(initial=0) < 0:  # combinations not met before
+            for value in np.unique(combined[cells < 0]).tolist():
+                lookup[value] = self._cell(value, attributes)
+            cells = lookup[combined]
+        return cells
+
+    def _cell(self, value: int, attributes: list[_groups.Attribute]) -> int:
+        """The cell of a batch's combination ``value`` of local codes (registered when new)."""
+        cell = []
+        for k in range(len(attributes) - 1, -1, -1):
+            attribute = attributes[k]
+            local = value % (attribute.n_groups + 1) - 1
+            value //= attribute.n_groups + 1
+            cell.append(self._groups[k][attribute.groups[local]] if local >= 0 else -1)
+        key = tuple(reversed(cell))
+        found = self._cells.setdefault(key, len(self._cells))
         if len(self._cells) >= 1 << 31:
             raise ValueError("sensitive_features: more than 2**31 group combinations; use fewer attributes")
-        if inverse is None:
-            lookup = np.zeros(width, np.int64)
-            lookup[present] = cell_of
-            return lookup[combined]
-        return cell_of[inverse.ravel()]
+        return found
 
     def _add_rows(self, scores: np.ndarray, keys: np.ndarray, weights: np.ndarray | None,
                   counts: np.ndarray | None = None) -> None:
@@ -292,23 +309,29 @@ class FairnessAccumulator:
             order = np.lexsort((keys, scores))
             s, k = scores[order], keys[order]
             starts = np.flatnonzero(np.concatenate(([True], (s[1:] != s[:-1]) | (k[1:] != k[:-1]))))
-        if len(starts) == rows and counts is None:  # nothing to merge: kept as they came
-            self._scores, self._keys, self._weights = scores, keys, weights
+        if scores.dtype == np.float32:
+            distinct = 1 + int(np.count_nonzero((packed[1:] >> np.uint64(32)) != (packed[:-1] >> np.uint64(32))))
         else:
-            self._scores, self._keys = scores[order[starts]], keys[order[starts]]
-            counts = np.ones(rows, np.int64) if counts is None else counts[order]
-            self._counts = np.add.reduceat(counts, starts)
-            if weights is not None:
-                self._weights = np.add.reduceat(weights[order], starts)
-        self._dense = len(starts) > DENSE * rows
-        self._next = max(COMPACT_FROM, (4 if self._dense else 1) * len(starts))
+            distinct = 1 + int(np.count_nonzero(s[1:] != s[:-1])) if rows else 0
+        self._dense = distinct > DISTINCT_SCORES and counts is None
+        if self._dense:  # not 16-bit scores: kept as they came, and no more compactions
+            self._scores, self._keys, self._weights = scores, keys, weights
+            self._next = np.inf
+            return
+        self._scores, self._keys = scores[order[starts]], keys[order[starts]]
+        counts = np.ones(rows, np.int64) if counts is None else counts[order]
+        self._counts = np.add.reduceat(counts, starts)
+        if weights is not None:
+            self._weights = np.add.reduceat(weights[order], starts)
+        self._next = max(COMPACT_FROM, len(starts))
 
-    def _flush(self, compact: bool) -> None:
-        """Every waiting row into the table: merged when ``compact`` and the last compaction found
-        repeated rows, else joined as they are."""
+    def _flush(self) -> None:
+        """The waiting rows into the table: merged with it when it already merges repeated rows
+        (16-bit scores: the table stays bounded), else joined as they are (the engine sorts them
+        anyway); a pickled state is then one set of arrays."""
         if not self._waiting:
             return
-        if compact and not self._dense:
+        if self._counts is not None and not self._dense:
             self._compact()
             return
         self._scores, self._keys, self._counts, self._weights = self._joined()
@@ -382,8 +405,10 @@ class FairnessAccumulator:
         return self
 
     def __getstate__(self) -> dict:
-        self._flush(compact=True)
-        return self.__dict__.copy()
+        self._flush()
+        state = self.__dict__.copy()
+        state["_lookups"] = {}  # made again as batches come
+        return state
 
     # -- the report -------------------------------------------------------------------------------
 
@@ -415,7 +440,7 @@ class FairnessAccumulator:
             raise ValueError(f"ci must be a coverage strictly between 0 and 1, such as 0.95; got {_inputs.shown(ci)}")
         if self._names is None:
             raise ValueError("no batch was added: call update(y_true, y_score, sensitive_features) first")
-        self._flush(compact=False)
+        self._flush()
         n = self._n
         labels = (self._keys & np.uint32(1)).astype(np.uint8)
         cells = (self._keys >> np.uint32(1)).astype(np.intp)
@@ -426,7 +451,8 @@ class FairnessAccumulator:
             if not positives:
                 raise ValueError(f"pos_label={_inputs.shown(self.pos_label)} does not occur in y_true, whose values "
                                  f"include {_inputs.preview(self._labels_seen)}; pass one of those")
-            label_info["pos_label"] = _inputs._plain(self.pos_label)
+            label = self.pos_label
+            label_info["pos_label"] = label.item() if isinstance(label, np.generic) else label
             if len(self._labels_seen) > 2:
                 label_info["one_vs_rest"] = True
         if positives == 0 or positives == n:
@@ -453,15 +479,11 @@ class FairnessAccumulator:
         if weights is None:  # the table holds the samples themselves (as the pictures need)
             curve_data = (arranged, attributes, [result.threshold for result in results])
         report = classification_report(results, overall, warnings, metadata, curve_data=curve_data)
-        if n_boot or n_permutations:
-            samples = arranged if weights is None else _expanded(self._scores, labels, attributes, counts, weights)
-            seed = _resample.seed_from(random_state)
-            if n_boot:
-                report.ci = _intervals(samples, results, n_boot, float(ci), seed, threshold, stratify, progress,
-                                       warnings, report.replicates, extra)
-            if n_permutations:
-                report.p_values = _resample.with_adjusted(
-                    _p_values(samples, results, n_permutations, seed, progress, report.replicates, extra), p_adjust)
+        samples = arranged
+        if weights is not None and (n_boot or n_permutations):  # one row per sample
+            samples = _expanded(self._scores, labels, attributes, counts, weights)
+        resample_into(report, samples, results, n_boot, ci, n_permutations, random_state, threshold, stratify,
+                      p_adjust, progress, warnings, extra)
         return report
 
     def _attributes(self, cells: np.ndarray) -> list[_groups.Attribute]:
@@ -480,7 +502,7 @@ class FairnessAccumulator:
                 order = {label: i for i, label in enumerate(self._categories[k])}
                 ordered = sorted(names, key=lambda group: order.get(group, len(order)))
             else:
-                ordered = sorted(names, key=_groups._name_order)
+                ordered = sorted(names, key=_groups.order_key)
             if self._numeric[k] and spec is None and len(ordered) > _groups.MAX_NUMERIC_GROUPS:
                 raise ValueError(
                     f"attribute {name!r} looks continuous (more than {_groups.MAX_NUMERIC_GROUPS} distinct numbers "
@@ -585,7 +607,7 @@ def _categories(sensitive_features: Any, names: list[str]) -> list[list[str] | N
 
 def _require_rows_sum_to_one(y_score: Any) -> None:
     scores = _inputs.numeric(_inputs.to_numpy(y_score, "y_score"), "y_score").astype(np.float64)
-    if not (_inputs._in_unit_interval(scores) and np.allclose(scores.sum(axis=1), 1, atol=1e-3)):
+    if not (scores.size and scores.min() >= 0 and scores.max() <= 1 and np.allclose(scores.sum(axis=1), 1, atol=1e-3)):
         raise ValueError("the first batch's score rows were read as probabilities (rows that sum to one), and this "
                          "batch's rows do not sum to one; pass score_type='logit' (or 'probability') to the "
                          "accumulator so that every batch is read alike")

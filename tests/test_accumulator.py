@@ -61,15 +61,19 @@ def small_compaction(monkeypatch):
 
 @given(seed=st.integers(0, 2**32 - 1), n=st.integers(30, 400), cuts=st.lists(st.integers(1, 399), max_size=8),
        levels=st.sampled_from([None, 4, 20]), weighted=st.booleans(), intersectional=st.booleans(),
-       n_parts=st.integers(1, 3), order_seed=st.integers(0, 1000), compact=st.integers(0, 12))
+       n_parts=st.integers(1, 3), order_seed=st.integers(0, 1000), compact=st.integers(0, 12),
+       distinct=st.sampled_from([None, 5]))
 def test_equals_evaluate_for_any_batching_and_merge_order(seed, n, cuts, levels, weighted, intersectional, n_parts,
-                                                         order_seed, compact):
+                                                         order_seed, compact, distinct):
+    """``compact``: rows waiting before a compaction (0: the default, none at these sizes);
+    ``distinct``: distinct scores beyond which the rows are kept as they come (None: the default)."""
     y, scores, features, w = dataset(seed, n, levels, weighted)
     if len(set(y)) < 2:
         return
     batches = split(n, [c for c in cuts if c < n])
-    saved = accumulator.COMPACT_FROM
-    accumulator.COMPACT_FROM = compact or saved  # 0: the default (no compaction at these sizes)
+    saved = accumulator.COMPACT_FROM, accumulator.DISTINCT_SCORES
+    accumulator.COMPACT_FROM = compact or saved[0]
+    accumulator.DISTINCT_SCORES = distinct or saved[1]
     try:
         parts = [FairnessAccumulator(intersectional=intersectional) for _ in range(n_parts)]
         for k, (a, b) in enumerate(batches):
@@ -81,7 +85,7 @@ def test_equals_evaluate_for_any_batching_and_merge_order(seed, n, cuts, levels,
             merged.merge(pickle.loads(pickle.dumps(parts[k])))
         report = merged.result()
     finally:
-        accumulator.COMPACT_FROM = saved
+        accumulator.COMPACT_FROM, accumulator.DISTINCT_SCORES = saved
     expected = fm.evaluate(y, scores, features, sample_weight=w, intersectional=intersectional)
     assert merged.n_samples == n
     assert_same(report, expected, weighted)
@@ -92,7 +96,7 @@ def test_repeated_rows_merge_into_counts_and_give_the_same_report(small_compacti
     acc = FairnessAccumulator()
     for a in range(0, 5000, 250):
         acc.update(y[a:a + 250], scores[a:a + 250], features.iloc[a:a + 250])
-    acc._flush(compact=True)
+    acc._compact()
     # 11 scores x 2 labels x 8 cells at most
     assert acc._counts is not None and len(acc._scores) <= 11 * 2 * 8
     assert int(acc._counts.sum()) == 5000
@@ -228,3 +232,17 @@ def test_scalars_are_a_flat_dict_of_floats():
     assert flat["n/sex"] == 800.0
     assert flat["p_auc-gap/sex".replace("-", "_")] == report.p_values.loc["sex", "auc-gap"]
     assert all(isinstance(value, float) for value in flat.values())
+
+
+def test_categorical_columns_keep_the_category_order():
+    rng = np.random.default_rng(13)
+    n = 900
+    sizes = pd.Categorical(rng.choice(["small", "medium", "large"], n), categories=["small", "medium", "large"])
+    frame = pd.DataFrame({"size": sizes, "sex": rng.choice(["F", "M"], n)})
+    y, scores = rng.integers(0, 2, n), rng.random(n)
+    acc = FairnessAccumulator()
+    for a in range(0, n, 200):
+        acc.update(y[a:a + 200], scores[a:a + 200], frame.iloc[a:a + 200])
+    report = acc.result()
+    assert_same(report, fm.evaluate(y, scores, frame))
+    assert list(report.by_group.loc["size"].index) == ["small", "medium", "large"]
