@@ -132,7 +132,7 @@ class FairnessAccumulator:
         if len(scores) != n:
             raise ValueError(f"y_true has {n} samples but y_score has {len(scores)}; pass one label and one "
                              "score per sample")
-        weights = sample_weights(paired[3], n) if weighted else None
+        weights = _batch_weights(paired[3], n) if weighted else None
         cells = self._read_cells(paired[2], n)
         self._weighted = weighted
         for note in notes:
@@ -458,6 +458,8 @@ class FairnessAccumulator:
         if positives == 0 or positives == n:
             raise ValueError(f"y_true has only label {1 if positives else 0} ({n} samples); fairness metrics need "
                              "both positive and negative samples")
+        if self._weighted and not self._weights.any():
+            raise ValueError("sample_weight is zero for every sample; at least one sample needs weight")
         attributes = self._attributes(cells)
         check_resampling(attributes, n_boot, n_permutations, 2 * len(_resample.INTERVAL_METRICS) + 13)
         weights = self._weights if self._weighted else None if counts is None else counts.astype(np.float64)
@@ -564,6 +566,15 @@ def _expanded(scores: np.ndarray, labels: np.ndarray, attributes: list[_groups.A
         rows = [np.repeat(attribute.codes, repeats) for attribute in attributes]
         scores, labels = np.repeat(scores, repeats), np.repeat(labels, repeats)
     return _engine.arrange(scores, labels, rows, [attribute.n_groups for attribute in attributes], each)
+
+
+def _batch_weights(sample_weight: Any, n: int) -> np.ndarray:
+    """A batch's validated float64 weights: as ``evaluate`` checks them, except that one batch may
+    weigh nothing (``result`` checks that some sample has weight)."""
+    weights = _inputs.to_numpy(sample_weight, "sample_weight")
+    if weights.dtype.kind in "biuf" and weights.size == n and not np.any(weights):
+        return np.zeros(n)
+    return sample_weights(weights, n)
 
 
 def _check_bins(bins: Any) -> dict[str, Any]:

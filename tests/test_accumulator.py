@@ -195,6 +195,10 @@ def test_clear_errors():
         acc.update([0, 1], [0.1, 0.3], ["a", "b"], sample_weight=[1, 2])
     with pytest.raises(ValueError, match="attributes"):
         acc.update([0, 1], [0.1, 0.3], {"other": ["a", "b"]})
+    zero = FairnessAccumulator()
+    zero.update([0, 1], [0.1, 0.3], ["a", "b"], sample_weight=[0, 0])  # one batch may weigh nothing
+    with pytest.raises(ValueError, match="zero for every sample"):
+        zero.result()
     only = FairnessAccumulator()
     only.update([1, 1], [0.2, 0.4], ["a", "b"])
     with pytest.raises(ValueError, match="only label 1"):
