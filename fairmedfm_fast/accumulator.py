@@ -477,8 +477,11 @@ class FairnessAccumulator:
             metadata["min_group_size"] = min_group_size
         if extra:
             metadata["metrics"] = list(self.metrics)
+        # The pictures read the table with its counts as weights (as repeated rows) and as samples; with
+        # sample weights too the counts are not at hand in the sorted order: no pictures then.
         curve_data = None
-        if weights is None:  # the table holds the samples themselves (as the pictures need)
+        if counts is None or not self._weighted:
+            arranged.counts = arranged.weights if counts is not None else None
             curve_data = (arranged, attributes, [result.threshold for result in results])
         report = classification_report(results, overall, warnings, metadata, curve_data=curve_data)
         samples = arranged

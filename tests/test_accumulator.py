@@ -250,3 +250,37 @@ def test_categorical_columns_keep_the_category_order():
     report = acc.result()
     assert_same(report, fm.evaluate(y, scores, frame))
     assert list(report.by_group.loc["size"].index) == ["small", "medium", "large"]
+
+
+def test_curves_of_the_report_are_those_of_evaluate(small_compaction):
+    from fairmedfm_fast._pictures import classification_curves
+
+    y, scores, features, _ = dataset(14, 3000, levels=25)
+    acc = FairnessAccumulator()
+    for a in range(0, 3000, 500):
+        acc.update(y[a:a + 500], scores[a:a + 500], features.iloc[a:a + 500])
+    got, want = classification_curves(acc.result()), classification_curves(fm.evaluate(y, scores, features))
+    assert acc._counts is not None and len(got) == len(want) == 2
+    for mine, theirs in zip(got, want):
+        assert mine.threshold == theirs.threshold
+        for a, b in zip([mine.overall, *mine.groups], [theirs.overall, *theirs.groups]):
+            assert (a.name, a.n, a.operating_point) == (b.name, b.n, b.operating_point)
+            assert a.auc == b.auc
+            for field in ("fpr", "tpr", "thresholds", "bin_score", "bin_positive", "bin_weight"):
+                np.testing.assert_allclose(getattr(a, field), getattr(b, field), rtol=1e-12, err_msg=field)
+            assert a.ece == pytest.approx(b.ece, rel=1e-12, abs=1e-12)
+
+
+def test_other_containers_and_any_report_scalars():
+    pa = pytest.importorskip("pyarrow")
+    y, scores, features, _ = dataset(15, 1000, missing=False)
+    acc = FairnessAccumulator()
+    for a in range(0, 1000, 250):
+        acc.update(pd.Series(y[a:a + 250]), pa.array(scores[a:a + 250]),
+                   pa.table({"sex": features["sex"].to_numpy()[a:a + 250], "race": features["race"].to_numpy()[a:a + 250]}))
+    assert_same(acc.result(), fm.evaluate(y, scores, features))
+    dice = np.random.default_rng(0).random(40)
+    seg = fm.evaluate_segmentation({"sex": ["F", "M"] * 20}, dice=dice)
+    flat = seg.scalars()
+    assert flat and all(isinstance(v, float) for v in flat.values())
+    assert flat["n/sex"] == 40.0
