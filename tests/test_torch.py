@@ -89,3 +89,33 @@ def test_two_gloo_ranks_give_evaluate_on_all_samples(tmp_path):
         assert result["values"][key] == pytest.approx(value, rel=1e-12, abs=1e-12), key
         assert result["again"][key] == result["values"][key]
     assert result["local"] == 3 * 700  # rank 0 kept its own share
+
+
+def test_every_function_that_takes_scores_takes_16_bit_tensors():
+    """bfloat16 and float16 tensors give the numbers of the float32 / float16 arrays of their values."""
+    import warnings
+
+    y, scores, groups = data(1500, 2)
+    site = groups["site"]
+    for dtype in (torch.bfloat16, torch.float16):
+        tensor = torch.tensor(scores, dtype=dtype)
+        values = tensor.float().numpy() if dtype == torch.bfloat16 else tensor.numpy()
+        for name in ("auc_gap", "worst_group_auc", "accuracy_gap", "bce_gap", "ece_gap",
+                     "equal_opportunity_difference", "equalized_odds_score"):
+            function = getattr(fm, name)
+            assert function(y, tensor, sensitive_features=site) == function(y, values, sensitive_features=site), name
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            assert fm.classification_fairness(tensor, y, site) == fm.classification_fairness(values, y, site)
+            assert fm.segmentation_fairness(tensor, site) == fm.segmentation_fairness(values, site)
+        pd.testing.assert_frame_equal(fm.evaluate_segmentation(groups, dice=tensor).summary,
+                                      fm.evaluate_segmentation(groups, dice=values).summary)
+        two = pd.DataFrame({"a": y, "b": 1 - y})
+        pd.testing.assert_frame_equal(
+            fm.evaluate_tasks(two, torch.stack([tensor, tensor], 1), groups).summary,
+            fm.evaluate_tasks(two, np.stack([values, values], 1), groups).summary)
+        maps, masks = tensor[:1200].reshape(12, 10, 10), torch.tensor(y[:1200].reshape(12, 10, 10))
+        pd.testing.assert_frame_equal(
+            fm.evaluate_voxels(maps, masks, {"sex": ["F", "M"] * 6}).by_group,
+            fm.evaluate_voxels(maps.float().numpy() if dtype == torch.bfloat16 else maps.numpy(), masks.numpy(),
+                               {"sex": ["F", "M"] * 6}).by_group)
