@@ -77,7 +77,7 @@ def _torch_to_numpy(tensor: Any) -> np.ndarray:
     """A PyTorch tensor (any device, with or without grad) as NumPy: moved to the CPU once; bfloat16
     (the usual mixed-precision type, which NumPy lacks) read as float32, which holds it exactly."""
     tensor = tensor.detach()
-    upcast = _TORCH_UPCAST.get(str(tensor.dtype))
+    upcast = _TORCH_UPCAST.get(str(getattr(tensor, "dtype", "")))
     if upcast is not None:
         import torch  # present: the tensor is one of its objects
 
