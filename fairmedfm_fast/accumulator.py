@@ -113,7 +113,7 @@ class FairnessAccumulator:
 
     # -- adding batches -------------------------------------------------------------------------
 
-    def update(self, y_true: Any, y_score: Any, sensitive_features: Any, sample_weight: Any = None) -> None:
+    def update(self, y_true: Any, y_score: Any, sensitive_features: Any, *, sample_weight: Any = None) -> None:
         """Add one batch: anything :func:`fairmedfm_fast.evaluate` takes (lists, NumPy, pandas,
         Arrow, polars, tensors on any device and of any float dtype, logits, (n, k) score
         matrices, class-name labels with ``pos_label``), and optional sample weights."""
@@ -143,9 +143,9 @@ class FairnessAccumulator:
         self._add_rows(scores, keys, weights)
 
     #: ``add`` is the name :class:`~fairmedfm_fast.VoxelAccumulator` first had; both work.
-    def add(self, y_true: Any, y_score: Any, sensitive_features: Any, sample_weight: Any = None) -> None:
+    def add(self, y_true: Any, y_score: Any, sensitive_features: Any, *, sample_weight: Any = None) -> None:
         """Alias of :meth:`update`."""
-        self.update(y_true, y_score, sensitive_features, sample_weight)
+        self.update(y_true, y_score, sensitive_features, sample_weight=sample_weight)
 
     def _read_labels(self, y_true: Any) -> np.ndarray:
         if self.pos_label is None:

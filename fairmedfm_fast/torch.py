@@ -33,7 +33,7 @@ class FairnessMetric(Metric):
     """Fairness of a binary classifier over the batches of a validation loop, for torchmetrics and
     Lightning.
 
-    ``update(preds, target, sensitive_features, sample_weight=None)`` takes a batch in
+    ``update(preds, target, sensitive_features, *, sample_weight=None)`` takes a batch in
     torchmetrics' order (scores first; tensors on any device and of any float dtype, or anything
     :func:`~fairmedfm_fast.evaluate` takes); ``compute()`` returns the report's
     :meth:`~fairmedfm_fast.FairnessReport.scalars` (``{"auc_gap/race": ..., "eod/sex": ...}``,
@@ -76,10 +76,10 @@ class FairnessMetric(Metric):
         self._merged: FairnessAccumulator | None = None
         self.report: FairnessReport | None = None
 
-    def update(self, preds: Any, target: Any, sensitive_features: Any, sample_weight: Any = None) -> None:
+    def update(self, preds: Any, target: Any, sensitive_features: Any, *, sample_weight: Any = None) -> None:
         """Add one batch: scores (probabilities, logits or an (n, k) matrix), labels, the batch's
         sensitive attributes (a DataFrame, a dict of arrays or tensors, ...) and optional weights."""
-        self.accumulator.update(target, preds, _plain(sensitive_features), sample_weight)
+        self.accumulator.update(target, preds, _plain(sensitive_features), sample_weight=sample_weight)
 
     def forward(self, *args: Any, **kwargs: Any) -> None:
         """Add a batch (as :meth:`update`); returns None (see the class notes)."""
