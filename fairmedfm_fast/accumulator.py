@@ -467,8 +467,8 @@ class FairnessAccumulator:
         warnings = list(self._notes)
         metadata = {**label_info, **self._score_info, "n_samples": n}
         warnings.extend(transform_note(metadata))
-        results, overall, arranged = _assess(self._scores, labels, attributes, weights, counts, warnings,
-                                             with_default(extra), threshold, min_group_size, not self._weighted)
+        results, overall, arranged, rows = _assess(self._scores, labels, attributes, weights, counts, warnings,
+                                                   with_default(extra), threshold, min_group_size, not self._weighted)
         if threshold is not None:
             metadata["threshold"] = threshold
         if self._weighted:
@@ -486,7 +486,7 @@ class FairnessAccumulator:
         report = classification_report(results, overall, warnings, metadata, curve_data=curve_data)
         samples = arranged
         if weights is not None and (n_boot or n_permutations):  # one row per sample
-            samples = _expanded(self._scores, labels, attributes, counts, weights)
+            samples = _expanded(self._scores, labels, rows, arranged.sizes, counts, weights)
         resample_into(report, samples, results, n_boot, ci, n_permutations, random_state, threshold, stratify,
                       p_adjust, progress, warnings, extra)
         return report
@@ -546,29 +546,27 @@ def _assess(scores: np.ndarray, labels: np.ndarray, attributes: list[_groups.Att
     overall = {key: as_python(values[-1]) for key, values in groupings[complete].values.items()}
     results = [attribute_result(attribute, grouping, n_samples, warnings, min_group_size)
                for attribute, grouping in zip(attributes, groupings)]
-    return results, overall, arranged
+    return results, overall, arranged, rows
 
 
 #: The confusion counts (integers without sample weights).
 _COUNTS = frozenset({"tp", "fp", "tn", "fn"})
 
 
-def _expanded(scores: np.ndarray, labels: np.ndarray, attributes: list[_groups.Attribute], counts, weights
+def _expanded(scores: np.ndarray, labels: np.ndarray, rows: list[np.ndarray], sizes: np.ndarray, counts, weights
               ) -> _engine.Arranged:
     """The table as one row per sample, sorted, for resampling (with sample weights, each sample of a
-    row gets the row's mean weight)."""
+    row gets the row's mean weight); ``rows`` are the code rows the engine measured."""
     repeats = np.ones(len(scores), np.int64) if counts is None else counts
     each = None
     if weights is not None and counts is not None:
         each = np.repeat(weights / repeats, repeats)
     elif weights is not None:
         each = weights
-    if counts is None and weights is not None:
-        rows = [attribute.codes for attribute in attributes]
-    else:
-        rows = [np.repeat(attribute.codes, repeats) for attribute in attributes]
+    if counts is not None:
+        rows = [np.repeat(codes, repeats) for codes in rows]
         scores, labels = np.repeat(scores, repeats), np.repeat(labels, repeats)
-    return _engine.arrange(scores, labels, rows, [attribute.n_groups for attribute in attributes], each)
+    return _engine.arrange(scores, labels, rows, sizes.tolist(), each)
 
 
 def _batch_weights(sample_weight: Any, n: int) -> np.ndarray:

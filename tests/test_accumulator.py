@@ -142,13 +142,40 @@ def test_intervals_and_p_values_are_valid(small_compaction):
         assert lo <= hi and 0 <= lo and hi <= 1
     assert report.p_values.shape[0] == 2
     assert ((report.p_values > 0) & (report.p_values <= 1)).all().all()
-    # without weights the expanded samples are the samples: the intervals are evaluate's
-    plain = FairnessAccumulator()
-    for a in range(0, 2000, 300):
-        plain.update(y[a:a + 300], scores[a:a + 300], features.iloc[a:a + 300])
-    got = plain.result(n_boot=20, random_state=1).ci["summary"]
-    want = fm.evaluate(y, scores, features, n_boot=20, random_state=1).ci["summary"]
-    assert got.shape == want.shape
+
+
+def test_unmerged_samples_give_evaluates_intervals():
+    """Rows kept as they came are evaluate's samples in evaluate's order: the same draws, the same
+    intervals and p-values; every attribute with missing values (the overall slot of its own)."""
+    y, scores, features, _ = dataset(7, 1500)
+    features.loc[::7, "sex"] = None
+    acc = FairnessAccumulator()
+    for a in range(0, 1500, 400):
+        acc.update(y[a:a + 400], scores[a:a + 400], features.iloc[a:a + 400])
+    got = acc.result(n_boot=20, n_permutations=20, random_state=1)
+    want = fm.evaluate(y, scores, features, n_boot=20, n_permutations=20, random_state=1)
+    assert_same(got, want)
+    pd.testing.assert_frame_equal(got.ci["summary"], want.ci["summary"])
+    pd.testing.assert_frame_equal(got.ci["by_group"], want.ci["by_group"])
+    pd.testing.assert_frame_equal(got.p_values, want.p_values)
+
+
+def test_merged_rows_resample_every_sample(small_compaction):
+    y, scores, features, _ = dataset(8, 1500, levels=20)
+    features.loc[::7, "sex"] = None
+    acc = FairnessAccumulator()
+    for a in range(0, 1500, 400):
+        acc.update(y[a:a + 400], scores[a:a + 400], features.iloc[a:a + 400])
+    got = acc.result(n_boot=40, random_state=2)
+    assert acc._counts is not None
+    want = fm.evaluate(y, scores, features, n_boot=40, random_state=2)
+    assert got.ci["summary"].shape == want.ci["summary"].shape
+    # valid intervals around the estimate, about as wide as evaluate's
+    for attribute in ("sex", "race"):
+        lo, hi = got.ci["summary"].loc[attribute, "auc-gap_lo"], got.ci["summary"].loc[attribute, "auc-gap_hi"]
+        assert lo <= got.summary.loc[attribute, "auc-gap"] <= hi or hi - lo < 0.2
+        width = want.ci["summary"].loc[attribute, "auc-gap_hi"] - want.ci["summary"].loc[attribute, "auc-gap_lo"]
+        assert 0.5 * width < hi - lo < 2 * width
 
 
 def test_reads_logits_matrices_and_class_names_like_evaluate():
