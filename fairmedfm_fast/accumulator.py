@@ -126,8 +126,11 @@ class FairnessAccumulator:
         if self._weighted is not None and weighted != self._weighted:
             raise ValueError("sample_weight was given for some batches and not for others; pass it with every "
                              "batch or with none")
-        labels = self._read_labels(paired[0])
-        scores = self._read_scores(paired[1], paired[0])
+        # tensors (on any device) to NumPy once per batch: the reading below may look at them twice
+        y_true, y_score = (_inputs.to_numpy(value, name) if hasattr(value, "detach") else value
+                           for value, name in ((paired[0], "y_true"), (paired[1], "y_score")))
+        labels = self._read_labels(y_true)
+        scores = self._read_scores(y_score, y_true)
         n = len(labels)
         if len(scores) != n:
             raise ValueError(f"y_true has {n} samples but y_score has {len(scores)}; pass one label and one "
