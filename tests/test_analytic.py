@@ -447,3 +447,30 @@ def test_wilson_and_newcombe_coverage_at_a_fixed_threshold():
                                               <= row["difference_hi_analytic"])
     rates = {key: float(np.mean(values)) for key, values in hits.items()}
     assert all(0.93 <= rate <= 0.975 for rate in rates.values()), rates
+
+
+def test_accumulator_gives_evaluate_s_analytic_intervals(monkeypatch):
+    """Batches of scores with many ties, compacted early (so the table merges rows into counts): the
+    accumulator's analytic intervals equal evaluate's on all the samples."""
+    from fairmedfm_fast import FairnessAccumulator, accumulator
+
+    monkeypatch.setattr(accumulator, "COMPACT_FROM", 500)
+    y, scores, g = _case(15, n=3000, groups=3, levels=20)
+    site = np.where(np.arange(3000) % 11 == 0, None, g.astype(str)).astype(object)
+    accumulating = FairnessAccumulator()
+    for start in range(0, 3000, 700):
+        part = slice(start, start + 700)
+        accumulating.update(y[part], scores[part], {"site": site[part]})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = accumulating.result(interval="analytic")
+    assert accumulating._counts is not None and accumulating._counts.max() > 1  # rows merged into counts
+    expected = _quiet_evaluate(y, scores, {"site": site}, interval="analytic")
+    for key in ("by_group", "summary"):
+        mine, theirs = expected.ci["analytic"][key], got.ci["analytic"][key]
+        np.testing.assert_allclose(theirs.loc[mine.index, mine.columns].to_numpy(np.float64),
+                                   mine.to_numpy(np.float64), rtol=1e-12, atol=1e-15)
+    with pytest.raises(ValueError, match="does not take sample_weight"):
+        weighted = FairnessAccumulator()
+        weighted.update(y, scores, {"site": site}, sample_weight=np.ones(len(y)))
+        weighted.result(interval="analytic")
