@@ -723,7 +723,8 @@ def segmentation_fairness(dice: Any, group: Sequence[Any]) -> dict[str, Any]:
         string, in sorted order of the values).
     """
     _warn("fairmedfm_fast.segmentation_fairness is deprecated (as in fairmedfm 0.4.1) and will be removed in "
-          "1.0; use fairmedfm_fast.evaluate_segmentation(group, dice=dice)", FutureWarning)
+          "1.0; use fairmedfm.evaluate_segmentation(group, dice=dice) (fairmedfm_fast.evaluate_segmentation(group, "
+          "dice=dice) here)", FutureWarning)
     scores = np.asarray(dice, dtype=np.float64).ravel()
     if np.isnan(scores).any() or (scores < 0).any() or (scores > 1).any():
         bad = np.flatnonzero(np.isnan(scores) | (scores < 0) | (scores > 1))
