@@ -264,6 +264,37 @@ def test_string_labels_and_booleans(tmp_path, capsys):
     compare(["score", path, "--label", "flag", "--sensitive", "sex", "--pos-label", "false"], capsys)
 
 
+def test_labels_coded_1_2_and_scores_named_after_classes(tmp_path, capsys):
+    rng = np.random.default_rng(12)
+    n = 200
+    y = rng.integers(0, 2, n)
+    prob = np.round(np.clip(0.3 + 0.4 * y + 0.3 * rng.random(n), 0, 1), 4)
+    sex = rng.choice(["F", "M"], n)
+    for coded, positive in ((y + 1, "2"), (np.where(y == 1, 1, -1), "1")):
+        pd.DataFrame({"label": coded, "prob": prob, "sex": sex}).to_csv(tmp_path / "coded.csv", index=False)
+        # the error names the values and gives an example of the option, with its value
+        assert_one_error(["score", tmp_path / "coded.csv"], capsys,
+                         contains=[f"--pos-label, e.g. --pos-label {positive} "])
+        compare(["score", tmp_path / "coded.csv", "--pos-label", positive], capsys)
+    # one score column per class, named after the classes: found once --pos-label names one of them
+    named = pd.DataFrame({"label": np.where(y == 1, "sick", "well"), "prob_sick": prob, "prob_well": 1 - prob,
+                          "sex": sex})
+    named.to_csv(tmp_path / "named.csv", index=False)
+    explicit = ["--label", "label", "--score", "prob_sick", "prob_well"]
+    for positive in ("sick", "well"):
+        oracle_code, oracle_out, _ = run_oracle(["score", tmp_path / "named.csv", *explicit, "--pos-label", positive],
+                                                capsys)
+        code, out, err = run_fast(["score", tmp_path / "named.csv", "--pos-label", positive], capsys)
+        assert code == oracle_code == 0, err
+        assert f"score column 'prob_{positive}'" in err
+        assert_close(json.loads(out), json.loads(oracle_out))
+    # without --pos-label: the label column was found, so the error does not ask for --label
+    line = assert_one_error(["score", tmp_path / "named.csv", "--label", "label"], capsys,
+                            contains=["label column 'label'", "--score", "--pos-label"])
+    assert "--label" not in line
+    assert_one_error(["score", tmp_path / "named.csv", "--pos-label", "ill"], capsys, contains=["prob_ill"])
+
+
 def test_categorical_parquet_keeps_category_order(tmp_path, capsys):
     rng = np.random.default_rng(6)
     n = 300
