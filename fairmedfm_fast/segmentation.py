@@ -226,8 +226,8 @@ def _assess(scores: np.ndarray, finite: np.ndarray, attributes: list[_groups.Att
         present = np.flatnonzero((counts > 0) & ~small)
         summary: dict[str, Any] = {"n": len(d), "n_groups": len(present)}
         if len(present) < 2:
-            warnings.append(f"{name}: fewer than two groups have Dice scores, so the attribute has no summary "
-                            "metrics")
+            warnings.append(_groups.one_group_warning(attribute) or f"{name}: fewer than two groups have Dice "
+                            "scores, so the attribute has no summary metrics")
         else:
             summary.update(_summary(float(d.mean()), means[present]))
             if not math.isfinite(summary["skewness_dice"]):

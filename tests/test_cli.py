@@ -24,6 +24,7 @@ import pytest
 fairmedfm_cli = pytest.importorskip("fairmedfm.cli")
 
 from fairmedfm_fast import _score, cli  # noqa: E402
+from fairmedfm_fast import evaluate as fm_evaluate  # noqa: E402
 
 # Subprocesses start outside the checkout, so that they import the installed package (kernels/ is
 # installed as fairmedfm_fast.kernels) rather than the source folder from the working directory.
@@ -411,6 +412,28 @@ def test_error_bins(data, capsys):
     # a continuous attribute without --bins: the fix names the command-line option
     line = assert_one_error(["score", data / "p.csv"], capsys, contains=["--bins age=40,60"])
     assert "bins={" not in line
+
+
+def test_bins_that_leave_one_group_name_the_bins_made(data, capsys):
+    # `--bins age=4` is one cut point at 4 (as in fairmedfm): every adult lands in '>=4'. The summary
+    # stays as fairmedfm's (empty); the warning names the bins and the quantile spelling.
+    for task in ("cls", "seg"):
+        argv = ["score", data / "p.csv", "--sensitive", "age", "--bins", "age=4"]
+        if task == "seg":
+            frame = pd.read_csv(data / "p.csv").assign(dice=lambda f: f.prob)[["dice", "age"]]
+            frame.to_csv(data / "dice.csv", index=False)
+            argv[1] = data / "dice.csv"
+        _, lines = compare(argv, capsys)
+        warning = [line for line in lines if "age:" in line and "warning" in line]
+        assert len(warning) == 1, lines
+        assert "one group ('>=4')" in warning[0] and "'<4' (0 samples), '>=4' (300 samples)" in warning[0]
+        assert "--bins age=q4" in warning[0] and "Dice" not in warning[0] and "labels" not in warning[0]
+    # the same in Python, in Python words; quantile groups that collapse suggest cut points
+    report = fm_evaluate([0, 1, 0, 1], [0.1, 0.2, 0.3, 0.4], {"age": [50, 50, 50, 50]}, bins={"age": 3})
+    assert list(report.summary.columns) == ["n", "n_groups"] and report.summary.loc["age", "n_groups"] == 1
+    assert any("bins={'age': [40, 60]}" in w and "'<50' (0 samples)" in w for w in report.warnings), report.warnings
+    report = fm_evaluate([0, 1, 0, 1], [0.1, 0.2, 0.3, 0.4], {"age": [50, 51, 52, 53]}, bins={"age": [10]})
+    assert any("bins['age']=[10] is one cut point" in w and "bins={'age': 4}" in w for w in report.warnings)
 
 
 def test_error_join(data, tmp_path, capsys):
