@@ -187,7 +187,8 @@ _API_WORDS = (("pos_label", "--pos-label"), ("score_column", "--score-column"),
               ("nsd_tolerance", "--nsd-tolerance"),
               ("y_true", "the label column"), ("y_score", "the score column"),
               ("sensitive_features", "--sensitive"), ("remove it from bins", "remove it from --bins"),
-              ("threshold=", "--threshold "), ("n_boot", "--bootstrap"), ("n_permutations", "--permutations"))
+              ("threshold=", "--threshold "), ("n_boot", "--bootstrap"), ("n_permutations", "--permutations"),
+              ("max_memory", "--max-memory"))
 
 
 def cli_message(message) -> str:
