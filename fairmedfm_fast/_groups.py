@@ -427,7 +427,7 @@ def _binned(values: pd.Series, spec: Any, column: str) -> tuple[np.ndarray, list
         values = pd.Series(values, copy=False)
     numeric = pd.to_numeric(values, errors="coerce")
     if numeric.notna().sum() < values.notna().sum():
-        bad = values[numeric.isna() & values.notna()].head(3).tolist()
+        bad = pd.unique(values[numeric.isna() & values.notna()].to_numpy())[:3].tolist()  # distinct examples
         raise ValueError(f"bins[{column!r}]: attribute {column!r} has non-numeric values such as {bad}, so it "
                          "cannot be binned; remove it from bins")
     numeric = numeric.to_numpy(dtype=np.float64, na_value=np.nan)

@@ -10,6 +10,7 @@ import io
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -459,6 +460,14 @@ def test_error_values(data, tmp_path, capsys):
     compare(["score", tmp_path / "nothing.csv", "--sensitive", "a"], capsys)
 
 
+def test_example_values_in_errors_are_distinct(data, capsys):
+    line = assert_one_error(["score", data / "p.csv", "--sensitive", "race", "--score", "sex"], capsys)
+    shown = re.search(r"values such as (\[[^\]]*\]),", line)
+    assert shown and sorted(eval(shown[1])) == ["F", "M"], line  # noqa: S307 (a list literal we printed)
+    with pytest.raises(ValueError, match=r"non-numeric values such as \['F', 'M'\], so"):
+        fm_evaluate([0, 1, 0, 1], [0.1, 0.2, 0.3, 0.4], {"sex": ["F", "F", "M", "M"]}, bins={"sex": [1]})
+
+
 def test_usage_errors_are_one_line(capsys):
     for argv in (["score", "x.csv", "--task", "nope"], [], ["frobnicate"], ["score", "--score-column", "x"]):
         code, out, err = run_fast(argv, capsys)
@@ -471,6 +480,10 @@ def test_help_and_version(capsys):
     assert code == 0 and out.startswith("fairmedfm-fast ")
     code, out, _ = run_fast(["score", "--help"], capsys)
     assert code == 0
+    # the table is required (argparse makes it optional only for the hidden --input spelling)
+    assert "[predictions]" not in out and re.search(r"\[--format \{json,table\}\]\s+predictions\n", out), out
+    code, warmup_help, _ = run_fast(["warmup", "--help"], capsys)
+    assert code == 0 and "compile the kernel" in warmup_help and "`" not in warmup_help
     for option in ("--metadata", "--on", "--sensitive", "--bins", "--intersectional", "--task", "--label",
                    "--score", "--pos-label", "--score-type", "--score-column", "--dice", "--pred-mask",
                    "--true-mask", "--mask-label", "--mask-threshold", "--empty-score", "--output", "--format"):
@@ -697,6 +710,10 @@ def test_threshold_bootstrap_and_permutations_pass_through(data, capsys):
     assert printed["sex"]["ci"]["auc-gap"][0] <= printed["sex"]["auc-gap"] <= printed["sex"]["ci"]["auc-gap"][1]
     code, table, _ = run_fast([*argv, "--format", "table"], capsys)
     assert code == 0 and "bootstrap intervals (60 resamples)" in table and "permutation p-values" in table
+    # the intervals as a metric x attribute table of [low, high] cells, as narrow as the summary
+    assert max(map(len, table.splitlines())) <= 140, max(table.splitlines(), key=len)
+    low, high = printed["race"]["ci"]["auc-gap"]
+    assert re.search(rf"^auc-gap +\[[-.\d]+, [-.\d]+\] +\[{low:.4f}, {high:.4f}\]$", table, re.M), table
 
 
 def test_plot_and_html_files(data, tmp_path, capsys):
