@@ -28,9 +28,9 @@ EPILOG = f"""examples:
   {PROG} score masks.csv --pred-mask pred_path --true-mask gt_path --sensitive sex
 
 Columns are recognised by their usual names (label, target, y_true; prob, score, y_score, logit;
-prob_0, prob_1, ...; dice; pred_mask, gt_mask) unless named with --label, --score, --dice,
---pred-mask and --true-mask. Tables: CSV, TSV, Parquet, Feather/Arrow, JSON, JSON Lines, Excel;
-CSV, TSV and JSON files may be gzip-compressed (.csv.gz)."""
+prob_0, prob_1, ...; with --pos-label, prob_<class> per class; dice; pred_mask, gt_mask) unless
+named with --label, --score, --dice, --pred-mask and --true-mask. Tables: CSV, TSV, Parquet,
+Feather/Arrow, JSON, JSON Lines, Excel; CSV, TSV and JSON files may be gzip-compressed (.csv.gz)."""
 
 
 class _Parser(argparse.ArgumentParser):
