@@ -46,7 +46,10 @@ class BuildPy(_build_py):
         os.makedirs(target)
         environment = {key: value for key, value in os.environ.items() if not key.startswith("NUMBA_")}
         environment[BUILD_ENV] = os.path.abspath(target)
-        environment["PYTHONPATH"] = os.path.abspath(self.build_lib)
+        # The copy being built first; then what the build environment had (pip's isolated build
+        # environment reaches its numba through PYTHONPATH).
+        environment["PYTHONPATH"] = os.pathsep.join(filter(None, [os.path.abspath(self.build_lib),
+                                                                  os.environ.get("PYTHONPATH")]))
         environment["PYTHONDONTWRITEBYTECODE"] = "1"  # no __pycache__ in the built package
         begin = time.perf_counter()
         self.announce(f"compiling the kernels into {target}", level=2)

@@ -324,13 +324,18 @@ def kernels() -> dict[str, object]:
     return found
 
 
-def warmup(jobs: int | None = None, out=None, names: list[str] | None = None) -> int:
+def warmup(jobs: int | None = None, out=None, names: list[str] | None = None, workloads: bool = False) -> int:
     """Compile the listed signatures (of all kernels, or of the kernels ``names``, ``module.name``) in
-    ``jobs`` processes (default: one per core); print what was compiled and where the cache is.
-    Returns the exit status: 1 when no cache folder is writable, else 0."""
+    ``jobs`` processes (default: one per core); with ``workloads``, also run every workload (the
+    signatures of rarer dtypes that the list leaves out). Print what was compiled and where the cache
+    is. Returns the exit status: 1 when no cache folder is writable or a workload failed, else 0."""
     out = sys.stdout if out is None else out
     from .kernels import _signatures
     from .kernels._config import cache_location
+
+    failed = 0
+    if workloads:
+        failed = _run_workloads(jobs, out)
 
     listed = list(_signatures.SIGNATURES) if names is None else names
     begin = time.perf_counter()
@@ -356,7 +361,34 @@ def warmup(jobs: int | None = None, out=None, names: list[str] | None = None) ->
         print("no writable cache folder: the kernels compiled in memory and nothing was kept; set "
               "NUMBA_CACHE_DIR to a writable folder", file=out)
         return 1
-    return 0
+    return 1 if failed else 0
+
+
+def _run_one(name: str) -> str | None:
+    """Run one workload in this process; its error, or None."""
+    os.environ.setdefault("MPLBACKEND", "Agg")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            WORKLOADS[name]()
+        except Exception as error:  # noqa: BLE001 - reported, and the other workloads still run
+            return f"{type(error).__name__}: {error}"
+    return None
+
+
+def _run_workloads(jobs: int | None, out) -> int:
+    """Run every workload in ``jobs`` processes (their kernels save into the cache); the failures."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    names = list(WORKLOADS)
+    jobs = max(1, min(jobs or os.cpu_count() or 1, len(names)))
+    print(f"running {len(names)} workloads in {jobs} processes ...", file=out, flush=True)
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        errors = dict(zip(names, pool.map(_run_one, names)))
+    for name, error in errors.items():
+        if error:
+            print(f"workload {name!r} failed: {error}", file=out)
+    return sum(1 for error in errors.values() if error)
 
 
 def _signatures_reached(names: list[str]) -> dict[str, list[tuple]]:
@@ -405,12 +437,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``fairmedfm-fast warmup``."""
     parser.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
                         help="compile in N processes (default: one per core)")
+    parser.add_argument("--workloads", action="store_true",
+                        help="also run the API on every input dtype, for the rarer signatures the list leaves out "
+                             "(minutes)")
 
 
 if __name__ == "__main__":  # python -m fairmedfm_fast.warmup --record: rewrite kernels/_signatures.py
     _parser = argparse.ArgumentParser(prog="python -m fairmedfm_fast.warmup")
     _parser.add_argument("--record", action="store_true", help="add what the workloads reach to the signature list")
-    _parser.add_argument("workloads", nargs="*", help="the workloads to record (default: all)")
+    _parser.add_argument("names", nargs="*", help="the workloads to record (default: all)")
     add_arguments(_parser)
     _options = _parser.parse_args()
-    sys.exit(record(_options.jobs, names=_options.workloads or None) if _options.record else warmup(_options.jobs))
+    if _options.record:
+        sys.exit(record(_options.jobs, names=[name for name in _options.names] or None))
+    sys.exit(warmup(_options.jobs, workloads=_options.workloads))

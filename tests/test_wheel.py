@@ -48,8 +48,8 @@ def venv(wheel, tmp_path_factory) -> Path:
                              capture_output=True, text=True, check=True).stdout.strip()
     lent = [path for path in [*site.getsitepackages(), sysconfig.get_paths()["purelib"]] if os.path.isdir(path)]
     Path(purelib, "lent-dependencies.pth").write_text("\n".join(dict.fromkeys(lent)) + "\n")
-    subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--no-deps",
-                    "--no-index", str(wheel)], check=True, timeout=600)
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index", "--target", purelib,
+                    str(wheel)], check=True, timeout=600)
     return root
 
 
@@ -96,17 +96,23 @@ def test_a_stale_shipped_cache_compiles_with_one_notice(venv, tmp_path):
     environment = {key: value for key, value in os.environ.items()
                    if not key.startswith(("NUMBA_", "PYTHON", "FAIRMEDFM_FAST_"))}
     environment.update(HOME=str(tmp_path), NUMBA_CACHE_DIR=str(tmp_path / "cache"))
-    code = ("import numpy as np, fairmedfm_fast as fm; y = np.tile([0, 1], 50); "
-            "print(fm.auc_gap(y, np.linspace(0, 1, 100), sensitive_features=np.repeat(['a', 'b'], 50)))")
+    # The same numba:compile listener as tests/_first_call.py: here it must see compiles.
+    code = ("import numpy as np, fairmedfm_fast as fm; from numba.core import event; seen = []; "
+            "listener = type('L', (event.Listener,), {'on_start': lambda self, ev: seen.append(1), "
+            "'on_end': lambda self, ev: None})(); event.register('numba:compile', listener); "
+            "y = np.tile([0, 1], 50); fm.auc_gap(y, np.linspace(0, 1, 100), sensitive_features=np.repeat(['a', 'b'], 50)); "
+            "print(len(seen))")
     python = str(venv / "bin" / "python")
     done = subprocess.run([python, "-c", code], capture_output=True, text=True, env=environment, cwd=tmp_path,
                           timeout=600)
     assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert int(done.stdout) == 0
     assert not (tmp_path / "cache").exists()
     environment["NUMBA_CPU_NAME"] = "generic"
     done = subprocess.run([python, "-c", code], capture_output=True, text=True, env=environment, cwd=tmp_path,
                           timeout=1200)
     assert done.returncode == 0, done.stderr
+    assert int(done.stdout) > 0
     lines = done.stderr.splitlines()
     assert len(lines) == 1 and "another CPU" in lines[0] and "fairmedfm-fast warmup" in lines[0], done.stderr
     assert str(tmp_path / "cache") in lines[0]
