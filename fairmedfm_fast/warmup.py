@@ -236,14 +236,14 @@ def _mask_files() -> None:
 
 def _command_line() -> None:
     """``fairmedfm-fast score`` on CSV and Parquet tables (scores reach the kernels as Arrow arrays), in
-    this process (its output dropped), so that the kernels' argument types are seen here."""
-    import contextlib
-    import io
+    child processes: the cache on disk is shared, and this module stays below the command line (so
+    ``--record`` does not see the signatures of these runs; ``tests/_first_call.py`` runs ``score``
+    in its own process and ``tests/test_signatures.py`` checks them)."""
+    import subprocess
+    import sys
 
     import numpy as np
     import pandas as pd
-
-    from . import cli
 
     y, p, groups, rng = _data()
     with tempfile.TemporaryDirectory(prefix="fairmedfm_fast_warmup_") as folder:
@@ -253,9 +253,14 @@ def _command_line() -> None:
         table.assign(prob=p.astype(np.float32)).to_parquet(parquet)
         runs = [[csv, "--task", "cls"], [parquet, "--task", "cls"], [csv, "--task", "seg"],
                 [csv, "--task", "cls", "--bootstrap", "2", "--permutations", "2"]]
+        # The child imports this very package (installed or a checkout), whatever its working folder.
+        here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [here, os.environ.get("PYTHONPATH")]))}
         for arguments in runs:
-            with contextlib.redirect_stdout(io.StringIO()):
-                cli.main(["score", *arguments])
+            done = subprocess.run([sys.executable, "-m", "fairmedfm_fast", "score", *arguments], capture_output=True,
+                                  text=True, cwd=folder, env=env)
+            if done.returncode != 0:
+                raise RuntimeError(f"fairmedfm-fast score {' '.join(arguments)}: {done.stderr.strip()}")
 
 
 def _dask() -> None:
