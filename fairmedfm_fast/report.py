@@ -133,16 +133,15 @@ class FairnessReport:
             out["p_values"] = _jsonable(self.p_values.to_dict(orient="index"))
         return out
 
-    def to_json(self, path: str | Path | None = None, indent: int = 2) -> str | None:
-        """The report as JSON text (see :meth:`to_dict`); with ``path``, written there instead and
-        None returned (fairmedfm 0.4.2 also returns the text, which floods an interactive session)."""
+    def to_json(self, path: str | Path | None = None, indent: int = 2) -> str:
+        """The report as JSON text (see :meth:`to_dict`); with ``path``, also written there (its folder
+        made when missing), as in fairmedfm 0.4.2."""
         text = json.dumps(self.to_dict(), indent=indent, allow_nan=False)
-        if path is None:
-            return text
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text + "\n")
-        return None
+        if path is not None:
+            path = Path(path)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text + "\n")
+        return text
 
     # -- pictures (fairmedfm_fast._pictures; matplotlib through the optional "plot" extra) --------
 
