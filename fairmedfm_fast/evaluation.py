@@ -1,6 +1,7 @@
 """Fairness evaluation of binary classifiers: :func:`evaluate` and the shared assessment core."""
 from __future__ import annotations
 
+import warnings as _warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -24,6 +25,7 @@ class Prepared:
     notes: list[str] = field(default_factory=list)
     weights: np.ndarray | None = None
     threshold: float | None = None
+    conversion: dict[str, Any] = field(default_factory=dict)  # facts of a sigmoid conversion (transform_note)
 
 
 def prepare(y_true: Any, y_score: Any, sensitive_features: Any, pos_label: Any, score_type: str,
@@ -38,22 +40,53 @@ def prepare(y_true: Any, y_score: Any, sensitive_features: Any, pos_label: Any, 
     labels, label_info = _inputs.binary_labels(y_true, pos_label)
     if score_column is None and pos_label is not None:
         score_column = _inputs.class_column(y_true, y_score, pos_label)
-    scores, score_info = _inputs.positive_scores(y_score, score_type, score_column, pos_label)
+    conversion: dict[str, Any] = {}
+    scores, score_info = _inputs.positive_scores(y_score, score_type, score_column, pos_label, conversion)
     if len(labels) != len(scores):
         raise ValueError(f"y_true has {len(labels)} samples but y_score has {len(scores)}; pass one label "
                          "and one score per sample")
     weights = None if sample_weight is None else sample_weights(paired[3], len(labels))
+    if conversion:  # the logits are needed only here: keep the facts, not the array
+        logits = conversion.pop("logits")
+        conversion["tied"], conversion["logit_auc"] = _inputs.sigmoid_ties(logits, labels, weights)
+        conversion["unit"] = bool(logits.min() >= 0 and logits.max() <= 1)
     metadata = {**label_info, **score_info} if label_info else score_info
-    prepared = Prepared(labels, scores, metadata, notes, weights, check_threshold(threshold))
+    prepared = Prepared(labels, scores, metadata, notes, weights, check_threshold(threshold), conversion)
     return prepared, paired[2]
 
 
-def transform_note(metadata: Mapping[str, Any]) -> list[str]:
+def transform_note(metadata: Mapping[str, Any], conversion: Mapping[str, Any] | None = None) -> list[str]:
+    """The warning about scores read as logits (one message), with what ``conversion`` (of
+    :func:`prepare`) knows: scores that look like percentages, logits that the sigmoid tied."""
     transform = metadata.get("score_transform")
     if not transform:
         return []
-    return [f"y_score was read as logits and turned into probabilities with a {transform}; pass "
-            "score_type='probability' if the scores already are probabilities"]
+    conversion = conversion or {}
+    if transform != "sigmoid" or not conversion:
+        return [f"y_score was read as logits and turned into probabilities with a {transform}; pass "
+                "score_type='probability' if the scores already are probabilities"]
+    if conversion["score_type"] == "logit":
+        note = "y_score was read as logits (score_type='logit') and turned into probabilities with a sigmoid"
+        if conversion["unit"]:
+            note += "; pass score_type='probability' if the scores already are probabilities"
+    else:
+        note = ("y_score has values outside [0, 1], so it was read as logits and turned into probabilities with "
+                "a sigmoid")
+        if conversion["percent"]:
+            note += ("; but its values lie within [0, 100], as percentages do, and the sigmoid turns every score "
+                     "above about 37 into 1.0: divide the scores by 100 if they are percentages, or pass "
+                     "score_type='logit' if they really are logits")
+    if conversion["tied"]:
+        note += (f"; the sigmoid made {conversion['tied']} samples with distinct scores equal in float64, so "
+                 "the metrics (on the probabilities, as in fairmedfm 0.4.2) count them as ties: the AUC of all "
+                 f"samples on y_score as given is {conversion['logit_auc']:.6g}")
+    return [note]
+
+
+def _warn(messages: Sequence[str]) -> None:
+    """Each message as a Python ``UserWarning`` too, pointed at the caller of the public function."""
+    for message in messages:
+        _warnings.warn(message, UserWarning, stacklevel=3)
 
 
 def require_both_labels(labels: np.ndarray) -> None:
@@ -325,7 +358,9 @@ def evaluate(y_true: Any, y_score: Any, sensitive_features: Any, *, pos_label: A
     presort = _engine.Presort(prepared.scores, prepared.labels, weights)  # sorts while the attributes are coded
     attributes = _groups.encode_attributes(sensitive_features, n, bins, intersectional)
     check_resampling(attributes, n_boot, n_permutations, 2 * len(_resample.INTERVAL_METRICS) + 13)
-    warnings.extend(transform_note(prepared.metadata))
+    conversion_note = transform_note(prepared.metadata, prepared.conversion)
+    warnings.extend(conversion_note)
+    _warn(conversion_note)  # also a UserWarning, as the one-number functions give it
     require_both_labels(prepared.labels)
     results, overall, arranged = assess(prepared, attributes, warnings, wanted=with_default(extra),
                                         threshold=threshold, weights=weights, presort=presort,
