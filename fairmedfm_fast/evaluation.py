@@ -1,16 +1,17 @@
 """Fairness evaluation of binary classifiers: :func:`evaluate` and the shared assessment core."""
 from __future__ import annotations
 
+import math
 import warnings as _warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import partial
+from functools import cached_property, partial
 from typing import Any
 
 import numpy as np
 
 from . import _engine, _groups, _inputs, _metric_registry, _progress, _resample
-from .report import FairnessReport, group_frame, summary_frame
+from .report import FairnessReport, columns_frame, summary_frame
 
 __all__ = ["FairnessReport", "evaluate"]
 
@@ -113,9 +114,10 @@ class AttributeResult:
     keys: tuple[str, ...] = ()  # the per-group metrics
     rows: list[tuple] = field(default_factory=list)  # per slot, the value of each of ``keys``
 
-    @property
+    @cached_property
     def by_group(self) -> dict[int, dict[str, Any]]:
-        """Group index -> metrics, of the evaluable groups (made when read, by the by_group frame)."""
+        """Group index -> metrics, of the evaluable groups (made when first read, by the by_group frame,
+        and kept: the frame reads it once per group)."""
         return {i: dict(zip(self.keys, self.rows[i])) for i in self.valid} if self.rows else {}
 
 
@@ -465,14 +467,15 @@ def _intervals(arranged, results: list[AttributeResult], n_boot: int, level: flo
     keys = [*_resample.INTERVAL_METRICS, *(m + _engine.BEST for m in _resample.INTERVAL_METRICS), *extra]
     group_rows, summary_rows = [], {}
     for result, bounds, summary_bounds, n_empty in zip(results, by_group, summaries, empty):
+        valid = set(result.valid)
         for i, group in enumerate(result.groups):
             row = {"attribute": result.name, "group": group}
             for j, key in enumerate(keys):
                 lo, hi = bounds[i, j]
-                row[f"{key}_lo"], row[f"{key}_hi"] = (float(lo), float(hi)) if i in result.valid else (np.nan,) * 2
+                row[f"{key}_lo"], row[f"{key}_hi"] = (float(lo), float(hi)) if i in valid else (np.nan,) * 2
             if stratify is None:
                 row["n_empty"] = int(n_empty[i])
-                if n_empty[i] and i in result.valid:
+                if n_empty[i] and i in valid:
                     warnings.append(f"{result.name}={group}: no sample in {int(n_empty[i])} of {n_boot} bootstrap "
                                     "resamples (stratify=None); it is undefined there and left out of their gaps")
             group_rows.append(row)
@@ -521,12 +524,40 @@ def _p_values(arranged, results: list[AttributeResult], n_permutations: int, see
 
 
 def _by_group_frame(results: list[AttributeResult]):
-    rows = [{"attribute": result.name, "group": group, "n": result.counts[i], **result.by_group.get(i, {}),
-             "skipped": result.skipped.get(i)} for result in results for i, group in enumerate(result.groups)]
-    if rows:
-        return group_frame(rows)
-    import pandas as pd
+    """One row per (attribute, group): ``n``, the metrics (NaN where a group is skipped), ``skipped``.
 
-    index = pd.MultiIndex.from_arrays([[], []], names=["attribute", "group"])
-    return pd.DataFrame({"n": pd.Series([], dtype=np.int64), "skipped": pd.Series([], dtype=object)}, index=index)
+    Built column by column from each attribute's per-slot values, in time linear in the groups.
+    """
+    if not any(result.groups for result in results):
+        import pandas as pd
 
+        index = pd.MultiIndex.from_arrays([[], []], names=["attribute", "group"])
+        return pd.DataFrame({"n": pd.Series([], dtype=np.int64), "skipped": pd.Series([], dtype=object)},
+                            index=index)
+    # metric columns in order of appearance, as the frame of one dict per row orders them
+    keys = list(dict.fromkeys(key for result in results if result.rows and result.valid for key in result.keys))
+    attributes: list[Any] = []
+    groups: list[Any] = []
+    data: dict[str, list[Any]] = {"n": [], **{key: [] for key in keys}, "skipped": []}
+    for result in results:
+        g = len(result.groups)
+        attributes += [result.name] * g
+        groups += result.groups
+        data["n"] += result.counts
+        data["skipped"] += [result.skipped.get(i) for i in range(g)]
+        if not (result.rows and result.valid):
+            for key in keys:
+                data[key] += [math.nan] * g
+            continue
+        position = {key: j for j, key in enumerate(result.keys)}
+        every = len(result.valid) == g
+        valid = set(result.valid)
+        for key in keys:
+            j = position.get(key)
+            if j is None:
+                data[key] += [math.nan] * g
+            elif every:
+                data[key] += [row[j] for row in result.rows[:g]]
+            else:
+                data[key] += [row[j] if i in valid else math.nan for i, row in enumerate(result.rows[:g])]
+    return columns_frame(attributes, groups, data)
