@@ -388,10 +388,9 @@ def sigmoid_ties(logits: np.ndarray, labels: np.ndarray, weights: np.ndarray | N
 
     The sigmoid is monotone, so the AUC of the logits is exact where that of the rounded
     probabilities loses the order of the samples it ties (every logit above about 37 becomes 1.0).
-    (0, NaN) when the sigmoid tied no distinct logits. One sort of the logits.
+    (0, NaN) when the sigmoid tied no distinct logits: one ``np.sort`` of the logits and a pass.
     """
-    order = np.argsort(logits, kind="stable")
-    ranked = logits[order].astype(np.float64, copy=False)
+    ranked = np.sort(logits).astype(np.float64, copy=False)
     probabilities = 1 / (1 + np.exp(-ranked))  # the same values as the conversion, in ascending order
     same = probabilities[1:] == probabilities[:-1]
     merged = same & (ranked[1:] != ranked[:-1])
@@ -399,21 +398,32 @@ def sigmoid_ties(logits: np.ndarray, labels: np.ndarray, weights: np.ndarray | N
         return 0, math.nan
     block = np.concatenate(([0], np.cumsum(~same)))  # the block of equal probabilities of each sample
     tied = int(np.bincount(block)[np.unique(block[1:][merged])].sum())
-    return tied, _ranked_auc(ranked, labels[order], None if weights is None else weights[order])
+    return tied, logit_auc(logits, labels, weights)
 
 
-def _ranked_auc(ranked: np.ndarray, labels: np.ndarray, weights: np.ndarray | None) -> float:
-    """AUC (ties count one half) of scores sorted ascending, with their labels and weights."""
-    w = np.ones(len(ranked)) if weights is None else weights
-    positive = np.where(labels > 0, w, 0.0)
-    negative = w - positive
+def logit_auc(scores: np.ndarray, labels: np.ndarray, weights: np.ndarray | None) -> float:
+    """AUC of raw scores (ties count one half): the share of (positive, negative) pairs, by weight,
+    in which the positive scores higher."""
+    positive = labels > 0
+    if weights is None:
+        below = np.sort(scores[~positive])
+        above = np.sort(scores[positive])  # sorted, the searches below walk memory in order
+        if not len(below) or not len(above):
+            return math.nan
+        lower = np.searchsorted(below, above, "left")
+        upper = np.searchsorted(below, above, "right")
+        return float((lower.sum() + (upper - lower).sum() / 2) / (len(above) * len(below)))
+    order = np.argsort(scores, kind="stable")
+    ranked = scores[order]
+    w = weights[order]
+    pos = np.where(positive[order], w, 0.0)
+    neg = w - pos
     starts = np.flatnonzero(np.concatenate(([True], ranked[1:] != ranked[:-1])))
-    pos, neg = np.add.reduceat(positive, starts), np.add.reduceat(negative, starts)
-    below = np.cumsum(neg) - neg  # negatives in the blocks below each block
-    total_pos, total_neg = pos.sum(), neg.sum()
-    if total_pos == 0 or total_neg == 0:
+    pos, neg = np.add.reduceat(pos, starts), np.add.reduceat(neg, starts)
+    below_blocks = np.cumsum(neg) - neg  # the negative weight of the blocks below each block
+    if pos.sum() == 0 or neg.sum() == 0:
         return math.nan
-    return float((pos * (below + neg / 2)).sum() / (total_pos * total_neg))
+    return float((pos * (below_blocks + neg / 2)).sum() / (pos.sum() * neg.sum()))
 
 
 def class_column(y_true: Any, y_score: Any, pos_label: Any) -> int | None:
