@@ -341,12 +341,7 @@ def positive_scores(y_score: Any, score_type: str = "auto", score_column: int | 
         probability = bool(low >= 0 and high <= 1)
         percent = bool(low >= 0 and 1 < high <= 100)
         if score_type == "probability" and not probability:
-            if percent:
-                raise ValueError(f"score_type='probability' but y_score ranges over [{low}, {high}], as percentages "
-                                 "do: divide the scores by 100 to make them probabilities, or pass "
-                                 "score_type='logit' if they really are logits")
-            raise ValueError(f"score_type='probability' but y_score ranges over [{low}, {high}]; pass "
-                             "score_type='logit' or 'auto' for logits")
+            raise not_probabilities("y_score", low, high)
         if score_type == "logit" or not probability:
             logits = scores
             scores = 1 / (1 + np.exp(-scores.astype(np.float64)))
@@ -381,6 +376,16 @@ def positive_scores(y_score: Any, score_type: str = "auto", score_column: int | 
         info["score_transform"] = "softmax"
     info["score_column"] = column
     return scores[:, column], info
+
+
+def not_probabilities(what: str, low: float, high: float) -> ValueError:
+    """The error of score_type='probability' on scores outside [0, 1] (``what``: the scores' name)."""
+    if low >= 0 and 1 < high <= 100:
+        return ValueError(f"score_type='probability' but {what} ranges over [{low}, {high}], as percentages do: "
+                          "divide the scores by 100 to make them probabilities, or pass score_type='logit' if "
+                          "they really are logits")
+    return ValueError(f"score_type='probability' but {what} ranges over [{low}, {high}]; pass score_type='logit' "
+                      "or 'auto' for logits")
 
 
 def sigmoid_ties(logits: np.ndarray, labels: np.ndarray, weights: np.ndarray | None) -> tuple[int, float]:
