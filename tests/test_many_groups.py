@@ -64,6 +64,14 @@ def test_per_group_tables_are_linear_in_the_groups(read):
     assert _growth(read) < 6  # 4x the groups: about 4x the lines (quadratic: about 16x)
 
 
+def test_curves_of_the_pictures_are_linear_in_the_groups():
+    from fairmedfm_fast import _pictures
+
+    for n_groups in (100, 400):  # compiled untraced (thinned curves above MAX_POINTS samples take another path)
+        _pictures.classification_curves(_report(n_groups))
+    assert _growth(_pictures.classification_curves) < 6
+
+
 def test_bootstrap_tables_are_linear_in_the_groups():
     def lines(n_groups):
         return _lines(lambda: _report(n_groups, n_boot=2, random_state=0).ci)
