@@ -150,3 +150,13 @@ def test_dask_score_type_probability_on_percentages_says_divide_by_100():
     with pytest.raises(ValueError, match="percentages") as info:
         fdask._score_decision([survey], SimpleNamespace(score="prob"), "probability")
     assert "'prob'" in str(info.value) and "divide the scores by 100" in str(info.value)
+
+
+def test_accumulator_names_percentages_too():
+    accumulator = fm.FairnessAccumulator()
+    for start in range(0, N, 200):
+        accumulator.update(Y[start:start + 200], P[start:start + 200] * 100, {"site": G[start:start + 200]})
+    merged = fm.FairnessAccumulator().merge(accumulator)
+    for report in (accumulator.result(), merged.result()):
+        (note,) = [message for message in report.warnings if "sigmoid" in message]
+        assert "percentages" in note and "divide the scores by 100" in note
