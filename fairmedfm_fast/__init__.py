@@ -51,6 +51,7 @@ _WHERE = {
     "FairnessReport": "report",
     "classification_fairness": "metrics",
     "segmentation_fairness": "metrics",
+    "register_metric": "_metric_registry",
     **{name: "group_metrics" for name in _CLASSIFICATION},
     **{name: "segmentation" for name in _SEGMENTATION},
 }
@@ -60,10 +61,11 @@ __all__ = [
     "auc_gap", "worst_group_auc", "accuracy_gap", "bce_gap", "ece_gap", "equal_opportunity_difference",
     "equalized_odds_score",
     "dice_gap", "worst_group_dice", "dice_std", "dice_skewness", "equity_scaled_dice", "dice_per_label",
-    "classification_fairness", "segmentation_fairness", "__version__",
+    "classification_fairness", "segmentation_fairness", "register_metric", "__version__",
 ]
 
 if TYPE_CHECKING:
+    from ._metric_registry import register_metric
     from .evaluation import evaluate
     from .group_metrics import (
         accuracy_gap,

@@ -190,8 +190,9 @@ def _plan(keys: frozenset[str]) -> tuple[frozenset[str], bool, bool, bool, bool]
     """What the metric ``keys`` need: their base names, whether any is at the plain threshold or at
     BEST, and whether they need the sort without and with a fixed BEST threshold."""
     base = frozenset(key.removesuffix(BEST) for key in keys)
-    at_half = any(key in THRESHOLD_METRICS for key in keys)
-    at_best = any(key.endswith(BEST) and key.removesuffix(BEST) in THRESHOLD_METRICS for key in keys)
+    at_threshold = _metric_registry.THRESHOLD_NAMES  # read here: register_metric adds to it
+    at_half = any(key in at_threshold for key in keys)
+    at_best = any(key.endswith(BEST) and key.removesuffix(BEST) in at_threshold for key in keys)
     return (base, at_half, at_best, _metric_registry.needs_sort(set(keys), None),
             _metric_registry.needs_sort(set(keys), 0.5))
 
@@ -737,5 +738,5 @@ def _report_keys(keys: frozenset[str], sums: frozenset[str]) -> tuple[tuple[str,
     report order, and as a set."""
     available = {metric.name for metric in _metric_registry.PER_GROUP
                  if metric.at_threshold or all(need in sums for need in metric.sums)}
-    order = tuple(key for key in KEY_ORDER if key in keys and key.removesuffix(BEST) in available)
+    order = tuple(key for key in _metric_registry.KEY_ORDER if key in keys and key.removesuffix(BEST) in available)
     return order, frozenset(order)

@@ -837,7 +837,7 @@ def evaluate_segmentation(ddf: Any, *, sensitive: str | Sequence[str], dice: str
     else:
         table = ddf[list(dict.fromkeys([*names, dice]))].compute()
         values = table[dice]
-    from . import evaluate_segmentation as in_memory
+    from .segmentation import evaluate_segmentation as in_memory  # not the package root: no circle
 
     report = in_memory(table[names].reset_index(drop=True), dice=values.to_numpy(), bins=bins,
                        intersectional=intersectional, **options)
