@@ -258,6 +258,15 @@ class Summary:
     kind: str
     reads: tuple[str, ...]
     optional: bool = False  # reads an opt-in metric: present only when that metric is asked for
+    #: The one-number function that returns this column (``group_metrics`` makes it from this
+    #: entry), and the first part of its docstring.
+    function: str | None = None
+    doc: str = ""
+
+    @property
+    def at_threshold(self) -> bool:
+        """Whether it reads metrics at the best-F1 (or a fixed) threshold."""
+        return any(key.endswith(BEST) for key in self.reads)
 
     @property
     def tested(self) -> bool:
@@ -270,13 +279,21 @@ SUMMARIES: tuple[Summary, ...] = (
     Summary("overall-acc", "overall", ("acc" + BEST,)),
     Summary("overall-bce", "overall", ("bce",)),
     Summary("overall-ece", "overall", ("ece",)),
-    Summary("worst-auc", "worst", ("auc",)),
-    Summary("auc-gap", "gap", ("auc",)),
-    Summary("acc-gap", "gap", ("acc" + BEST,)),
-    Summary("bce-gap", "gap", ("bce",)),
-    Summary("ece-gap", "gap", ("ece",)),
-    Summary("eod", "score", ("tpr" + BEST, "tnr" + BEST)),  # 1 - (TPR gap + TNR gap) / 2: 1 is fair
-    Summary("eo", "gap", ("tpr" + BEST,)),
+    Summary("worst-auc", "worst", ("auc",), function="worst_group_auc",
+            doc="Lowest group ROC AUC (higher is better)."),
+    Summary("auc-gap", "gap", ("auc",), function="auc_gap", doc="Largest minus smallest group ROC AUC (0 is fair)."),
+    Summary("acc-gap", "gap", ("acc" + BEST,), function="accuracy_gap",
+            doc="Largest minus smallest group accuracy at the best overall F1 threshold (0 is fair)."),
+    Summary("bce-gap", "gap", ("bce",), function="bce_gap",
+            doc="Largest minus smallest group binary cross-entropy (0 is fair)."),
+    Summary("ece-gap", "gap", ("ece",), function="ece_gap",
+            doc="Largest minus smallest group expected calibration error (0 is fair).\n\n"
+                "Each group's 10 equal-width bins span its own score range."),
+    Summary("eod", "score", ("tpr" + BEST, "tnr" + BEST), function="equalized_odds_score",
+            doc="``1 - (TPR gap + TNR gap) / 2`` at the best-F1 threshold (``eod``; 1 is fair).\n\n"
+                "A score, not a difference: fairlearn's ``equalized_odds_difference`` is 0 when fair."),
+    Summary("eo", "gap", ("tpr" + BEST,), function="equal_opportunity_difference",
+            doc="Largest minus smallest group true positive rate at the best-F1 threshold (``eo``; 0 is fair)."),
     Summary("ap-gap", "gap", ("ap",), optional=True),
     Summary("brier-gap", "gap", ("brier",), optional=True),
     Summary("dp", "gap", ("selection_rate" + BEST,), optional=True),  # demographic parity difference

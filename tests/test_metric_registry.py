@@ -111,3 +111,32 @@ def test_cli_help_lists_the_opt_in_metrics(capsys):
     for metric in registry.PER_GROUP:
         if metric.optional:
             assert f"{metric.name} ({metric.display})" in text
+
+
+def test_one_number_functions_come_from_the_entries():
+    """group_metrics makes one function per summary entry with a ``function``; the package exports
+    exactly those, from one list."""
+    import inspect
+
+    from fairmedfm_fast import group_metrics
+
+    made = {summary.function for summary in registry.SUMMARIES if summary.function}
+    assert set(group_metrics.__all__) == made == set(fm._CLASSIFICATION)
+    assert made <= set(fm.__all__) and len(fm.__all__) == len(set(fm.__all__))
+    for summary in registry.SUMMARIES:
+        if summary.function:
+            function = getattr(fm, summary.function)
+            assert function.__module__ == "fairmedfm_fast.group_metrics" and function.__name__ == summary.function
+            assert inspect.getdoc(function).startswith(summary.doc.split("\n")[0])
+            assert ("threshold" in inspect.signature(function).parameters) == summary.at_threshold
+
+
+def test_one_number_functions_return_their_column():
+    rng = np.random.default_rng(3)
+    y = rng.integers(0, 2, 300)
+    score = rng.random(300)
+    sex = rng.choice(["F", "M"], 300)
+    summary = fm.evaluate(y, score, {"sex": sex}).summary.loc["sex"]
+    for entry in registry.SUMMARIES:
+        if entry.function:
+            assert abs(getattr(fm, entry.function)(y, score, sensitive_features=sex) - summary[entry.column]) <= 1e-12
