@@ -53,6 +53,7 @@ _WHERE = {
     "classification_fairness": "metrics",
     "segmentation_fairness": "metrics",
     "register_metric": "_metric_registry",
+    "register_segmentation_metric": "_metric_registry",
     **{name: "group_metrics" for name in _CLASSIFICATION},
     **{name: "segmentation" for name in _SEGMENTATION},
 }
@@ -63,6 +64,7 @@ __all__ = [*_WHERE, "__version__"]
 
 if TYPE_CHECKING:  # for type checkers and editors (``X as X``: a re-export, as PEP 484 spells it)
     from ._metric_registry import register_metric as register_metric
+    from ._metric_registry import register_segmentation_metric as register_segmentation_metric
     from .evaluation import evaluate as evaluate
     from .group_metrics import accuracy_gap as accuracy_gap
     from .group_metrics import auc_gap as auc_gap

@@ -58,6 +58,48 @@ class PerGroup:
         return self.name + BEST if self.at_threshold else self.name
 
 
+@dataclass(frozen=True)
+class Sum:
+    """A per-slot sum that metrics are finished from (in the spirit of flox's ``Aggregation``).
+
+    ``made_by``: the kernel pass that makes it. ``combine``: how the sums of score-ordered
+    partitions give the whole's: "add" (each partition on its own, then added) or "add_above"
+    (each partition starts from the counts of the partitions scoring above it, then added: the
+    Mann-Whitney and precision sums). ``empty``: its value for a group without samples.
+    ``optional``: made only when a requested metric reads it (the other sums are made for
+    fairmedfm's metrics anyway).
+    """
+
+    name: str
+    made_by: str
+    combine: str = "add"
+    empty: float = 0.0
+    optional: bool = False
+
+
+SUMS: tuple[Sum, ...] = (
+    Sum("count", "calibration.score_ranges or ranking.rank_statistics"),
+    Sum("positives", "calibration.score_ranges or ranking.rank_statistics"),
+    Sum("negatives", "count - positives"),
+    Sum("totals", "the weighted count, beside count"),
+    Sum("u2", "ranking.rank_statistics", "add_above"),
+    Sum("loss", "calibration.slot_sums of calibration.log_loss_terms"),
+    Sum("ece", "calibration.binned_calibration on edges of all partitions, then calibration_error"),
+    Sum("tp", "ranking.confusion_above or the best-F1 sweep"),
+    Sum("fp", "ranking.confusion_above or the best-F1 sweep"),
+    Sum("squared_error", "calibration.slot_sums of (y - p)^2", optional=True),
+    Sum("precision", "precision.precision_sums", "add_above", optional=True),
+)
+SUM = {entry.name: entry for entry in SUMS}
+
+
+@lru_cache(maxsize=256)
+def optional_sums(names: frozenset[str]) -> tuple[str, ...]:
+    """The optional sums (in table order) that the metrics ``names`` (base names, no BEST) read."""
+    read = {need for name in names if name in BY_NAME for need in BY_NAME[name].sums}
+    return tuple(entry.name for entry in SUMS if entry.optional and entry.name in read)
+
+
 def _auc(s):
     import numpy as np
 
@@ -507,3 +549,84 @@ def _rebuild() -> None:
     _PLANS.clear()
     _finish_plan.cache_clear()
     needs.cache_clear()
+    optional_sums.cache_clear()
+
+
+# ---------------------------------------------------------------------------------------------
+# Segmentation metrics (evaluate_segmentation(metrics=...), from the mask pairs)
+# ---------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class PerSample:
+    """A per-sample segmentation metric, summarized per group by its mean.
+
+    ``higher_is_better`` decides ``worst_<m>`` (the smallest group mean, else the largest);
+    ``unit`` is "fraction" or "distance" (in the unit of the spacing: mm for NIfTI; a distance
+    takes ``empty_distance`` when exactly one mask is empty); ``limits`` are the plots' axis range
+    (None: from the data). ``from_counts`` makes the per-sample values from the voxel counts
+    (an (n, 3) array of |P|, |T|, |P and T|), NaN where both masks are empty; None for the surface
+    distances that ``kernels.surface`` measures.
+    """
+
+    name: str
+    display: str
+    higher_is_better: bool
+    unit: str = "fraction"
+    limits: tuple[float, float] | None = (0.0, 1.0)
+    from_counts: Callable | None = None
+
+
+def _dice(counts):
+    from . import _masks
+
+    return _masks.dice_from_counts(counts, math.nan)
+
+
+SEGMENTATION: tuple[PerSample, ...] = (
+    PerSample("dice", "Dice", True, from_counts=_dice),
+    PerSample("hd95", "HD95", False, "distance", None),
+    PerSample("hd", "HD", False, "distance", None),
+    PerSample("assd", "ASSD", False, "distance", None),
+    PerSample("nsd", "NSD", True),
+)
+
+
+def segmentation_metric(name: str) -> PerSample | None:
+    """The entry of a per-sample metric or of its report column (``hd90`` is HD95 at another
+    percentile)."""
+    for metric in SEGMENTATION:
+        if metric.name == name:
+            return metric
+    if name.startswith("hd") and name[2:].replace(".", "", 1).isdigit():
+        return SEGMENTATION[1]
+    return None
+
+
+def register_segmentation_metric(name: str, from_counts: Callable, *, display: str | None = None,
+                                 higher_is_better: bool = True, limits: tuple[float, float] | None = (0.0, 1.0)
+                                 ) -> None:
+    """Add a per-sample segmentation metric from voxel counts, computed with
+    ``evaluate_segmentation(pred_masks=..., true_masks=..., metrics=[name])``.
+
+    ``from_counts`` takes an (n, 3) integer array of |P|, |T| and |P and T| per sample and returns
+    n floats, NaN where both masks are empty (those samples take ``empty_score``: the number, or
+    ``empty_score[name]`` of a dict, default 1). The report gets ``mean_<name>`` per group and
+    ``mean_``/``worst_``/``delta_``/``std_<name>`` per attribute, with intervals and p-values as
+    for the surface metrics, and ``report.plot(name)`` draws its distribution per group.
+    Registering the same name again from the same function is a no-op. A plugin module reaches
+    other processes through the ``fairmedfm_fast.metrics`` entry-point group (see
+    :func:`register_metric`).
+    """
+    global SEGMENTATION
+    if not isinstance(name, str) or not name.isidentifier():
+        raise ValueError(f"name must be a metric name made of letters, digits and underscores, got {name!r}")
+    if not callable(from_counts):
+        raise ValueError(f"from_counts must be a function of the (n, 3) voxel counts, got {type(from_counts).__name__}")
+    existing = segmentation_metric(name)
+    if existing is not None:
+        if existing.from_counts is not None and (existing.from_counts.__module__, existing.from_counts.__qualname__) \
+                == (getattr(from_counts, "__module__", None), getattr(from_counts, "__qualname__", None)):
+            return
+        raise ValueError(f"name={name!r} is already a segmentation metric; choose another name")
+    SEGMENTATION = (*SEGMENTATION, PerSample(name, display or name, bool(higher_is_better), "fraction", limits,
+                                             from_counts))

@@ -446,7 +446,8 @@ def _attribute_overall(report, attribute: str) -> dict[str, Any] | None:
 
 def plot_dice(report, attributes=None, metric="dice"):
     data = dice_by_group(report, attributes, metric)
-    label = "Dice" if metric == "dice" else metric.upper()
+    entry = _metric_registry.segmentation_metric(metric)
+    label = entry.display if entry is not None and metric == entry.name else metric.upper()
     figure, axes = _grid(len(data))
     for ax, (name, groups) in zip(axes, data):
         if not groups:
@@ -465,8 +466,9 @@ def plot_dice(report, attributes=None, metric="dice"):
                 gid="dice-mean")
         ax.set_xticks(positions, [f"{_text(g)}\n(n={len(v)})" for g, v in groups], fontsize=8)
         ax.set_ylabel(label)
-        if metric in ("dice", "nsd"):
-            ax.set_ylim(-0.03, 1.03)
+        if entry is not None and entry.limits is not None:  # a fixed range from the registry (Dice, NSD)
+            low, high = entry.limits
+            ax.set_ylim(low - 0.03 * (high - low), high + 0.03 * (high - low))
         ax.set_title(_text(name), fontsize=10)
         ax.legend(loc="lower right", fontsize=7)
     figure.suptitle(f"{label} per group (boxes: quartiles, diamonds: means)")

@@ -136,7 +136,8 @@ def build_parser() -> argparse.ArgumentParser:
     opt_in = ", ".join(f"{m.name} ({m.display})" for m in _metric_registry.PER_GROUP if m.optional)
     more.add_argument("--metrics", nargs="+", metavar="M",
                       help=f"classification: any of {opt_in} beside fairmedfm's metrics; "
-                      "segmentation from masks: any of dice hd95 hd assd nsd, per group (e.g. --metrics dice "
+                      f"segmentation from masks: any of {' '.join(m.name for m in _metric_registry.SEGMENTATION)}, "
+                      "per group (e.g. --metrics dice "
                       "hd95 nsd --nsd-tolerance 2); default: Dice only")
     more.add_argument("--pairwise", metavar="METRIC",
                       help="also print, per attribute, the difference of METRIC (e.g. auc) between every pair of "

@@ -1,7 +1,8 @@
-"""A metric added from outside the package: a module of its own (written here, named by no package
-file) registers the negative predictive value with ``fairmedfm_fast.register_metric`` and declares
-itself in the ``fairmedfm_fast.metrics`` entry-point group, and every way of computing a report
-gets it, checked against NumPy."""
+"""Metrics added from outside the package: a module of its own (written here, named by no package
+file) registers the negative predictive value with ``fairmedfm_fast.register_metric`` and the IoU
+of masks with ``register_segmentation_metric``, and declares itself in the
+``fairmedfm_fast.metrics`` entry-point group; every way of computing a report gets them, checked
+against NumPy."""
 from __future__ import annotations
 
 import json
@@ -22,7 +23,9 @@ from fairmedfm_fast import _metric_registry, _resample
 ROOT = Path(__file__).resolve().parents[1]
 
 PLUGIN = '''
-"""Negative predictive value, TN / (TN + FN), as a fairmedfm_fast metric."""
+"""Negative predictive value, TN / (TN + FN), and IoU of masks, as fairmedfm_fast metrics."""
+import numpy as np
+
 import fairmedfm_fast
 
 
@@ -34,6 +37,15 @@ def npv(sums):
 fairmedfm_fast.register_metric("npv", npv, ["tp", "fp", "positives", "negatives"],
                                display="negative predictive value", at_threshold=True,
                                summaries={"npv-gap": "gap", "worst-npv": "worst"})
+
+
+def iou(counts):
+    """|P and T| / |P or T| per sample (NaN when both masks are empty)."""
+    union = counts[:, 0] + counts[:, 1] - counts[:, 2]
+    return counts[:, 2] / np.where(union == 0, np.nan, union)
+
+
+fairmedfm_fast.register_segmentation_metric("iou", iou, display="IoU", higher_is_better=True)
 '''
 
 
@@ -46,7 +58,8 @@ def plugin(tmp_path_factory):
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: npv-plugin\nVersion: 1.0\n")
     (info / "entry_points.txt").write_text("[fairmedfm_fast.metrics]\nnpv = npv_plugin\n")
-    saved = (_metric_registry.PER_GROUP, _metric_registry.SUMMARIES, _metric_registry._plugins_loaded)
+    saved = (_metric_registry.PER_GROUP, _metric_registry.SUMMARIES, _metric_registry._plugins_loaded,
+             _metric_registry.SEGMENTATION)
     sys.path.insert(0, str(where))
     import npv_plugin  # noqa: F401 - registers the metric
 
@@ -54,7 +67,8 @@ def plugin(tmp_path_factory):
     sys.path.remove(str(where))
     del sys.modules["npv_plugin"]
     # the other test modules see the package's own metrics only
-    _metric_registry.PER_GROUP, _metric_registry.SUMMARIES, _metric_registry._plugins_loaded = saved
+    (_metric_registry.PER_GROUP, _metric_registry.SUMMARIES, _metric_registry._plugins_loaded,
+     _metric_registry.SEGMENTATION) = saved
     _metric_registry._rebuild()
 
 
@@ -227,3 +241,43 @@ def test_bad_registrations_say_the_fix(plugin):
     with pytest.raises(ValueError, match="name must"):
         fm.register_metric("bad name", lambda s: s["count"], ["count"])
     assert "other" not in _metric_registry.BY_NAME
+
+
+def _masks(n=60, seed=8):
+    rng = np.random.default_rng(seed)
+    pred = rng.random((n, 6, 7)) < rng.uniform(0.05, 0.6, (n, 1, 1))
+    true = rng.random((n, 6, 7)) < rng.uniform(0.05, 0.6, (n, 1, 1))
+    pred[:3] = False  # both masks empty: the empty score
+    true[:3] = False
+    return pred, true, rng.choice(["F", "M", "X"], n)
+
+
+def test_segmentation_metric_from_counts(plugin):
+    pred, true, sex = _masks()
+    report = _quiet(fm.evaluate_segmentation, {"sex": sex}, pred_masks=list(pred), true_masks=list(true),
+                    metrics=["dice", "iou"], empty_score={"dice": 1.0, "iou": 0.5}, n_boot=20, n_permutations=20,
+                    random_state=0)
+    both = (pred & true).sum(axis=(1, 2))
+    union = (pred | true).sum(axis=(1, 2))
+    iou = np.where(union == 0, 0.5, both / np.maximum(union, 1))
+    means = {group: iou[sex == group].mean() for group in ("F", "M", "X")}
+    for group, mean in means.items():
+        assert abs(report.by_group.loc[("sex", group), "mean_iou"] - mean) <= 1e-12
+    summary = report.summary.loc["sex"]
+    assert abs(summary["worst_iou"] - min(means.values())) <= 1e-12  # higher is better: the smallest mean
+    assert abs(summary["delta_iou"] - (max(means.values()) - min(means.values()))) <= 1e-12
+    assert abs(summary["mean_iou"] - iou.mean()) <= 1e-12
+    assert {"mean_iou_lo", "mean_iou_hi"} <= set(report.ci["by_group"].columns)
+    assert "delta_iou" in report.p_values.columns
+
+
+def test_segmentation_metric_plots_and_errors(plugin):
+    pytest.importorskip("matplotlib")
+    pred, true, sex = _masks(seed=9)
+    report = _quiet(fm.evaluate_segmentation, {"sex": sex}, pred_masks=list(pred), true_masks=list(true),
+                    metrics=["iou"])
+    figure = report.plot("iou")
+    assert all(ax.get_ylabel() == "IoU" and ax.get_ylim()[1] > 1 for ax in figure.get_axes() if ax.get_title())
+    assert "mean_iou" in report.to_html()
+    with pytest.raises(ValueError, match="already a segmentation metric"):
+        fm.register_segmentation_metric("nsd", lambda counts: counts[:, 0])

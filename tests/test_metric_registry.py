@@ -140,3 +140,14 @@ def test_one_number_functions_return_their_column():
     for entry in registry.SUMMARIES:
         if entry.function:
             assert abs(getattr(fm, entry.function)(y, score, sensitive_features=sex) - summary[entry.column]) <= 1e-12
+
+
+def test_every_metric_reads_sums_of_the_table():
+    """Each sum a metric reads has an entry (its kernel pass, how partitions combine); the optional
+    ones are made exactly when a requested metric reads them, whatever the metric's name."""
+    for metric in registry.PER_GROUP:
+        assert set(metric.sums) <= set(registry.SUM), metric.name
+    assert {entry.combine for entry in registry.SUMS} == {"add", "add_above"}
+    assert registry.optional_sums(frozenset(registry.NAMES)) == ()
+    assert registry.optional_sums(frozenset({"ap", "brier", "auc"})) == ("squared_error", "precision")
+    assert registry.optional_sums(frozenset({"fpr", "selection_rate"})) == ()
