@@ -79,21 +79,50 @@ def {name}(y_true: Any, y_score: Any, *, sensitive_features: Any, pos_label: Any
 """
 
 
-def _make(summary: _metric_registry.Summary):
+def _make(summary: _metric_registry.Summary, name: str | None = None):
     """The one-number function of a summary column's entry, with its signature and docstring."""
     at_threshold = summary.at_threshold
-    source = _TEMPLATE.format(name=summary.function, column=summary.column,
+    name = name or summary.function
+    source = _TEMPLATE.format(name=name, column=summary.column,
                               threshold=" threshold: float | None = None," if at_threshold else "",
                               threshold_value="threshold" if at_threshold else "None")
     namespace: dict[str, Any] = {}
     # compiled under this module's ``from __future__ import annotations``: the annotations stay text
-    exec(compile(source, f"<{__name__}.{summary.function}>", "exec"), globals(), namespace)  # noqa: S102
-    function = namespace[summary.function]
+    exec(compile(source, f"<{__name__}.{name}>", "exec"), globals(), namespace)  # noqa: S102
+    function = namespace[name]
     function.__doc__ = summary.doc + "\n" + _PARAMETERS.format(threshold=_THRESHOLD if at_threshold else "")
+    return function
+
+
+_KIND_WORDS = {"gap": "Largest minus smallest group", "worst": "Smallest group", "best": "Largest group",
+               "ratio": "Smallest over largest group", "score": "1 minus the group gap of"}
+
+
+def function_of(column: str):
+    """The one-number function of any summary column over the groups, opt-in and registered ones
+    included (e.g. ``function_of("ap-gap")``, or ``"npv-gap"`` of :func:`fairmedfm_fast.register_metric`):
+    made once from the column's registry entry, with the signature of :func:`auc_gap` (and
+    ``threshold=`` when the column reads ``@best_f1`` values)."""
+    summary = _metric_registry.SUMMARY.get(column)
+    if summary is None and _metric_registry.load_plugins():
+        summary = _metric_registry.SUMMARY.get(column)
+    if summary is None or summary.kind == "overall":
+        names = [s.column for s in _metric_registry.SUMMARIES if s.kind != "overall"]
+        raise ValueError(f"column={column!r} is not a summary column over the groups; choose from {names}")
+    name = summary.function or column.replace("-", "_").replace("@", "_at_")
+    function = FUNCTIONS.get(name) or _MADE.get(column)
+    if function is None:
+        if not summary.doc:  # a registered column: its docstring from its kind and the metric it reads
+            read = ", ".join(f"``{key}``" for key in summary.reads)
+            summary = _metric_registry.Summary(summary.column, summary.kind, summary.reads, summary.optional,
+                                               doc=f"{_KIND_WORDS[summary.kind]} {read} (``{column}``).")
+        function = _MADE[column] = _make(summary, name)
+        globals()[name] = function  # found by pickle (Dask, process pools) under its name
     return function
 
 
 #: The one-number functions, in the order of the summary columns they return.
 FUNCTIONS = {summary.function: _make(summary) for summary in _metric_registry.SUMMARIES if summary.function}
 globals().update(FUNCTIONS)
-__all__ = list(FUNCTIONS)
+_MADE: dict[str, Any] = {}  # by function_of, for the other columns
+__all__ = [*FUNCTIONS, "function_of"]

@@ -160,6 +160,20 @@ def test_bootstrap_by_the_fast_path_permutations_and_pairwise(plugin, monkeypatc
     assert "p_value" in pairs.columns
 
 
+def test_one_number_function(plugin):
+    from fairmedfm_fast import group_metrics
+
+    y, score, groups = _data(n=700, seed=10)
+    npv_gap = group_metrics.function_of("npv-gap")
+    worst_npv = group_metrics.function_of("worst-npv")
+    expected = _expected(y, score, groups[["site"]], 0.35)
+    values = [at for _, at in expected.values()]
+    assert abs(npv_gap(y, score, sensitive_features=groups["site"], threshold=0.35)
+               - (max(values) - min(values))) <= 1e-12
+    assert abs(worst_npv(y, score, sensitive_features=groups["site"], threshold=0.35) - min(values)) <= 1e-12
+    assert npv_gap.__name__ == "npv_gap" and "npv@best_f1" in npv_gap.__doc__
+
+
 def test_evaluate_tasks(plugin):
     y, score, groups = _data(n=600, seed=4)
     labels = pd.DataFrame({"x": y, "z": y[::-1].copy()})

@@ -2,6 +2,7 @@
 from its entries, and undefined (NaN) group values are handled in one place."""
 from __future__ import annotations
 
+import inspect
 import itertools
 import math
 
@@ -116,12 +117,10 @@ def test_cli_help_lists_the_opt_in_metrics(capsys):
 def test_one_number_functions_come_from_the_entries():
     """group_metrics makes one function per summary entry with a ``function``; the package exports
     exactly those, from one list."""
-    import inspect
-
     from fairmedfm_fast import group_metrics
 
     made = {summary.function for summary in registry.SUMMARIES if summary.function}
-    assert set(group_metrics.__all__) == made == set(fm._CLASSIFICATION)
+    assert set(group_metrics.__all__) - {"function_of"} == made == set(fm._CLASSIFICATION)
     assert made <= set(fm.__all__) and len(fm.__all__) == len(set(fm.__all__))
     for summary in registry.SUMMARIES:
         if summary.function:
@@ -151,3 +150,21 @@ def test_every_metric_reads_sums_of_the_table():
     assert registry.optional_sums(frozenset(registry.NAMES)) == ()
     assert registry.optional_sums(frozenset({"ap", "brier", "auc"})) == ("squared_error", "precision")
     assert registry.optional_sums(frozenset({"fpr", "selection_rate"})) == ()
+
+
+def test_function_of_an_opt_in_column():
+    from fairmedfm_fast import group_metrics
+
+    rng = np.random.default_rng(4)
+    y = rng.integers(0, 2, 400)
+    score = np.round(rng.random(400), 2)
+    site = rng.choice(["a", "b", "c"], 400)
+    summary = fm.evaluate(y, score, {"site": site}, metrics=["ap", "fpr"], threshold=0.3).summary.loc["site"]
+    ap_gap = group_metrics.function_of("ap-gap")
+    assert ap_gap is group_metrics.function_of("ap-gap") and "threshold" not in inspect.signature(ap_gap).parameters
+    assert abs(ap_gap(y, score, sensitive_features=site) - summary["ap-gap"]) <= 1e-12
+    fpr_gap = group_metrics.function_of("fpr-gap")
+    assert abs(fpr_gap(y, score, sensitive_features=site, threshold=0.3) - summary["fpr-gap"]) <= 1e-12
+    assert group_metrics.function_of("auc-gap") is fm.auc_gap
+    with pytest.raises(ValueError, match="summary column over the groups"):
+        group_metrics.function_of("overall-auc")
