@@ -49,6 +49,7 @@ _WHERE = {
     "evaluate_tasks": "tasks",
     "evaluate_voxels": "voxels",
     "VoxelAccumulator": "voxels",
+    "FairnessAccumulator": "accumulator",
     "FairnessReport": "report",
     "classification_fairness": "metrics",
     "segmentation_fairness": "metrics",
@@ -65,6 +66,7 @@ __all__ = [*_WHERE, "__version__"]
 if TYPE_CHECKING:  # for type checkers and editors (``X as X``: a re-export, as PEP 484 spells it)
     from ._metric_registry import register_metric as register_metric
     from ._metric_registry import register_segmentation_metric as register_segmentation_metric
+    from .accumulator import FairnessAccumulator as FairnessAccumulator
     from .evaluation import evaluate as evaluate
     from .group_metrics import accuracy_gap as accuracy_gap
     from .group_metrics import auc_gap as auc_gap
@@ -85,7 +87,8 @@ if TYPE_CHECKING:  # for type checkers and editors (``X as X``: a re-export, as 
 _WHERE["MaskFileError"] = "_mask_files"
 __all__.append("MaskFileError")
 
-_SUBMODULES = ("metrics", "evaluation", "group_metrics", "report", "segmentation", "dask", "tasks", "voxels")
+_SUBMODULES = ("metrics", "evaluation", "group_metrics", "report", "segmentation", "dask", "tasks", "voxels",
+               "accumulator", "torch")
 
 
 def __getattr__(name: str):

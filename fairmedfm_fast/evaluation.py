@@ -315,15 +315,25 @@ def evaluate(y_true: Any, y_score: Any, sensitive_features: Any, *, pos_label: A
     # References (no copies) for report.plot(): the sorted arrays, the attributes, the @best_f1 thresholds.
     report = classification_report(results, overall, warnings, metadata,
                                    curve_data=(arranged, attributes, [result.threshold for result in results]))
-    if n_boot or n_permutations:
-        seed = _resample.seed_from(random_state)
-        if n_boot:
-            report.ci = _intervals(arranged, results, n_boot, float(ci), seed, threshold, stratify, progress,
-                                   warnings, report.replicates, extra)
-        if n_permutations:
-            report.p_values = _resample.with_adjusted(
-                _p_values(arranged, results, n_permutations, seed, progress, report.replicates, extra), p_adjust)
+    resample_into(report, arranged, results, n_boot, ci, n_permutations, random_state, threshold, stratify,
+                  p_adjust, progress, warnings, extra)
     return report
+
+
+def resample_into(report: FairnessReport, arranged: _engine.Arranged, results: list[AttributeResult], n_boot: int,
+                  ci: float, n_permutations: int, random_state: Any, threshold: float | None, stratify: str | None,
+                  p_adjust: str | None, progress: bool | None, warnings: list[str], extra: Sequence[str]) -> None:
+    """``report.ci`` (with ``n_boot``) and ``report.p_values`` (with ``n_permutations``) from the
+    samples ``arranged`` and the point estimates ``results``."""
+    if not (n_boot or n_permutations):
+        return
+    seed = _resample.seed_from(random_state)
+    if n_boot:
+        report.ci = _intervals(arranged, results, n_boot, float(ci), seed, threshold, stratify, progress,
+                               warnings, report.replicates, extra)
+    if n_permutations:
+        report.p_values = _resample.with_adjusted(
+            _p_values(arranged, results, n_permutations, seed, progress, report.replicates, extra), p_adjust)
 
 
 def with_default(extra: Sequence[str]) -> set[str] | None:
