@@ -464,7 +464,11 @@ def load_plugins() -> bool:
 
     found = entry_points(group=ENTRY_POINTS)
     for entry in found:
-        entry.load()
+        try:
+            entry.load()
+        except Exception as error:  # a broken plugin: say which, not a traceback from inside it
+            raise ValueError(f"the {ENTRY_POINTS} plugin {entry.name!r} ({entry.value}) failed to load: "
+                             f"{type(error).__name__}: {error}; fix or uninstall it") from error
     return bool(found)
 
 

@@ -295,3 +295,16 @@ def test_segmentation_metric_plots_and_errors(plugin):
     assert "mean_iou" in report.to_html()
     with pytest.raises(ValueError, match="already a segmentation metric"):
         fm.register_segmentation_metric("nsd", lambda counts: counts[:, 0])
+
+
+def test_a_broken_plugin_is_named(tmp_path, monkeypatch):
+    """An entry point whose module fails to import gives a ValueError naming it."""
+    (tmp_path / "broken_plugin.py").write_text("raise ImportError('no such thing')\n")
+    info = tmp_path / "broken_plugin-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: broken-plugin\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[fairmedfm_fast.metrics]\nbroken = broken_plugin\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(_metric_registry, "_plugins_loaded", False)
+    with pytest.raises(ValueError, match="plugin 'broken' .*failed to load: ImportError: no such thing"):
+        fm.evaluate([0, 1, 0, 1], [0.1, 0.8, 0.3, 0.6], {"sex": ["F", "F", "M", "M"]}, metrics=["unknown"])
