@@ -237,7 +237,7 @@ def main(argv=None) -> None:
         if args.command == "warmup":
             from .warmup import warmup
 
-            code = warmup(args.jobs)
+            code = warmup(args.jobs, workloads=args.workloads)
         else:
             code = _run(args)
     except KeyboardInterrupt:
