@@ -139,9 +139,13 @@ def build_parser() -> argparse.ArgumentParser:
     voxels.add_argument("--max-memory", metavar="SIZE", help="memory for the voxel records, e.g. 2GB")
 
     more = score.add_argument_group("beyond fairmedfm score")
+    from . import _metric_registry  # the opt-in metrics from their entries (no NumPy import)
+
+    opt_in = ", ".join(f"{m.name} ({m.display})" for m in _metric_registry.PER_GROUP if m.optional)
     more.add_argument("--metrics", nargs="+", metavar="M",
-                      help="classification: any of ap brier selection_rate fpr fnr beside fairmedfm's metrics; "
-                      "segmentation from masks: any of dice hd95 hd assd nsd, per group (e.g. --metrics dice "
+                      help=f"classification: any of {opt_in} beside fairmedfm's metrics; "
+                      f"segmentation from masks: any of {' '.join(m.name for m in _metric_registry.SEGMENTATION)}, "
+                      "per group (e.g. --metrics dice "
                       "hd95 nsd --nsd-tolerance 2); default: Dice only")
     more.add_argument("--pairwise", metavar="METRIC",
                       help="also print, per attribute, the difference of METRIC (e.g. auc) between every pair of "

@@ -207,10 +207,10 @@ def attribute_result(attribute: _groups.Attribute, grouping: _engine.Grouping, n
         overall = dict(zip(keys, rows[g]))
         # the groups' values of the metrics that summary columns read
         if len(valid) == g:  # every group evaluable: the first g slots
-            per_metric = {key: column[:g] for key, column in zip(keys, columns) if key in _SUMMARY_READS}
+            per_metric = {key: column[:g] for key, column in zip(keys, columns) if key in _metric_registry.SUMMARY_READS}
         else:
             per_metric = {key: [column[i] for i in valid] for key, column in zip(keys, columns)
-                          if key in _SUMMARY_READS}
+                          if key in _metric_registry.SUMMARY_READS}
         summary.update(summarize(overall, per_metric))
     group_counts = counts[:g] if grouping.count.dtype.kind in "iu" else [int(count) for count in counts[:g]]
     return AttributeResult(name, n, attribute.groups, group_counts, valid, skipped, overall, summary,
@@ -231,42 +231,15 @@ def check_min_group_size(min_group_size: Any) -> int | None:
     return int(min_group_size)
 
 
-#: Summary columns of the overall value of a per-group key, and gaps (largest minus smallest group
-#: value) of a per-group key, in report order (``worst-auc`` comes between them, ``eod`` and ``eo`` last).
-_OVERALL_COLUMNS = (("overall-auc", "auc"), ("overall-acc", "acc@best_f1"), ("overall-bce", "bce"),
-                    ("overall-ece", "ece"))
-_GAP_COLUMNS = (("auc-gap", "auc"), ("acc-gap", "acc@best_f1"), ("bce-gap", "bce"), ("ece-gap", "ece"))
-_OPTIONAL_READS = frozenset(key for summary in _metric_registry.SUMMARIES if summary.optional
-                            for key in summary.reads)
-#: Every per-group key that a summary column reads.
-_SUMMARY_READS = frozenset(key for summary in _metric_registry.SUMMARIES for key in summary.reads)
-
-
 def summarize(overall: Mapping[str, float], groups: Mapping[str, Sequence[float]]) -> dict[str, float]:
-    """The FairMedFM summary columns that the given metrics determine.
+    """The FairMedFM summary columns that the given metrics determine (see
+    :func:`_metric_registry.summarize`, which makes every column from its registry entry).
 
     Gaps are the largest minus the smallest group value; ``eo`` is the TPR gap and ``eod`` is
-    ``1 - (TPR gap + TNR gap) / 2``, both at the best-F1 threshold.
+    ``1 - (TPR gap + TNR gap) / 2``, both at the best-F1 threshold. A column over the groups is NaN
+    when a group's value is NaN.
     """
-    out = {column: float(overall[key]) for column, key in _OVERALL_COLUMNS if key in overall}
-    if "auc" in groups:
-        out["worst-auc"] = float(min(groups["auc"]))
-    for column, key in _GAP_COLUMNS:
-        if key in groups:
-            out[column] = _gap(groups[key])
-    if "tpr@best_f1" in groups:
-        tpr_gap = _gap(groups["tpr@best_f1"])
-        if "tnr@best_f1" in groups:
-            out["eod"] = float(1 - (tpr_gap + _gap(groups["tnr@best_f1"])) / 2)
-        out["eo"] = tpr_gap
-    if not _OPTIONAL_READS.isdisjoint(groups):
-        for column in _metric_registry.optional_gaps(groups):  # ap-gap, brier-gap, dp, ...: when asked for
-            out[column] = _gap(groups[_metric_registry.SUMMARY[column].reads[0]])
-    return out
-
-
-def _gap(values: Sequence[float]) -> float:
-    return float(max(values) - min(values))
+    return _metric_registry.summarize(overall, groups)
 
 
 def evaluate(y_true: Any, y_score: Any, sensitive_features: Any, *, pos_label: Any = None,
@@ -548,7 +521,7 @@ def _p_values(arranged, results: list[AttributeResult], n_permutations: int, see
                                                               n_permutations, stream, result.threshold, bar, kept,
                                                               extra)
             _keep(replicates, "perm", [result], {result.name: kept[0]})
-    columns = [*_resample.GAP_COLUMNS, *_metric_registry.optional_gaps(extra)]
+    columns = _metric_registry.tested_columns(extra)
     frame = pd.DataFrame.from_dict(rows, orient="index", columns=columns)
     frame.index.name = "attribute"
     return frame
