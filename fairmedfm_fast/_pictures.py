@@ -326,10 +326,12 @@ def plot_reliability(report, attributes=None):
 
 def _interval(report, attribute: str, groups: list, metric: str) -> tuple[np.ndarray, np.ndarray] | None:
     """Interval ends from ``{metric}_lo``/``_hi`` columns of ``report.ci["by_group"]`` (the
-    bootstrap intervals of ``evaluate(..., n_boot=...)``), of ``report.ci`` or of ``by_group``."""
+    bootstrap intervals of ``evaluate(..., n_boot=...)``), of ``report.ci``, of
+    ``report.ci["analytic"]["by_group"]`` (``interval="analytic"``) or of ``by_group``."""
     ci = getattr(report, "ci", None)
     low, high = f"{metric}_lo", f"{metric}_hi"
-    for table in (ci.get("by_group") if isinstance(ci, dict) else ci, report.by_group):
+    analytic = (ci.get("analytic") or {}).get("by_group") if isinstance(ci, dict) else None
+    for table in (ci.get("by_group") if isinstance(ci, dict) else ci, analytic, report.by_group):
         if table is None or not hasattr(table, "columns") or low not in table.columns or high not in table.columns:
             continue
         try:
@@ -418,7 +420,8 @@ def plot_bars(report, attributes=None):
             ax.tick_params(axis="y", labelsize=8)
     ci = getattr(report, "ci", None)
     level = ci.get("level") if isinstance(ci, dict) else None
-    whiskers = f"; whiskers: {level:.0%} bootstrap intervals" if level else "; whiskers: intervals"
+    kind = "bootstrap" if isinstance(ci, dict) and ci.get("by_group") is not None else "analytic"
+    whiskers = f"; whiskers: {level:.0%} {kind} intervals" if level else "; whiskers: intervals"
     title = "Metrics per group (dashed: all samples of the attribute"
     figure.suptitle(title + (whiskers if has_interval else "") + ")", fontsize=11)
     return figure

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from . import _engine, _groups, _inputs, _metric_registry
+from . import _analytic, _engine, _groups, _inputs, _metric_registry, _resample, evaluation
 from ._progress import Progress, check
 from .evaluation import as_python, attribute_result, check_threshold, classification_report, transform_note
 from .report import FairnessReport
@@ -427,12 +427,17 @@ def _optional_sums(extra: Sequence[str], combine: str | None = None) -> tuple[st
 
 
 def _first_pass(part: pd.DataFrame, names: list[str], sizes: np.ndarray, thresholds: list[float],
-                extra: Sequence[str] = ()) -> dict[str, Any]:
+                extra: Sequence[str] = (), analytic: bool = False) -> dict[str, Any]:
     """Order-free sums (counts above the fixed thresholds too) and the partition's own Mann-Whitney sums;
-    the optional sums that combine by addition (``_metric_registry.SUMS``) that the opt-in ``extra`` read."""
+    the optional sums that combine by addition (``_metric_registry.SUMS``) that the opt-in ``extra`` read;
+    the partition's placement sums (DeLong) with ``analytic``."""
     ranking, calibration, _ = _kernels()
     scores, labels, codes = _arrays(part, names)
     squared = {}
+    if analytic:
+        from .kernels import delong
+
+        squared["placement"] = delong.placement_sums(scores, labels, codes, sizes, 0, len(scores), False)
     if "squared_error" in _optional_sums(extra, "add"):
         errors = np.square(labels - scores.astype(np.float64))
         squared["squared_error"] = calibration.slot_sums(errors, codes, sizes)
@@ -580,7 +585,8 @@ def _check_columns(ddf: Any, label: Any, score: Any, sensitive: Any, bins: Any) 
 def evaluate(ddf: Any, *, label: str, score: str, sensitive: str | Sequence[str], bins: _groups.Bins | None = None,
              intersectional: bool = False, pos_label: Any = None, score_type: str = "auto",
              threshold: float | None = None, npartitions: int | None = None,
-             progress: bool | None = None, metrics: Sequence[str] | None = None) -> FairnessReport:
+             progress: bool | None = None, metrics: Sequence[str] | None = None, interval: str | None = None,
+             ci: float = 0.95, p_adjust: str | None = None) -> FairnessReport:
     """Fairness of a binary classifier from a Dask DataFrame, exactly as :func:`fairmedfm_fast.evaluate`.
 
     Runs on the active Dask scheduler (a ``distributed.Client`` if one exists). Rows never leave the
@@ -617,6 +623,10 @@ def evaluate(ddf: Any, *, label: str, score: str, sensitive: str | Sequence[str]
     metrics : list of str, optional
         Opt-in metrics beside fairmedfm's (``"ap"``, ``"brier"``, ``"selection_rate"``, ``"fpr"``,
         ``"fnr"``), as in :func:`fairmedfm_fast.evaluate`.
+    interval, ci, p_adjust : optional
+        ``interval="analytic"``: DeLong, Wilson and simultaneous gap intervals at level ``ci`` in
+        ``report.ci["analytic"]``, as in :func:`fairmedfm_fast.evaluate` (each partition adds its
+        placement sums; ``p_adjust`` adjusts the pairwise p-values).
 
     Returns
     -------
@@ -628,11 +638,15 @@ def evaluate(ddf: Any, *, label: str, score: str, sensitive: str | Sequence[str]
     names, bins = _check_columns(ddf, label, score, sensitive, bins)
     threshold = check_threshold(threshold)
     metrics = _metric_registry.check_metrics(metrics)
+    evaluation.check_interval(interval, None)
+    _resample.check_options("attribute", p_adjust)
+    if not (isinstance(ci, (float, int)) and 0 < ci < 1):
+        raise ValueError(f"ci must be a coverage strictly between 0 and 1, such as 0.95; got {ci!r}")
     quantile = any(isinstance(spec, (int, np.integer)) for spec in bins.values())
     tasks = ddf.npartitions * (2 if quantile else 1) + 2 * (npartitions or ddf.npartitions)
     with Progress(tasks, "dask", check(progress), unit="task") as bar:
         return _evaluate(dask, ddf, label, score, names, bins, intersectional, pos_label, score_type, threshold,
-                         npartitions, bar, metrics)
+                         npartitions, bar, metrics, (float(ci), p_adjust) if interval else None)
 
 
 def _computed(dask: Any, items: list, bar: Progress) -> list:
@@ -660,7 +674,8 @@ def _computed(dask: Any, items: list, bar: Progress) -> list:
 
 def _evaluate(dask: Any, ddf: Any, label: str, score: str, names: list[str], bins: dict, intersectional: bool,
               pos_label: Any, score_type: str, threshold: float | None, npartitions: int | None,
-              bar: Progress, metrics: Sequence[str] = ()) -> FairnessReport:
+              bar: Progress, metrics: Sequence[str] = (), analytic: tuple[float, str | None] | None = None
+              ) -> FairnessReport:
     ddf = ddf[list(dict.fromkeys([label, score, *names]))]
     meta = ddf._meta
     quantile = [name for name, spec in bins.items() if isinstance(spec, (int, np.integer))]
@@ -685,7 +700,8 @@ def _evaluate(dask: Any, ddf: Any, label: str, score: str, names: list[str], bin
     parts = ordered.to_delayed()
     fixed = [0.5] if threshold is None else [0.5, threshold]
     extra = _metric_registry.optional_keys(metrics)
-    firsts = [dask.delayed(_first_pass)(part, code_names, sizes, fixed, extra) for part in parts]
+    firsts = [dask.delayed(_first_pass)(part, code_names, sizes, fixed, extra, analytic is not None)
+              for part in parts]
     between = dask.delayed(_between)(firsts, sizes)
     seconds = [dask.delayed(_second_pass)(part, code_names, sizes, between, p, threshold is None, extra)
                for p, part in enumerate(parts)]
@@ -696,10 +712,19 @@ def _evaluate(dask: Any, ddf: Any, label: str, score: str, names: list[str], bin
         metadata["threshold"] = threshold
     if metrics:
         metadata["metrics"] = list(metrics)
-    return _report(plan, groupings, metadata)
+    report, results = _report(plan, groupings, metadata)
+    if analytic is not None:
+        starts = np.concatenate(([0], np.cumsum(sizes + 1)))
+        variances = {k: _analytic.variances_of([f["placement"][starts[k]:starts[k + 1]] for f in firsts])
+                     for k, result in enumerate(results) if result.rows}
+        report.ci = {"level": analytic[0], "n_boot": 0,
+                     "analytic": _analytic.from_variances(variances, results, analytic[0], report.warnings,
+                                                          analytic[1])}
+    return report
 
 
-def _report(plan: _Plan, groupings: list[_engine.Grouping], metadata: dict[str, Any]) -> FairnessReport:
+def _report(plan: _Plan, groupings: list[_engine.Grouping], metadata: dict[str, Any]
+            ) -> tuple[FairnessReport, list]:
     """The report of ``fairmedfm_fast.evaluate`` from the groupings (its assembly, step by step)."""
     warnings = transform_note(metadata)
     n = metadata["n_samples"]
@@ -713,7 +738,7 @@ def _report(plan: _Plan, groupings: list[_engine.Grouping], metadata: dict[str, 
         k for k, grouping in enumerate(groupings) if int(grouping.count[-1]) == n)
     overall = {key: as_python(values[-1]) for key, values in groupings[complete].values.items()}
     results = [attribute_result(attribute, grouping, n, warnings) for attribute, grouping in zip(attributes, groupings)]
-    return classification_report(results, overall, warnings, metadata)
+    return classification_report(results, overall, warnings, metadata), results
 
 
 def read_parquet(path: str | os.PathLike, columns: Sequence[str] | None = None, **options: Any):

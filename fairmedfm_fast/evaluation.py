@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _engine, _groups, _inputs, _metric_registry, _progress, _resample
+from . import _analytic, _engine, _groups, _inputs, _metric_registry, _progress, _resample
 from .report import FairnessReport, columns_frame, summary_frame
 
 __all__ = ["FairnessReport", "evaluate"]
@@ -248,7 +248,7 @@ def evaluate(y_true: Any, y_score: Any, sensitive_features: Any, *, pos_label: A
              n_boot: int = 0, ci: float = 0.95, n_permutations: int = 0,
              random_state: Any = None, min_group_size: int | None = None, stratify: str | None = "attribute",
              p_adjust: str | None = None, progress: bool | None = None,
-             metrics: Sequence[str] | None = None) -> FairnessReport:
+             metrics: Sequence[str] | None = None, interval: str | None = None) -> FairnessReport:
     """Fairness of a binary classifier across the groups of one or more sensitive attributes.
 
     Parameters
@@ -308,6 +308,14 @@ def evaluate(y_true: Any, y_score: Any, sensitive_features: Any, *, pos_label: A
         ``"fpr"``, ``"fnr"`` (at 0.5 and ``@best_f1``); summary columns ``ap-gap``, ``brier-gap``,
         ``dp`` (demographic parity difference), ``fpr-gap``, ``fnr-gap``, the last three at the
         ``@best_f1`` threshold. None (default) gives exactly fairmedfm's columns.
+    interval : {None, "analytic"}
+        Extension: ``"analytic"`` adds intervals at level ``ci`` computed from the one sort, with no
+        resampling, in ``report.ci["analytic"]``: DeLong standard errors and intervals of each
+        group's AUC, Wilson intervals of accuracy, TPR and TNR (at 0.5 and ``@best_f1``),
+        simultaneous intervals of ``auc-gap``, ``acc-gap``, ``eo`` and the TNR gap (none for
+        ``eod``), and ``difference_se`` / ``p_value_analytic`` columns in
+        :meth:`~FairnessReport.pairwise`. Independent of ``n_boot`` (both may be asked for); not
+        with ``sample_weight``. The README's "Analytic intervals" section says what each assumes.
 
     Returns
     -------
@@ -327,6 +335,7 @@ def evaluate(y_true: Any, y_score: Any, sensitive_features: Any, *, pos_label: A
     min_group_size = check_min_group_size(min_group_size)
     _resample.check_options(stratify, p_adjust)
     progress = _progress.check(progress)
+    check_interval(interval, sample_weight)
     extra = _metric_registry.optional_keys(_metric_registry.check_metrics(metrics))
     if not (isinstance(ci, (float, int)) and 0 < ci < 1):
         raise ValueError(f"ci must be a coverage strictly between 0 and 1, such as 0.95; got {_inputs.shown(ci)}")
@@ -354,7 +363,19 @@ def evaluate(y_true: Any, y_score: Any, sensitive_features: Any, *, pos_label: A
                                    curve_data=(arranged, attributes, [result.threshold for result in results]))
     resample_into(report, arranged, results, n_boot, ci, n_permutations, random_state, threshold, stratify,
                   p_adjust, progress, warnings, extra)
+    if interval == "analytic":
+        report.ci = {"level": float(ci), "n_boot": n_boot, **(report.ci or {}),
+                     "analytic": _analytic.intervals(arranged, results, float(ci), warnings, p_adjust)}
     return report
+
+
+def check_interval(interval: Any, sample_weight: Any) -> None:
+    if not (interval is None or (isinstance(interval, str) and interval == "analytic")):
+        raise ValueError(f"interval must be None or 'analytic' (DeLong, Wilson and Newcombe intervals from the "
+                         f"one sort); got {_inputs.shown(interval)}")
+    if interval is not None and sample_weight is not None:
+        raise ValueError("interval='analytic' does not take sample_weight (DeLong's and Wilson's formulas count "
+                         "samples); leave sample_weight out, or use n_boot for bootstrap intervals with weights")
 
 
 def resample_into(report: FairnessReport, arranged: _engine.Arranged, results: list[AttributeResult], n_boot: int,
