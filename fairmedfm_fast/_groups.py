@@ -36,6 +36,7 @@ class Attribute:
     name: str
     codes: np.ndarray  # -1 where the value is missing; the narrowest signed type (int8 up to 127 groups)
     groups: list[str]
+    edges: tuple[float, ...] | None = None  # the cut points as used, for an attribute grouped by bins
 
     @property
     def n_groups(self) -> int:
@@ -404,8 +405,9 @@ def _bin_edges_label(edge: float) -> str:
     return f"{edge:.4g}"
 
 
-def binned(values: pd.Series, spec: Any, column: str) -> tuple[np.ndarray, list[str]]:
-    """Codes and names of a numeric attribute grouped by cut points or into quantile groups."""
+def binned(values: pd.Series, spec: Any, column: str, edges_out: list | None = None) -> tuple[np.ndarray, list[str]]:
+    """Codes and names of a numeric attribute grouped by cut points or into quantile groups; the cut
+    points as used (quantiles computed) are appended to ``edges_out`` when given."""
     if not is_pandas(values, "Series"):  # a NumPy or pandas array
         values = pd.Series(values, copy=False)
     numeric = pd.to_numeric(values, errors="coerce")
@@ -431,6 +433,8 @@ def binned(values: pd.Series, spec: Any, column: str) -> tuple[np.ndarray, list[
         edges = sorted(float(edge) for edge in cut_points)
     except (TypeError, ValueError):
         raise ValueError(f"bins[{column!r}]={shown(spec)}: cut points must be numbers, e.g. [40, 60]") from None
+    if edges_out is not None:
+        edges_out.extend(edges)
     if not edges:
         raise ValueError(f"bins[{column!r}] is empty: give at least one cut point, e.g. [40, 60]")
     if any(math.isnan(edge) for edge in edges) or len(set(edges)) < len(edges):
@@ -551,8 +555,9 @@ def encode_attributes(sensitive_features: Any, n_samples: int, bins: Bins | None
 
 def _attribute(name: str, values: Column, bins: Any) -> Attribute:
     """One attribute column coded: cut at ``bins`` when given, else by its distinct values."""
+    edges: list[float] = []
     if bins is not None:
-        codes, groups = binned(values, bins, name)
+        codes, groups = binned(values, bins, name, edges)
     else:
         encoded = encode_values(values, MAX_NUMERIC_GROUPS if is_numeric(values) else None)
         if encoded is None:
@@ -561,7 +566,7 @@ def _attribute(name: str, values: Column, bins: Any) -> Attribute:
                 f"group it with bins={{{name!r}: [40, 60]}} (cut points) or bins={{{name!r}: 4}} "
                 "(quantile groups)")
         codes, groups = encoded
-    return Attribute(name, narrowest(codes, len(groups)), groups)
+    return Attribute(name, narrowest(codes, len(groups)), groups, tuple(edges) if bins is not None else None)
 
 
 def _require_distinct(names: list[str], problem: str) -> None:

@@ -28,7 +28,7 @@ import numpy as np
 
 from . import _engine
 
-KINDS = ("roc", "reliability", "bars", "dice", "pairwise")
+KINDS = ("roc", "reliability", "bars", "dice", "pairwise", "forest")
 CLASSIFICATION_BARS = ("auc", "acc@best_f1", "bce", "ece", "tpr@best_f1", "tnr@best_f1")
 SEGMENTATION_BARS = ("mean_dice",)
 #: Drawn as dots around the all-samples value on a zoomed axis rather than as bars from 0.
@@ -423,6 +423,68 @@ def plot_bars(report, attributes=None):
     return figure
 
 
+def plot_forest(report, attributes=None):
+    """Point and interval of every group, one panel per (attribute, metric), each metric on its own scale;
+    the dashed line is all the attribute's samples, and small groups are hollow."""
+    metrics = [m for m in (CLASSIFICATION_BARS if report.task == "cls" else SEGMENTATION_BARS)
+               if m in report.by_group.columns]
+    names = [str(name) for name in report.summary.index]
+    if attributes is not None:
+        names = _select_names(names, attributes)
+    present = set(report.by_group.index.get_level_values(0))
+    shown = {}
+    for name in names:
+        table = report.by_group.loc[name] if name in present else None
+        if table is None:
+            shown[name] = None
+            continue
+        valid = np.ones(len(table), bool)
+        if "skipped" in table.columns:
+            valid &= table["skipped"].isna().to_numpy()
+        shown[name] = table[valid]
+    Figure = _figure_class()
+    columns = max(1, len(metrics))
+    heights = [max(1.4, 0.28 * (len(t) if t is not None else 1) + 0.9) for t in shown.values()] or [1.4]
+    figure = Figure(figsize=(min(12.0, 1.9 * columns + 1.2), sum(heights) + 0.6), layout="constrained")
+    axes = figure.subplots(max(1, len(names)), columns, squeeze=False, gridspec_kw={"height_ratios": heights})
+    has_interval = False
+    for r, name in enumerate(names):
+        table = shown[name]
+        overall = _attribute_overall(report, name) or {}
+        for c, metric in enumerate(metrics):
+            ax = axes[r, c]
+            if table is None or len(table) == 0:
+                _empty(ax, "no evaluable group")
+                continue
+            groups = list(table.index)
+            y = np.arange(len(groups))[::-1]
+            values = table[metric].to_numpy(dtype=np.float64)
+            small = table["small_group"].to_numpy(dtype=bool) if "small_group" in table.columns else np.zeros(
+                len(groups), bool)
+            interval = _interval(report, name, groups, metric)
+            if interval is not None:
+                has_interval = True
+                ax.hlines(y, *interval, colors="0.2", linewidth=1.2, gid=f"forest-interval:{metric}")
+            ax.scatter(values, y, s=22, zorder=3, color=np.where(small, "white", "C0").tolist(), edgecolors="C0",
+                       gid=f"forest:{metric}")
+            reference = overall.get(metric, math.nan)
+            if math.isfinite(reference):
+                ax.axvline(reference, color="0.5", linestyle="--", linewidth=1)
+            ax.set_yticks(y, [_text(g) for g in groups] if c == 0 else [], fontsize=7)
+            ax.set_ylim(-0.7, len(groups) - 0.3)
+            ax.tick_params(axis="x", labelsize=7)
+            ax.grid(axis="x", color="0.92")
+            if r == 0:
+                ax.set_title(metric, fontsize=9)
+            if c == 0:
+                ax.set_ylabel(_text(name), fontsize=9)
+    ci = getattr(report, "ci", None)
+    level = ci.get("level") if isinstance(ci, dict) else None
+    lines = f"lines: {level:.0%} bootstrap intervals; " if has_interval and level else ""
+    figure.suptitle(f"Each group's value ({lines}dashed: all samples; hollow: small group)", fontsize=10)
+    return figure
+
+
 def _zoom(ax, values: np.ndarray, reference: float, interval) -> None:
     """Y limits around the dots, the all-samples line and the intervals (not from 0)."""
     shown = [values, [reference] if math.isfinite(reference) else []]
@@ -520,7 +582,7 @@ def plot_pairwise(report, attributes=None, metric: str | None = None):
 
 
 _PLOTTERS = {"roc": plot_roc, "reliability": plot_reliability, "bars": plot_bars, "dice": plot_dice,
-             "pairwise": plot_pairwise}
+             "pairwise": plot_pairwise, "forest": plot_forest}
 
 
 def plot(report, kind: str = "roc", attributes: str | Sequence[str] | None = None):
@@ -535,6 +597,8 @@ def plot(report, kind: str = "roc", attributes: str | Sequence[str] | None = Non
 def default_kinds(report) -> tuple[str, ...]:
     """The figures that suit the report's task, in the order the HTML page shows them."""
     if report.task == "cls":
+        if getattr(report, "_gaps", None) is not None:  # the findings page of evaluate's reports
+            return ("forest", "pairwise", "roc", "reliability")
         return ("roc", "reliability", "bars", "pairwise")
     return ("dice", *(m for m in (getattr(report, "_metric_data", None) or {}) if m != "dice"), "bars", "pairwise")
 
@@ -557,9 +621,12 @@ table { border-collapse: collapse; font-size: 0.85em; margin: 0.5em 0; }
 th, td { border: 1px solid #ddd; padding: 0.25em 0.6em; text-align: right; }
 th { background: #f4f4f4; } tbody tr:nth-child(even) { background: #fafafa; }
 .warnings li { color: #8a4b00; margin: 0.2em 0; }
-figure { margin: 1em 0; } figure img { max-width: 100%; height: auto; border: 1px solid #eee; }
+figure { margin: 1em 0; } figure img { max-width: 100%; height: auto; border: 1px solid #eee; box-sizing: border-box; }
 figcaption { font-size: 0.85em; color: #555; }
 .note { color: #555; font-style: italic; } .wide { overflow-x: auto; }
+table.fit { max-width: 100%; } table.fit td, table.fit th { overflow-wrap: anywhere; }
+td.text { text-align: left; } .flag { color: #8a4b00; } .headline { font-size: 1.1em; }
+li, p { overflow-wrap: anywhere; } section#findings ul { margin-top: 0.2em; }
 """
 
 
@@ -596,26 +663,14 @@ def render_html(report, figures: bool | Iterable[str] = True, dpi: int = 100, no
             if kind not in _PLOTTERS:
                 raise ValueError(f"figures names {kind!r}, which is not a plot kind; use some of "
                                  f"{', '.join(map(repr, KINDS))}")
+    if report.task == "cls" and getattr(report, "_gaps", None) is not None and not getattr(report, "tasks", None):
+        return _findings_page(report, kinds, dpi, notes)
     task = {"cls": "classification", "seg": "segmentation"}.get(report.task, str(report.task))
     title = f"Fairness report ({task})"
-    parts = ["<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
-             # Nothing on the page may load from anywhere: images are data: URLs, the style is inline.
-             '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; img-src data:; '
-             'style-src \'unsafe-inline\'">',
-             '<meta name="viewport" content="width=device-width, initial-scale=1">',
-             f"<title>{html.escape(title)}</title>", f"<style>{_STYLE}</style>", "</head>", "<body>",
-             f"<h1>{html.escape(title)}</h1>",
+    parts = [*_head(title),
              f'<p class="note">Made by fairmedfm_fast {html.escape(str(__version__))}; '
              f"{len(report.summary)} attribute(s).</p>"]
-    if notes:
-        items = "".join(f"<li>{html.escape(str(message))}</li>" for message in notes)
-        parts += ["<h2>Notes</h2>", f'<ul class="notes">{items}</ul>']
-    parts.append("<h2>Warnings</h2>")
-    if report.warnings:
-        items = "".join(f"<li>{html.escape(str(message))}</li>" for message in report.warnings)
-        parts.append(f'<ul class="warnings">{items}</ul>')
-    else:
-        parts.append('<p class="note">None.</p>')
+    parts += _notes_and_warnings(report, notes)
     parts += ["<h2>Summary per attribute</h2>", _table(report.summary)]
     if report.overall:
         parts += ["<h2>All samples</h2>", _pairs_table(report.overall)]
@@ -650,6 +705,68 @@ def render_html(report, figures: bool | Iterable[str] = True, dpi: int = 100, no
     return "\n".join(parts) + "\n"
 
 
+def _notes_and_warnings(report, notes: Sequence[str]) -> list[str]:
+    parts = []
+    if notes:
+        items = "".join(f"<li>{html.escape(str(message))}</li>" for message in notes)
+        parts += ["<h2>Notes</h2>", f'<ul class="notes">{items}</ul>']
+    parts.append("<h2>Warnings</h2>")
+    if report.warnings:
+        items = "".join(f"<li>{html.escape(str(message))}</li>" for message in report.warnings)
+        parts.append(f'<ul class="warnings">{items}</ul>')
+    else:
+        parts.append('<p class="note">None.</p>')
+    return parts
+
+
+def _head(title: str) -> list[str]:
+    return ["<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
+            # Nothing on the page may load from anywhere: images are data: URLs, the style is inline.
+            '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; img-src data:; '
+            'style-src \'unsafe-inline\'">',
+            '<meta name="viewport" content="width=device-width, initial-scale=1">',
+            f"<title>{html.escape(title)}</title>", f"<style>{_STYLE}</style>", "</head>", "<body>",
+            f"<h1>{html.escape(title)}</h1>"]
+
+
+def _findings_page(report, kinds: Sequence[str], dpi: int, notes: Sequence[str]) -> str:
+    """A classification report of evaluate: findings first, then the tables (values beside their
+    intervals), the figures, the glossary and the settings."""
+    from . import _page
+    from ._version import __version__
+
+    parts = _head("Fairness report (classification)")
+    parts.append(f'<p class="note">Made by fairmedfm_fast {html.escape(str(__version__))}; '
+                 f"{len(report.summary)} attribute(s), {report.metadata.get('n_samples', '?')} samples.</p>")
+    parts.append(_page.findings(report))
+    parts += _notes_and_warnings(report, notes)
+    ci = report.ci
+    about = ""
+    if ci:
+        about = (f"Intervals: {ci['level']:.0%} from {ci['n_boot']} bootstrap resamples (percentile for the "
+                 "values, simultaneous over the pairs of groups for the gaps). ")
+    parts += ["<h2>Summary</h2>", f'<p class="note">{html.escape(about)}JSON and CSV outputs hold every '
+              "column; per group, the confusion counts are left out here.</p>", _page.summary_table(report)]
+    parts += ["<h2>Per group</h2>", _page.group_tables(report)]
+    if report.overall:
+        parts += ["<h2>All samples</h2>", _pairs_table(report.overall)]
+    if kinds:
+        parts.append("<h2>Figures</h2>")
+    for kind in kinds:
+        try:
+            figure = plot(report, kind)
+        except ValueError as error:
+            parts.append(f'<p class="note">{html.escape(kind)}: {html.escape(str(error))}</p>')
+            continue
+        encoded = base64.b64encode(png_bytes(figure, dpi)).decode("ascii")
+        caption = _CAPTIONS.get(kind, kind)
+        parts.append(f'<figure><img src="data:image/png;base64,{encoded}" alt="{html.escape(caption)}">'
+                     f"<figcaption>{html.escape(caption)}</figcaption></figure>")
+    parts.append(_page.glossary())
+    parts += ["<h2>Settings</h2>", _page.settings_table(report.metadata), "</body>", "</html>"]
+    return "\n".join(parts) + "\n"
+
+
 _CAPTIONS = {
     "roc": "ROC curve of each group; dots mark each group's operating point at the attribute's best-F1 "
            "threshold (predicted positive: score above it). Dashed: all samples of the attribute.",
@@ -659,6 +776,8 @@ _CAPTIONS = {
             "attribute.",
     "dice": "Distribution of per-sample Dice in each group.",
     "pairwise": "Difference of the metric between every pair of groups (row group minus column group).",
+    "forest": "Each group's value with its interval, one panel per metric on its own scale; dashed: all samples "
+              "of the attribute; hollow dots: small groups.",
 }
 
 
