@@ -72,6 +72,8 @@ def simultaneous_gaps(results, replicates: Mapping, summary, level: float) -> No
             draws = np.stack([replicates[("boot", result.name, key)] for key in reads], axis=1)
             d, se, c = _gap_interval.from_replicates(observed, draws, level)
             bounds = [_gap_interval.simultaneous_interval(d[m], se[m], c) for m in range(len(reads))]
+            # A gap of values within [0, 1] (every metric but the cross-entropy) is at most 1.
+            bounds = [(lo, hi if key == "bce" else min(hi, 1.0)) for (lo, hi), key in zip(bounds, reads)]
             if column == "eod":  # 1 - (TPR gap + TNR gap) / 2, from the two gaps' joint intervals
                 lo, hi = 1 - (bounds[0][1] + bounds[1][1]) / 2, 1 - (bounds[0][0] + bounds[1][0]) / 2
             else:
