@@ -705,3 +705,28 @@ def test_segmentation_extensions(tmp_path, capsys):
     printed = json.loads(out)["sex"]
     assert printed["ci"]["delta_dice"][0] <= printed["delta_dice"] <= printed["ci"]["delta_dice"][1]
     assert set(printed["p_values"]) >= {"delta_dice"}
+
+
+def test_settings_name_the_inputs_the_join_and_the_rows_left_out(tmp_path, capsys):
+    rng = np.random.default_rng(8)
+    n = 400
+    predictions = pd.DataFrame({"image_id": [f"im{i}" for i in range(n)], "label": rng.integers(0, 2, n),
+                                "score": rng.random(n)})
+    predictions.loc[:9, "score"] = np.nan  # 10 rows without a score
+    metadata = pd.DataFrame({"image_id": [f"im{i}" for i in range(5, n)],  # 5 predictions without metadata
+                             "sex": rng.choice(["F", "M"], n - 5), "age": rng.uniform(20, 90, n - 5)})
+    predictions.to_csv(tmp_path / "p.csv", index=False)
+    metadata.to_csv(tmp_path / "m.csv", index=False)
+    argv = ["score", tmp_path / "p.csv", "--metadata", tmp_path / "m.csv", "--on", "image_id", "--label", "label",
+            "--score", "score", "--sensitive", "sex", "age", "--bins", "age=40,60", "--output", tmp_path / "r.json"]
+    code, _, err = run_fast(argv, capsys)
+    assert code == 0, err
+    meta = json.loads((tmp_path / "r.json").read_text())["metadata"]
+    assert meta["inputs"] == {"predictions": str(tmp_path / "p.csv"), "metadata": str(tmp_path / "m.csv"),
+                              "join": {"on": "image_id", "prediction_rows": n, "metadata_rows": n - 5,
+                                       "joined_rows": n - 5}}
+    # rows 0-4 have no metadata row; rows 5-9 of the joined table have no score
+    assert meta["samples_dropped"][:2] == [{"n": 5, "reason": "no metadata row"},
+                                           {"n": 5, "reason": "missing label or score"}]
+    assert meta["bins"] == {"age": [40.0, 60.0]} and meta["n_samples"] == n - 10
+    assert set(meta["best_f1_threshold"]) == {"sex", "age"}
