@@ -48,6 +48,7 @@ _WHERE = {
     "evaluate_tasks": "tasks",
     "evaluate_voxels": "voxels",
     "VoxelAccumulator": "voxels",
+    "FairnessAccumulator": "accumulator",
     "FairnessReport": "report",
     "classification_fairness": "metrics",
     "segmentation_fairness": "metrics",
@@ -56,7 +57,8 @@ _WHERE = {
 }
 
 __all__ = [
-    "evaluate", "evaluate_tasks", "evaluate_segmentation", "evaluate_voxels", "VoxelAccumulator", "FairnessReport",
+    "evaluate", "evaluate_tasks", "evaluate_segmentation", "evaluate_voxels", "VoxelAccumulator", "FairnessAccumulator",
+    "FairnessReport",
     "auc_gap", "worst_group_auc", "accuracy_gap", "bce_gap", "ece_gap", "equal_opportunity_difference",
     "equalized_odds_score",
     "dice_gap", "worst_group_dice", "dice_std", "dice_skewness", "equity_scaled_dice", "dice_per_label",
@@ -64,6 +66,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:
+    from .accumulator import FairnessAccumulator
     from .evaluation import evaluate
     from .group_metrics import (
         accuracy_gap,
@@ -84,7 +87,8 @@ if TYPE_CHECKING:
 _WHERE["MaskFileError"] = "_mask_files"
 __all__.append("MaskFileError")
 
-_SUBMODULES = ("metrics", "evaluation", "group_metrics", "report", "segmentation", "dask", "tasks", "voxels")
+_SUBMODULES = ("metrics", "evaluation", "group_metrics", "report", "segmentation", "dask", "tasks", "voxels",
+               "accumulator", "torch")
 
 
 def __getattr__(name: str):

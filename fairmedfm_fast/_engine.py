@@ -51,6 +51,8 @@ class Arranged:
     weights: np.ndarray | None
     is_sorted: bool
     log_loss: np.ndarray | None = None  # per-sample BCE terms, made on first use
+    #: float64 samples per row where a row stands for several (an accumulator's table), else None
+    counts: np.ndarray | None = None
 
     def log_loss_terms(self) -> np.ndarray:
         if self.log_loss is None:
@@ -71,7 +73,8 @@ class Arranged:
         return np.concatenate(([0], np.cumsum(self.sizes + 1)))
 
     def with_codes(self, codes: np.ndarray, sizes: np.ndarray) -> Arranged:
-        return Arranged(self.scores, self.labels, codes, sizes, self.weights, self.is_sorted, self.log_loss)
+        return Arranged(self.scores, self.labels, codes, sizes, self.weights, self.is_sorted, self.log_loss,
+                        self.counts)
 
 
 _CODE_TYPES = ((127, np.dtype(np.int8)), (32767, np.dtype(np.int16)), (2147483647, np.dtype(np.int32)))

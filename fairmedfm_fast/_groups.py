@@ -582,3 +582,8 @@ def one_attribute(sensitive_features: Any, n_samples: int, bins: Bins | None = N
     """A single attribute: the only one given, or the combination of several."""
     attributes = encode_attributes(sensitive_features, n_samples, bins)
     return attributes[0] if len(attributes) == 1 else combine(attributes)
+
+
+def numeric_columns(sensitive_features: Any) -> list[tuple[str, bool]]:
+    """(name, whether numeric) of each attribute column, as :func:`encode_attributes` names them."""
+    return [(name, is_numeric(values)) for name, values in _columns(sensitive_features)]

@@ -44,7 +44,7 @@ def to_numpy(values: Any, name: str) -> np.ndarray:
     if isinstance(values, np.ndarray):
         array = values
     elif hasattr(values, "detach") and hasattr(values, "cpu"):  # PyTorch, any device
-        array = values.detach().cpu().numpy()
+        array = _torch_to_numpy(values)
     elif is_pandas(values, "Series", "DataFrame", "Index"):
         array = values.to_numpy()
     elif is_arrow(values):
@@ -66,6 +66,23 @@ def to_numpy(values: Any, name: str) -> np.ndarray:
     if array.ndim == 0:
         raise ValueError(f"{name} must hold one value per sample, got the scalar {shown(array.item())}")
     return array
+
+
+#: PyTorch dtypes that NumPy has no type for, and the type they are read as (exactly: every
+#: bfloat16 value is a float32 value).
+_TORCH_UPCAST = {"torch.bfloat16": "float32"}
+
+
+def _torch_to_numpy(tensor: Any) -> np.ndarray:
+    """A PyTorch tensor (any device, with or without grad) as NumPy: moved to the CPU once; bfloat16
+    (the usual mixed-precision type, which NumPy lacks) read as float32, which holds it exactly."""
+    tensor = tensor.detach()
+    upcast = _TORCH_UPCAST.get(str(getattr(tensor, "dtype", "")))
+    if upcast is not None:
+        import torch  # present: the tensor is one of its objects
+
+        tensor = tensor.to(device="cpu", dtype=getattr(torch, upcast))
+    return tensor.cpu().numpy()
 
 
 def _arrow_to_numpy(values: Any) -> np.ndarray:

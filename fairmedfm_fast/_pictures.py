@@ -130,7 +130,7 @@ def classification_curves(report, attributes: str | Sequence[str] | None = None,
     else:
         codes, sizes = arranged.codes[chosen], arranged.sizes[chosen]
     starts, thresholds, fps, tps = curves.roc_points(scores, labels, codes, sizes, weights, max_points)
-    count = calibration.score_ranges(scores, labels, codes, sizes)[0]
+    count = calibration.score_ranges(scores, labels, codes, sizes, arranged.counts)[0]  # samples
     total, positives, low, high = calibration.score_ranges(scores, labels, codes, sizes, weights)
     negatives = total - positives
     with np.errstate(divide="ignore", invalid="ignore"):

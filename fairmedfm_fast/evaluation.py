@@ -351,26 +351,39 @@ def evaluate(y_true: Any, y_score: Any, sensitive_features: Any, *, pos_label: A
     report = classification_report(results, overall, warnings, metadata,
                                    curve_data=(arranged, attributes, [result.threshold for result in results]),
                                    flagged=flagged)
-    if n_boot or n_permutations:
-        if n_boot:
-            report.ci = _intervals(arranged, results, n_boot, float(ci), seed, threshold, stratify, progress,
-                                   warnings, report.replicates, extra)
-            _findings.simultaneous_gaps(results, report.replicates, report.ci["summary"], float(ci))
-            report.ci["gap_interval"] = _gap_interval.LABEL
-        if n_permutations:
-            report.p_values = _resample.with_adjusted(
-                _p_values(arranged, results, n_permutations, seed, progress, report.replicates, extra), p_adjust)
-            note = _findings.permutation_warning(report.p_values[[c for c in report.p_values.columns
-                                                                  if not c.endswith(f"_{p_adjust}")]]
-                                                 if p_adjust else report.p_values, n_permutations, p_adjust,
-                                                 1 - float(ci))
-            if note:
-                warnings.append(note)
-                import warnings as python_warnings
-
-                python_warnings.warn(note, UserWarning, stacklevel=2)
+    resample_into(report, arranged, results, n_boot, ci, n_permutations, random_state, threshold, stratify,
+                  p_adjust, progress, warnings, extra, seed=seed)
     report.gaps = partial(_findings.gap_frame, results, flagged, report.ci, report.p_values, p_adjust, 1 - float(ci))
     return report
+
+
+def resample_into(report: FairnessReport, arranged: _engine.Arranged, results: list[AttributeResult], n_boot: int,
+                  ci: float, n_permutations: int, random_state: Any, threshold: float | None, stratify: str | None,
+                  p_adjust: str | None, progress: bool | None, warnings: list[str], extra: Sequence[str],
+                  seed: Any = None) -> None:
+    """``report.ci`` (with ``n_boot``) and ``report.p_values`` (with ``n_permutations``) from the
+    samples ``arranged`` and the point estimates ``results``; the gaps' bounds are the simultaneous
+    intervals, and a warning says when ``n_permutations`` is too few for the adjustment. ``seed``:
+    the one drawn from ``random_state`` already (evaluate records it in the settings)."""
+    if not (n_boot or n_permutations):
+        return
+    seed = _resample.seed_from(random_state) if seed is None else seed
+    if n_boot:
+        report.ci = _intervals(arranged, results, n_boot, float(ci), seed, threshold, stratify, progress,
+                               warnings, report.replicates, extra)
+        _findings.simultaneous_gaps(results, report.replicates, report.ci["summary"], float(ci))
+        report.ci["gap_interval"] = _gap_interval.LABEL
+    if n_permutations:
+        report.p_values = _resample.with_adjusted(
+            _p_values(arranged, results, n_permutations, seed, progress, report.replicates, extra), p_adjust)
+        raw = report.p_values[[c for c in report.p_values.columns if not c.endswith(f"_{p_adjust}")]] \
+            if p_adjust else report.p_values
+        note = _findings.permutation_warning(raw, n_permutations, p_adjust, 1 - float(ci))
+        if note:
+            warnings.append(note)
+            import warnings as python_warnings
+
+            python_warnings.warn(note, UserWarning, stacklevel=3)
 
 
 def with_default(extra: Sequence[str]) -> set[str] | None:

@@ -179,7 +179,8 @@ def _legacy_inputs(prob: Any, label: Any, group: Any) -> tuple[np.ndarray, np.nd
     labels, at least two groups. Groups are coded in sorted order of their values."""
     import pandas as pd
 
-    scores = np.asarray(prob, dtype=np.float64)
+    # tensors of any float dtype too (bfloat16, which NumPy lacks, through _inputs.to_numpy)
+    scores = np.asarray(prob if isinstance(prob, (list, tuple)) else _inputs.to_numpy(prob, "prob"), dtype=np.float64)
     labels_raw = np.asarray(label)
     groups_raw = np.asarray(group)
     if not (len(scores) == len(labels_raw) == len(groups_raw)):

@@ -232,6 +232,25 @@ class FairnessReport:
 
         return _pictures.write_html(self, path, figures)
 
+    def scalars(self) -> dict[str, float]:
+        """Every summary number as one flat ``{name: float}``, for training loggers (Lightning's
+        ``log_dict``, MLflow's ``log_metrics``, Weights & Biases, TensorBoard).
+
+        Keys are ``<column>/<attribute>`` with the summary column's ``-`` written ``_``
+        (``auc_gap/race``, ``worst_auc/race``, ``eod/sex``, ``n/sex``); with ``n_permutations``
+        also ``p_<column>/<attribute>``. An index of several levels (tasks) joins them with ``/``.
+        NaN stays NaN.
+        """
+        flat: dict[str, float] = {}
+        frames = [("", self.summary)] + ([("p_", self.p_values)] if self.p_values is not None else [])
+        for prefix, frame in frames:
+            for name, row in zip(frame.index.tolist(), frame.itertuples(index=False)):
+                where = "/".join(map(str, name)) if isinstance(name, tuple) else str(name)
+                for column, value in zip(frame.columns, row):
+                    if isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool):
+                        flat[f"{prefix}{str(column).replace('-', '_')}/{where}"] = float(value)
+        return flat
+
     def __repr__(self) -> str:
         head = f"FairnessReport({self.task}, attributes: {', '.join(map(str, self.summary.index))})"
         lines = [head, self.summary.to_string(float_format=lambda v: f"{v:.4f}")]

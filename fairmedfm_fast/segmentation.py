@@ -724,7 +724,7 @@ def segmentation_fairness(dice: Any, group: Sequence[Any]) -> dict[str, Any]:
     """
     _warn("fairmedfm_fast.segmentation_fairness is deprecated (as in fairmedfm 0.4.1) and will be removed in "
           "1.0; use fairmedfm_fast.evaluate_segmentation(group, dice=dice)", FutureWarning)
-    scores = np.asarray(dice, dtype=np.float64).ravel()
+    scores = _inputs.to_numpy(dice, "dice").astype(np.float64).ravel()  # tensors of any float dtype too
     if np.isnan(scores).any() or (scores < 0).any() or (scores > 1).any():
         bad = np.flatnonzero(np.isnan(scores) | (scores < 0) | (scores > 1))
         raise ValueError(f"dice must hold values in [0, 1] (no NaN); samples {_inputs.preview(bad)} have "

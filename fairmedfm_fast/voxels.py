@@ -183,6 +183,11 @@ class VoxelAccumulator:
         index = self._image_index(image_index)
         self._encode(index, *self._prepare(index, score_map, true_mask, roi_mask))
 
+    def update(self, score_map: Any, true_mask: Any, image_index: int, roi_mask: Any = None) -> None:
+        """Add the voxels of one image: :meth:`add` under the name torchmetrics and
+        :class:`~fairmedfm_fast.FairnessAccumulator` use."""
+        self.add(score_map, true_mask, image_index, roi_mask)
+
     def _prepare(self, index: int, score_map: Any, true_mask: Any, roi_mask: Any) -> tuple[np.ndarray, ...]:
         """Key bits, label bytes and ROI bytes (empty: no ROI) of one image, checked."""
         where = f"score_map of image {index}"

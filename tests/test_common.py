@@ -231,6 +231,18 @@ def _voxel_accumulator(case: Case, kind: str) -> Any:
     return accumulator.result()
 
 
+def _fairness_accumulator(case: Case, kind: str) -> Any:
+    """Two batches (the first half of the samples, then the rest), each in the container ``kind``."""
+    accumulator = fm.FairnessAccumulator()
+    half = len(case.y) // 2
+    for part in (case.take(np.arange(half)), case.take(np.arange(half, len(case.y)))):
+        if len(part.y):
+            options = {} if part.weights is None else {"sample_weight": convert(part.weights, kind)}
+            accumulator.update(convert(part.y, kind), convert(part.p, kind), convert_table(part.groups, kind),
+                               **options)
+    return accumulator.result()
+
+
 def _legacy(function: Callable, group_argument: bool = True, scores: str = "p") -> Callable[[Case, str], Any]:
     def call(case: Case, kind: str) -> Any:
         values = convert(getattr(case, scores), kind)
@@ -294,6 +306,7 @@ REGISTRY: dict[str, Entry] = {
     "evaluate_voxels": Entry(_evaluate_voxels, notes={
         "weights": "no sample_weight: every voxel counts once", "containers": "of the attributes; maps are "
         "stacked arrays or lists of arrays (files and iterables in test_voxels.py)"}),
+    "FairnessAccumulator": Entry(_fairness_accumulator, weights=True),
     "VoxelAccumulator": Entry(_voxel_accumulator, notes={"weights": "no sample_weight: every voxel counts once"}),
     "dask.evaluate": Entry(_dask_evaluate, containers=("numpy",)),
     "dask.evaluate_segmentation": Entry(_dask_evaluate_segmentation, containers=("numpy",)),
@@ -430,7 +443,10 @@ def test_registry_entries_name_real_parameters():
     """Entries that claim ``sample_weight`` call functions that take it (keyword-only)."""
     for name, entry in REGISTRY.items():
         if entry.weights and "." not in name:
-            parameters = inspect.signature(getattr(fm, name)).parameters
+            target = getattr(fm, name)
+            if inspect.isclass(target):  # an accumulator takes the weights batch by batch
+                target = target.update
+            parameters = inspect.signature(target).parameters
             if "sample_weight" not in parameters:  # evaluate_tasks hands **options to evaluate
                 assert any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()), name
                 continue

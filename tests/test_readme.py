@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 BLOCKS = re.findall(r"^```python\n(.*?)^```", README, flags=re.MULTILINE | re.DOTALL)
 # Modules of the optional extras: a block failing to import one of these is skipped, not failed.
-OPTIONAL = ("matplotlib", "dask", "distributed", "nibabel", "PIL", "openpyxl")
+OPTIONAL = ("matplotlib", "dask", "distributed", "nibabel", "PIL", "openpyxl", "torch", "torchmetrics")
 
 
 def _run(command: list[str], cwd: Path) -> subprocess.CompletedProcess:

@@ -1,0 +1,314 @@
+"""FairnessAccumulator: its report equals evaluate on the concatenated batches (counts, AUC and the
+confusion counts at the best-F1 threshold exactly, other values to 1e-12), whatever the batching,
+the merge order, the weights and the compaction of its table."""
+import pickle
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import fairmedfm_fast as fm
+from fairmedfm_fast import accumulator
+from fairmedfm_fast.accumulator import FairnessAccumulator
+
+EXACT = ["n", "auc", "tp@best_f1", "fp@best_f1", "tn@best_f1", "fn@best_f1", "tp", "fp", "tn", "fn"]
+
+
+def assert_same(report, expected, weighted=False):
+    """Point estimates equal: exact columns exactly (without weights), the rest to 1e-12."""
+    got, want = report.by_group, expected.by_group
+    assert list(got.index) == list(want.index)
+    assert list(got.columns) == list(want.columns)
+    assert got["skipped"].tolist() == want["skipped"].tolist()
+    for column in got.columns.drop("skipped"):
+        a, b = got[column].to_numpy(np.float64), want[column].to_numpy(np.float64)
+        if column in EXACT and not weighted:
+            np.testing.assert_array_equal(a, b, err_msg=column)
+        else:
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12, err_msg=column)
+    pd.testing.assert_frame_equal(report.summary, expected.summary, check_exact=False, rtol=1e-12, atol=1e-12)
+    assert report.overall.keys() == expected.overall.keys()
+    np.testing.assert_allclose(list(report.overall.values()), list(expected.overall.values()), rtol=1e-12,
+                               atol=1e-12)
+    assert report.metadata == expected.metadata
+    assert report.warnings == expected.warnings
+
+
+def dataset(seed, n, levels=None, weights=False, missing=True):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    scores = rng.random(n) * 0.7 + 0.3 * y
+    if levels:  # few distinct scores: many ties, many repeated rows
+        scores = np.round(scores * levels) / levels
+    race = rng.choice(["a", "b", "c", None] if missing else ["a", "b", "c"], n)
+    features = pd.DataFrame({"sex": rng.choice(["F", "M"], n), "race": race})
+    w = rng.random(n) * 3 if weights else None
+    return y, scores, features, w
+
+
+def split(n, cuts):
+    bounds = [0, *sorted(set(cuts)), n]
+    return [(a, b) for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
+
+
+@pytest.fixture
+def small_compaction(monkeypatch):
+    """Compactions from 8 waiting rows, so that small tests merge repeated rows many times."""
+    monkeypatch.setattr(accumulator, "COMPACT_FROM", 8)
+
+
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(30, 400), cuts=st.lists(st.integers(1, 399), max_size=8),
+       levels=st.sampled_from([None, 4, 20]), weighted=st.booleans(), intersectional=st.booleans(),
+       n_parts=st.integers(1, 3), order_seed=st.integers(0, 1000), compact=st.integers(0, 12),
+       distinct=st.sampled_from([None, 5]))
+def test_equals_evaluate_for_any_batching_and_merge_order(seed, n, cuts, levels, weighted, intersectional, n_parts,
+                                                         order_seed, compact, distinct):
+    """``compact``: rows waiting before a compaction (0: the default, none at these sizes);
+    ``distinct``: distinct scores beyond which the rows are kept as they come (None: the default)."""
+    y, scores, features, w = dataset(seed, n, levels, weighted)
+    if len(set(y)) < 2:
+        return
+    batches = split(n, [c for c in cuts if c < n])
+    saved = accumulator.COMPACT_FROM, accumulator.DISTINCT_SCORES
+    accumulator.COMPACT_FROM = compact or saved[0]
+    accumulator.DISTINCT_SCORES = distinct or saved[1]
+    try:
+        parts = [FairnessAccumulator(intersectional=intersectional) for _ in range(n_parts)]
+        for k, (a, b) in enumerate(batches):
+            parts[k % n_parts].update(y[a:b], scores[a:b], features.iloc[a:b],
+                                      sample_weight=None if w is None else w[a:b])
+        order = np.random.default_rng(order_seed).permutation(n_parts)
+        merged = FairnessAccumulator(intersectional=intersectional)
+        for k in order:
+            merged.merge(pickle.loads(pickle.dumps(parts[k])))
+        report = merged.result()
+    finally:
+        accumulator.COMPACT_FROM, accumulator.DISTINCT_SCORES = saved
+    expected = fm.evaluate(y, scores, features, sample_weight=w, intersectional=intersectional)
+    assert merged.n_samples == n
+    assert_same(report, expected, weighted)
+
+
+def test_repeated_rows_merge_into_counts_and_give_the_same_report(small_compaction):
+    y, scores, features, _ = dataset(3, 5000, levels=10)
+    acc = FairnessAccumulator()
+    for a in range(0, 5000, 250):
+        acc.update(y[a:a + 250], scores[a:a + 250], features.iloc[a:a + 250])
+    acc._compact()
+    # 11 scores x 2 labels x 8 cells at most
+    assert acc._counts is not None and len(acc._scores) <= 11 * 2 * 8
+    assert int(acc._counts.sum()) == 5000
+    assert_same(acc.result(), fm.evaluate(y, scores, features))
+
+
+def test_bfloat16_scores_stay_bounded_over_many_batches():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(0)
+    acc = FairnessAccumulator()
+    sizes = []
+    for _ in range(40):
+        y = rng.integers(0, 2, 5000)
+        scores = torch.tensor(rng.random(5000) * 0.7 + 0.3 * y, dtype=torch.bfloat16)
+        acc.update(y, scores, {"sex": rng.integers(0, 2, 5000)})
+        sizes.append(len(acc._scores) + acc._n_waiting)
+    # bfloat16 has 16,257 values in [0, 1]: the table stays below values x labels x cells (+ waiting rows)
+    assert max(sizes) <= 16257 * 2 * 2 + accumulator.COMPACT_FROM
+    assert len(pickle.dumps(acc)) < 16257 * 2 * 2 * 20 + 10_000
+
+
+def test_options_at_result_time():
+    y, scores, features, _ = dataset(5, 3000)
+    acc = FairnessAccumulator(metrics=["ap", "brier"])
+    for a in range(0, 3000, 700):
+        acc.update(y[a:a + 700], scores[a:a + 700], features.iloc[a:a + 700])
+    for options in ({"threshold": 0.4}, {"min_group_size": 900}):
+        expected = fm.evaluate(y, scores, features, metrics=["ap", "brier"], **options)
+        assert_same(acc.result(**options), expected)
+
+
+def test_intervals_and_p_values_are_valid(small_compaction):
+    y, scores, features, w = dataset(6, 2000, levels=30, weights=True)
+    acc = FairnessAccumulator()
+    for a in range(0, 2000, 300):
+        acc.update(y[a:a + 300], scores[a:a + 300], features.iloc[a:a + 300], sample_weight=w[a:a + 300])
+    options = {"n_boot": 30, "n_permutations": 30, "random_state": 0, "p_adjust": "holm"}
+    report = acc.result(**options)
+    expected = fm.evaluate(y, scores, features, sample_weight=w, **options)  # the same settings recorded
+    assert_same(report, expected, weighted=True)
+    bounds = report.ci["summary"]
+    for attribute in ("sex", "race"):
+        lo, hi = bounds.loc[attribute, "auc-gap_lo"], bounds.loc[attribute, "auc-gap_hi"]
+        assert lo <= hi and 0 <= lo and hi <= 1
+    assert report.p_values.shape[0] == 2
+    assert ((report.p_values > 0) & (report.p_values <= 1)).all().all()
+
+
+def test_unmerged_samples_give_evaluates_intervals():
+    """Rows kept as they came are evaluate's samples in evaluate's order: the same draws, the same
+    intervals and p-values; every attribute with missing values (the overall slot of its own)."""
+    y, scores, features, _ = dataset(7, 1500)
+    features.loc[::7, "sex"] = None
+    acc = FairnessAccumulator()
+    for a in range(0, 1500, 400):
+        acc.update(y[a:a + 400], scores[a:a + 400], features.iloc[a:a + 400])
+    got = acc.result(n_boot=20, n_permutations=20, random_state=1)
+    want = fm.evaluate(y, scores, features, n_boot=20, n_permutations=20, random_state=1)
+    assert_same(got, want)
+    pd.testing.assert_frame_equal(got.ci["summary"], want.ci["summary"])
+    pd.testing.assert_frame_equal(got.ci["by_group"], want.ci["by_group"])
+    pd.testing.assert_frame_equal(got.p_values, want.p_values)
+
+
+def test_merged_rows_resample_every_sample(small_compaction):
+    y, scores, features, _ = dataset(8, 1500, levels=20)
+    features.loc[::7, "sex"] = None
+    acc = FairnessAccumulator()
+    for a in range(0, 1500, 400):
+        acc.update(y[a:a + 400], scores[a:a + 400], features.iloc[a:a + 400])
+    got = acc.result(n_boot=40, random_state=2)
+    assert acc._counts is not None
+    want = fm.evaluate(y, scores, features, n_boot=40, random_state=2)
+    assert got.ci["summary"].shape == want.ci["summary"].shape
+    # valid intervals around the estimate, about as wide as evaluate's
+    for attribute in ("sex", "race"):
+        lo, hi = got.ci["summary"].loc[attribute, "auc-gap_lo"], got.ci["summary"].loc[attribute, "auc-gap_hi"]
+        assert lo <= got.summary.loc[attribute, "auc-gap"] <= hi or hi - lo < 0.2
+        width = want.ci["summary"].loc[attribute, "auc-gap_hi"] - want.ci["summary"].loc[attribute, "auc-gap_lo"]
+        assert 0.5 * width < hi - lo < 2 * width
+
+
+def test_reads_logits_matrices_and_class_names_like_evaluate():
+    rng = np.random.default_rng(8)
+    n = 1200
+    classes = rng.choice(["cat", "dog", "eel"], n)
+    logits = rng.normal(size=(n, 3)) + (classes[:, None] == np.array(["cat", "dog", "eel"])) * 1.5
+    site = rng.integers(0, 3, n)
+    acc = FairnessAccumulator(pos_label="dog")
+    for a in range(0, n, 400):
+        acc.update(classes[a:a + 400], logits[a:a + 400], {"site": site[a:a + 400]})
+    assert_same(acc.result(), fm.evaluate(classes, logits, {"site": site}, pos_label="dog"))
+    one = rng.normal(size=n)
+    acc = FairnessAccumulator(score_type="logit")
+    for a in range(0, n, 400):
+        acc.update(site[a:a + 400] == 1, one[a:a + 400], {"site": site[a:a + 400]})
+    assert_same(acc.result(), fm.evaluate(site == 1, one, {"site": site}, score_type="logit"))
+
+
+def test_binned_attribute_keeps_the_cut_point_order():
+    rng = np.random.default_rng(9)
+    n = 2000
+    age = rng.integers(18, 90, n).astype(float)
+    y = rng.integers(0, 2, n)
+    scores = rng.random(n)
+    acc = FairnessAccumulator(bins={"age": [40, 60]})
+    for a in range(0, n, 150):
+        acc.update(y[a:a + 150], scores[a:a + 150], {"age": age[a:a + 150]})
+    report = acc.result()
+    assert_same(report, fm.evaluate(y, scores, {"age": age}, bins={"age": [40, 60]}))
+    assert list(report.by_group.loc["age"].index) == ["<40", "40-60", ">=60"]
+
+
+def test_clear_errors():
+    with pytest.raises(ValueError, match="quantile groups need every value"):
+        FairnessAccumulator(bins={"age": 4})
+    with pytest.raises(ValueError, match="no batch was added"):
+        FairnessAccumulator().result()
+    acc = FairnessAccumulator()
+    acc.update([0, 1, 1], [0.2, 0.5, 0.9], ["a", "b", "a"])
+    with pytest.raises(ValueError, match="score_type="):
+        acc.update([0, 1], [-2.0, 3.0], ["a", "b"])
+    with pytest.raises(ValueError, match="sample_weight was given for some batches"):
+        acc.update([0, 1], [0.1, 0.3], ["a", "b"], sample_weight=[1, 2])
+    with pytest.raises(ValueError, match="attributes"):
+        acc.update([0, 1], [0.1, 0.3], {"other": ["a", "b"]})
+    zero = FairnessAccumulator()
+    zero.update([0, 1], [0.1, 0.3], ["a", "b"], sample_weight=[0, 0])  # one batch may weigh nothing
+    with pytest.raises(ValueError, match="zero for every sample"):
+        zero.result()
+    only = FairnessAccumulator()
+    only.update([1, 1], [0.2, 0.4], ["a", "b"])
+    with pytest.raises(ValueError, match="only label 1"):
+        only.result()
+    with pytest.raises(ValueError, match="made with other options"):
+        FairnessAccumulator(intersectional=True).merge(acc)
+    # a numeric attribute that turns continuous over the batches
+    wide = FairnessAccumulator()
+    for start in range(0, 30, 10):
+        wide.update(np.arange(10) % 2, np.linspace(0, 1, 10), {"age": np.arange(start, start + 10)})
+    with pytest.raises(ValueError, match="looks continuous"):
+        wide.result()
+
+
+def test_reset_and_add_alias():
+    y, scores, features, _ = dataset(11, 600)
+    acc = FairnessAccumulator()
+    acc.add(y, scores, features)
+    acc.reset()
+    assert acc.n_samples == 0
+    acc.add(y, scores, features)
+    assert_same(acc.result(), fm.evaluate(y, scores, features))
+
+
+def test_voxel_accumulator_update_is_add():
+    assert fm.VoxelAccumulator.update.__doc__ and hasattr(fm.VoxelAccumulator, "add")
+
+
+def test_scalars_are_a_flat_dict_of_floats():
+    y, scores, features, _ = dataset(12, 800, missing=False)
+    report = fm.evaluate(y, scores, features, n_permutations=10, random_state=0)
+    flat = report.scalars()
+    assert flat["auc_gap/race"] == report.summary.loc["race", "auc-gap"]
+    assert flat["worst_auc/sex"] == report.summary.loc["sex", "worst-auc"]
+    assert flat["n/sex"] == 800.0
+    assert flat["p_auc-gap/sex".replace("-", "_")] == report.p_values.loc["sex", "auc-gap"]
+    assert all(isinstance(value, float) for value in flat.values())
+
+
+def test_categorical_columns_keep_the_category_order():
+    rng = np.random.default_rng(13)
+    n = 900
+    sizes = pd.Categorical(rng.choice(["small", "medium", "large"], n), categories=["small", "medium", "large"])
+    frame = pd.DataFrame({"size": sizes, "sex": rng.choice(["F", "M"], n)})
+    y, scores = rng.integers(0, 2, n), rng.random(n)
+    acc = FairnessAccumulator()
+    for a in range(0, n, 200):
+        acc.update(y[a:a + 200], scores[a:a + 200], frame.iloc[a:a + 200])
+    report = acc.result()
+    assert_same(report, fm.evaluate(y, scores, frame))
+    assert list(report.by_group.loc["size"].index) == ["small", "medium", "large"]
+
+
+def test_curves_of_the_report_are_those_of_evaluate(small_compaction):
+    from fairmedfm_fast._pictures import classification_curves
+
+    y, scores, features, _ = dataset(14, 3000, levels=25)
+    acc = FairnessAccumulator()
+    for a in range(0, 3000, 500):
+        acc.update(y[a:a + 500], scores[a:a + 500], features.iloc[a:a + 500])
+    got, want = classification_curves(acc.result()), classification_curves(fm.evaluate(y, scores, features))
+    assert acc._counts is not None and len(got) == len(want) == 2
+    for mine, theirs in zip(got, want):
+        assert mine.threshold == theirs.threshold
+        for a, b in zip([mine.overall, *mine.groups], [theirs.overall, *theirs.groups]):
+            assert (a.name, a.n, a.operating_point) == (b.name, b.n, b.operating_point)
+            assert a.auc == b.auc
+            for field in ("fpr", "tpr", "thresholds", "bin_score", "bin_positive", "bin_weight"):
+                np.testing.assert_allclose(getattr(a, field), getattr(b, field), rtol=1e-12, err_msg=field)
+            assert a.ece == pytest.approx(b.ece, rel=1e-12, abs=1e-12)
+
+
+def test_other_containers_and_any_report_scalars():
+    pa = pytest.importorskip("pyarrow")
+    y, scores, features, _ = dataset(15, 1000, missing=False)
+    acc = FairnessAccumulator()
+    for a in range(0, 1000, 250):
+        acc.update(pd.Series(y[a:a + 250]), pa.array(scores[a:a + 250]),
+                   pa.table({"sex": features["sex"].to_numpy()[a:a + 250], "race": features["race"].to_numpy()[a:a + 250]}))
+    assert_same(acc.result(), fm.evaluate(y, scores, features))
+    dice = np.random.default_rng(0).random(40)
+    seg = fm.evaluate_segmentation({"sex": ["F", "M"] * 20}, dice=dice)
+    flat = seg.scalars()
+    assert flat and all(isinstance(v, float) for v in flat.values())
+    assert flat["n/sex"] == 40.0
