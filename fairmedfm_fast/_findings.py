@@ -26,7 +26,7 @@ WITHIN_LABEL = ("auc-gap", "eo", "eod", "fpr-gap", "fnr-gap")
 
 #: Summary columns that are gaps between groups, and the per-group keys they read.
 GAP_READS = {summary.column: summary.reads for summary in _metric_registry.SUMMARIES
-             if summary.kind in ("gap", "eod")}
+             if summary.kind == "gap" or summary.column == "eod"}
 
 
 def small_groups(result) -> dict[int, tuple[float, float]]:

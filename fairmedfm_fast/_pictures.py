@@ -26,13 +26,10 @@ from typing import Any
 
 import numpy as np
 
-from . import _engine
+from . import _engine, _metric_registry
 
 KINDS = ("roc", "reliability", "bars", "dice", "pairwise", "forest")
-CLASSIFICATION_BARS = ("auc", "acc@best_f1", "bce", "ece", "tpr@best_f1", "tnr@best_f1")
 SEGMENTATION_BARS = ("mean_dice",)
-#: Drawn as dots around the all-samples value on a zoomed axis rather than as bars from 0.
-DOT_METRICS = ("auc",)
 INSTALL = 'pip install matplotlib (or pip install ".[plot]" in a clone of fairmedfm_fast)'
 _COLUMNS = 3  # axes per row in the per-attribute figures
 MAX_POINTS = 5000  # ROC points drawn per group, at most about
@@ -344,8 +341,12 @@ def _interval(report, attribute: str, groups: list, metric: str) -> tuple[np.nda
 
 
 def plot_bars(report, attributes=None):
-    metrics = [m for m in (CLASSIFICATION_BARS if report.task == "cls" else SEGMENTATION_BARS)
-               if m in report.by_group.columns]
+    # which metrics, and whether as bars or as dots around the all-samples value: from the registry
+    if report.task == "cls":
+        shown = dict(_metric_registry.shown(report.by_group.columns))
+    else:
+        shown = {m: "bars" for m in SEGMENTATION_BARS if m in report.by_group.columns}
+    metrics = list(shown)
     names = [str(name) for name in report.summary.index]
     if attributes is not None:
         names = _select_names(names, attributes)
@@ -382,7 +383,7 @@ def plot_bars(report, attributes=None):
                 x = np.arange(len(groups))
                 styles = [group_style(i) for i in range(len(groups))]
                 reference = overall.get(metric, math.nan) if overall is not None else math.nan
-                if metric in DOT_METRICS:  # gaps of values near 1 vanish on bars from 0: dots around all samples
+                if shown[metric] == "dots":  # gaps of values near 1 vanish on bars from 0: dots around all samples
                     base = reference if math.isfinite(reference) else float(np.mean(values))
                     ax.vlines(x, base, values, colors=[st["color"] for st in styles], linewidth=1.0,
                               gid=f"stems:{metric}")
@@ -402,7 +403,7 @@ def plot_bars(report, attributes=None):
                 ax.set_xticks(np.arange(len(groups)), [_text(g) for g in groups],
                               rotation=90 if many else 30 if len(groups) > 3 else 0,
                               ha="center" if many or len(groups) <= 3 else "right", fontsize=6 if many else 8)
-                if metric in DOT_METRICS:
+                if shown[metric] == "dots":
                     _zoom(ax, values, reference, interval)
                 if overall is not None and math.isfinite(overall.get(metric, math.nan)):
                     ax.axhline(overall[metric], color="0.3", linestyle="--", linewidth=1,
@@ -427,8 +428,10 @@ def plot_forest(report, attributes=None):
     """Point and interval of every group, one panel per metric (each on its own scale), the attributes
     stacked in each panel with a dashed mark at all of the attribute's samples; small groups are hollow.
     Six axes whatever the number of attributes, laid out by hand: drawing stays quick."""
-    metrics = [m for m in (CLASSIFICATION_BARS if report.task == "cls" else SEGMENTATION_BARS)
-               if m in report.by_group.columns]
+    if report.task == "cls":  # the metrics of the bar chart, from the registry
+        metrics = [key for key, _ in _metric_registry.shown(report.by_group.columns)]
+    else:
+        metrics = [m for m in SEGMENTATION_BARS if m in report.by_group.columns]
     names = [str(name) for name in report.summary.index]
     if attributes is not None:
         names = _select_names(names, attributes)
@@ -518,7 +521,8 @@ def _attribute_overall(report, attribute: str) -> dict[str, Any] | None:
 
 def plot_dice(report, attributes=None, metric="dice"):
     data = dice_by_group(report, attributes, metric)
-    label = "Dice" if metric == "dice" else metric.upper()
+    entry = _metric_registry.segmentation_metric(metric)
+    label = entry.display if entry is not None and metric == entry.name else metric.upper()
     figure, axes = _grid(len(data))
     for ax, (name, groups) in zip(axes, data):
         if not groups:
@@ -537,8 +541,9 @@ def plot_dice(report, attributes=None, metric="dice"):
                 gid="dice-mean")
         ax.set_xticks(positions, [f"{_text(g)}\n(n={len(v)})" for g, v in groups], fontsize=8)
         ax.set_ylabel(label)
-        if metric in ("dice", "nsd"):
-            ax.set_ylim(-0.03, 1.03)
+        if entry is not None and entry.limits is not None:  # a fixed range from the registry (Dice, NSD)
+            low, high = entry.limits
+            ax.set_ylim(low - 0.03 * (high - low), high + 0.03 * (high - low))
         ax.set_title(_text(name), fontsize=10)
         ax.legend(loc="lower right", fontsize=7)
     figure.suptitle(f"{label} per group (boxes: quartiles, diamonds: means)")

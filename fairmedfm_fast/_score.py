@@ -21,10 +21,10 @@ from ._columns import (
     PROG,
     UsageError,
     choose_task,
+    class_score_column,
     extensions,
     find_column,
     mask_value,
-    normalize,
     preview,
     require,
     sensitive_and_bins,
@@ -124,10 +124,8 @@ def _classification(args, layout, sensitive, bins, label, scores, notes):
         y_score = float_matrix(table, scores)
     score_column = args.score_column
     if score_column is None and args.pos_label is not None and len(scores) > 1:
-        wanted = normalize(args.pos_label)
-        named = [i for i, name in enumerate(scores) if wanted in normalize(name)]
-        if len(named) == 1:
-            score_column = named[0]
+        score_column = class_score_column(scores, args.pos_label)
+        if score_column is not None:
             notes.append(f"positive class {args.pos_label!r}: score column {scores[score_column]!r}")
     y_true, pos_label = table[label], typed_pos_label(args.pos_label, table[label])
     label_info = None
@@ -135,7 +133,7 @@ def _classification(args, layout, sensitive, bins, label, scores, notes):
     if text is not None:
         y_true, score_column, label_info = text
         pos_label = None
-    from . import evaluate
+    from .evaluation import evaluate
 
     with step(f"scoring {table.num_rows:,} samples"):
         report = evaluate(y_true, y_score, attributes(layout, table, sensitive),
@@ -149,7 +147,7 @@ def _classification(args, layout, sensitive, bins, label, scores, notes):
 
 def _segmentation(args, layout, path, sensitive, bins, dice, pred_mask, true_mask, notes):
     try:
-        from . import evaluate_segmentation
+        from .segmentation import evaluate_segmentation
     except (ImportError, AttributeError):
         raise UsageError("this build of fairmedfm_fast cannot evaluate segmentation yet") from None
     columns = layout.columns

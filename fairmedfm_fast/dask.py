@@ -228,8 +228,7 @@ def _score_decision(surveys: list[dict], columns: _Columns, score_type: str) -> 
     high = max(s["score_high"] for s in surveys)
     probability = low >= 0 and high <= 1
     if score_type == "probability" and not probability:
-        raise ValueError(f"score_type='probability' but the score column {columns.score!r} ranges over "
-                         f"[{low}, {high}]; pass score_type='logit' or 'auto' for logits")
+        raise _inputs.not_probabilities(f"the score column {columns.score!r}", low, high)
     raw_dtype = surveys[0]["score_dtype"]
     if score_type == "logit" or not probability:
         return "logit", np.dtype(np.float64), {"score_transform": "sigmoid"}
@@ -421,14 +420,20 @@ def _arrays(part: pd.DataFrame, names: list[str]) -> tuple[np.ndarray, np.ndarra
     return scores, labels, codes
 
 
+def _optional_sums(extra: Sequence[str], combine: str | None = None) -> tuple[str, ...]:
+    """The optional per-slot sums that the opt-in keys ``extra`` read (those combined by ``combine``)."""
+    needed = _metric_registry.optional_sums(frozenset(key.removesuffix(_engine.BEST) for key in extra))
+    return tuple(name for name in needed if combine is None or _metric_registry.SUM[name].combine == combine)
+
+
 def _first_pass(part: pd.DataFrame, names: list[str], sizes: np.ndarray, thresholds: list[float],
                 extra: Sequence[str] = ()) -> dict[str, Any]:
     """Order-free sums (counts above the fixed thresholds too) and the partition's own Mann-Whitney sums;
-    the summed squared errors with the opt-in "brier"."""
+    the optional sums that combine by addition (``_metric_registry.SUMS``) that the opt-in ``extra`` read."""
     ranking, calibration, _ = _kernels()
     scores, labels, codes = _arrays(part, names)
     squared = {}
-    if "brier" in extra:
+    if "squared_error" in _optional_sums(extra, "add"):
         errors = np.square(labels - scores.astype(np.float64))
         squared["squared_error"] = calibration.slot_sums(errors, codes, sizes)
     count, positives, low, high = calibration.score_ranges(scores, labels, codes, sizes)
@@ -466,12 +471,12 @@ def _between(firsts: list[dict[str, Any]], sizes: np.ndarray) -> dict[str, Any]:
 def _second_pass(part: pd.DataFrame, names: list[str], sizes: np.ndarray, between: dict[str, Any],
                  index: int, sweep: bool, extra: Sequence[str] = ()) -> dict[str, Any]:
     """The partition's best-F1 candidates (counting the earlier partitions), counts above them, ECE bins;
-    the summed precision (counting the later partitions) with the opt-in "ap"."""
+    the optional sums that start from the partitions above (the summed precision) that ``extra`` read."""
     ranking, calibration, _ = _kernels()
     scores, labels, codes = _arrays(part, names)
     bins = calibration.binned_calibration(scores, labels, codes, sizes, between["edges"], False)
     ranked = {}
-    if "ap" in extra:
+    if "precision" in _optional_sums(extra, "add_above"):
         from .kernels import precision
 
         ranked["precision"] = precision.precision_sums(scores, labels, codes, sizes, between["pos_after"][index],
@@ -533,9 +538,9 @@ def _groupings(firsts: list[dict[str, Any]], seconds: list[dict[str, Any]], size
         fp_best[window] = seconds[chosen]["neg_above"][window] + negatives_by_part[chosen + 1:, window].sum(axis=0)
     ece = calibration.calibration_error(bin_count, bin_labels, bin_scores, 0)
     confusion = {"": (tp_half, fp_half), _engine.BEST: (tp_best, fp_best)}
-    sums = {name: sum(part[name] for part in parts) for name, parts in (("squared_error", firsts),
-                                                                           ("precision", seconds))
-            if name in parts[0]}  # the opt-in metrics' sums add up over partitions
+    # the optional sums add up over partitions (those "add_above" started from the partitions above)
+    sums = {name: sum(part[name] for part in (firsts if _metric_registry.SUM[name].combine == "add" else seconds))
+            for name in _optional_sums(extra)}
     return _engine.from_counts(sizes, count, positives, negatives, thresholds, {*_engine.all_keys(), *extra},
                                u2=u2, loss_sums=log_sums, ece=ece, confusion=confusion, extra=sums)
 
@@ -842,7 +847,7 @@ def evaluate_segmentation(ddf: Any, *, sensitive: str | Sequence[str], dice: str
     else:
         table = ddf[list(dict.fromkeys([*names, dice]))].compute()
         values = table[dice]
-    from . import evaluate_segmentation as in_memory
+    from .segmentation import evaluate_segmentation as in_memory  # not the package root: no circle
 
     report = in_memory(table[names].reset_index(drop=True), dice=values.to_numpy(), bins=bins,
                        intersectional=intersectional, **options)

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _groups, _inputs
+from . import _groups, _inputs, _metric_registry
 from .report import FairnessReport, group_frame, summary_frame
 
 __all__ = [
@@ -226,8 +226,8 @@ def _assess(scores: np.ndarray, finite: np.ndarray, attributes: list[_groups.Att
         present = np.flatnonzero((counts > 0) & ~small)
         summary: dict[str, Any] = {"n": len(d), "n_groups": len(present)}
         if len(present) < 2:
-            warnings.append(f"{name}: fewer than two groups have Dice scores, so the attribute has no summary "
-                            "metrics")
+            warnings.append(_groups.one_group_warning(attribute) or f"{name}: fewer than two groups have Dice "
+                            "scores, so the attribute has no summary metrics")
         else:
             summary.update(_summary(float(d.mean()), means[present]))
             if not math.isfinite(summary["skewness_dice"]):
@@ -422,12 +422,14 @@ def _column_name(metric: str, percentile: float) -> str:
 
 
 def _metric_summary(metric: str, mean: float, means: np.ndarray) -> dict[str, float]:
-    """``mean_<m>``, ``worst_<m>`` (largest group mean of a distance, smallest NSD), ``delta_<m>``
+    """``mean_<m>``, ``worst_<m>`` (the smallest group mean of a metric where higher is better, such
+    as NSD, the largest of a distance: from the registry), ``delta_<m>``
     and ``std_<m>`` (population standard deviation of the group means)."""
     low, high = float(np.min(means)), float(np.max(means))
     with np.errstate(invalid="ignore"):
         std = float(np.std(means))
-    return {f"mean_{metric}": mean, f"worst_{metric}": low if metric == "nsd" else high,
+    higher_is_better = _metric_registry.segmentation_metric(metric).higher_is_better
+    return {f"mean_{metric}": mean, f"worst_{metric}": low if higher_is_better else high,
             f"delta_{metric}": high - low if math.isfinite(high) else math.nan, f"std_{metric}": std}
 
 
@@ -723,7 +725,8 @@ def segmentation_fairness(dice: Any, group: Sequence[Any]) -> dict[str, Any]:
         string, in sorted order of the values).
     """
     _warn("fairmedfm_fast.segmentation_fairness is deprecated (as in fairmedfm 0.4.1) and will be removed in "
-          "1.0; use fairmedfm_fast.evaluate_segmentation(group, dice=dice)", FutureWarning)
+          "1.0; use fairmedfm.evaluate_segmentation(group, dice=dice) (fairmedfm_fast.evaluate_segmentation(group, "
+          "dice=dice) here)", FutureWarning)
     scores = _inputs.to_numpy(dice, "dice").astype(np.float64).ravel()  # tensors of any float dtype too
     if np.isnan(scores).any() or (scores < 0).any() or (scores > 1).any():
         bad = np.flatnonzero(np.isnan(scores) | (scores < 0) | (scores > 1))
