@@ -24,6 +24,7 @@ class Layout:
         self.origin = {name: ("left", name) for name in predictions.columns}
         self.columns = list(predictions.columns)
         self.notes = []
+        self.join = None  # counts of the last join, for the report's settings
         if metadata is None:
             return
         left_names, right_names = predictions.columns, metadata.columns
@@ -107,6 +108,8 @@ class Layout:
             else:
                 column = right_keys if source == self.right_key else right_table[source]
                 columns[name] = column.take(take)
+        self.join = {"on": self.left_key if self.left_key == self.right_key else f"{self.left_key}={self.right_key}",
+                     "prediction_rows": len(left_table), "metadata_rows": len(right_table), "joined_rows": n_matched}
         self.notes.append(f"joined the predictions with the metadata on {self.left_key!r}={self.right_key!r}: "
                           f"{n_matched} rows")
         if n_matched < len(left_table):

@@ -6,6 +6,10 @@ than its level says (12% of datasets with 3 groups, 37% with 6). Intervals for e
 *simultaneously*, ``d_ij +- c se_ij`` with ``c`` the quantile of the largest ``|z|`` over the pairs,
 all hold together with the stated probability; then every true ``|theta_i - theta_j|`` lies within
 ``[max(0, |d_ij| - c se_ij), |d_ij| + c se_ij]``, and so does their maximum, the true gap.
+
+The critical value ``c`` comes from the pairs' joint normal distribution for the analytic intervals
+(:func:`normal_critical_value`) and from the bootstrap replicates for the bootstrap ones
+(:func:`from_replicates`); both feed :func:`simultaneous_interval`.
 """
 from __future__ import annotations
 
@@ -14,6 +18,10 @@ from functools import lru_cache
 from statistics import NormalDist
 
 import numpy as np
+
+#: How the gap intervals are labelled in reports.
+LABEL = ("simultaneous over the pairs of groups: [max(0, max(d - c se)), max(d + c se)] for a gap, which "
+         "is biased upwards; it contains 0 exactly when no pair of groups differs")
 
 #: Draws of the Monte-Carlo estimate of ``c``, and the largest number of pairs it handles (beyond,
 #: Bonferroni's bound, which is conservative).
@@ -77,3 +85,40 @@ def _normals(n_groups: int, seed: int) -> np.ndarray:
     normals = np.random.default_rng(seed).standard_normal((n_groups, DRAWS))
     normals.flags.writeable = False
     return normals
+
+
+def pair_differences(values) -> tuple[np.ndarray, np.ndarray]:
+    """Every ordered pair (i, j), i != j, of the last axis: ``values[..., i] - values[..., j]``, and the
+    pairs as an array (n_pairs, 2). Both orders are kept so that ``max(d + c se)`` is the largest
+    ``|d| + c se``."""
+    values = np.asarray(values, np.float64)
+    g = values.shape[-1]
+    i, j = np.nonzero(~np.eye(g, dtype=bool))
+    return values[..., i] - values[..., j], np.stack([i, j], axis=1)
+
+
+def from_replicates(observed, replicates, level: float) -> tuple[np.ndarray, np.ndarray, float]:
+    """Pair differences ``d``, their bootstrap standard errors and the critical value ``c``.
+
+    ``observed``: (n_metrics, n_groups) or (n_groups,) values; ``replicates``: the same with a first axis
+    of resamples (NaN where a group is undefined in a resample). Metrics given together share one
+    ``c``: the ``level`` quantile over the resamples of the largest ``|d_b - d| / se`` over every
+    metric's pairs (the eod, which reads the TPR and the TNR gaps, needs them jointly).
+    """
+    observed = np.atleast_2d(np.asarray(observed, np.float64))
+    replicates = np.asarray(replicates, np.float64)
+    if replicates.ndim == 2:
+        replicates = replicates[:, None, :]
+    d, _ = pair_differences(observed)
+    draws, _ = pair_differences(replicates)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        se = np.nanstd(draws, axis=0, ddof=1) if len(draws) > 1 else np.full(d.shape, np.nan)
+        z = np.abs(draws - d) / se
+    z = np.where(se == 0, 0.0, z)  # a pair that never moves is exactly known
+    z = np.where(np.isnan(draws), np.nan, z)
+    flat = z.reshape(len(z), -1)
+    defined = ~np.isnan(flat).all(axis=1)
+    if not defined.any():
+        return d, se, float("nan")
+    largest = np.nanmax(flat[defined], axis=1)
+    return d, se, float(np.quantile(largest, level))

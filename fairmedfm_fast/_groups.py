@@ -38,6 +38,7 @@ class Attribute:
     groups: list[str]
     # when bins left fewer than two groups: what the bins were and how to get more groups
     bins_note: str | None = None
+    edges: tuple[float, ...] | None = None  # the cut points as used, for an attribute grouped by bins
 
     @property
     def n_groups(self) -> int:
@@ -415,13 +416,15 @@ def _bin_edges_label(edge: float) -> str:
     return f"{edge:.4g}"
 
 
-def binned(values: pd.Series, spec: Any, column: str) -> tuple[np.ndarray, list[str]]:
-    """Codes and names of a numeric attribute grouped by cut points or into quantile groups."""
-    codes, groups, _ = _binned(values, spec, column)
+def binned(values: pd.Series, spec: Any, column: str, edges_out: list | None = None) -> tuple[np.ndarray, list[str]]:
+    """Codes and names of a numeric attribute grouped by cut points or into quantile groups; the cut
+    points as used (quantiles computed) are appended to ``edges_out`` when given."""
+    codes, groups, _ = _binned(values, spec, column, edges_out)
     return codes, groups
 
 
-def _binned(values: pd.Series, spec: Any, column: str) -> tuple[np.ndarray, list[str], str | None]:
+def _binned(values: pd.Series, spec: Any, column: str, edges_out: list | None = None
+            ) -> tuple[np.ndarray, list[str], str | None]:
     """:func:`binned`, and a note on the bins made when fewer than two of them have samples."""
     if not is_pandas(values, "Series"):  # a NumPy or pandas array
         values = pd.Series(values, copy=False)
@@ -448,6 +451,8 @@ def _binned(values: pd.Series, spec: Any, column: str) -> tuple[np.ndarray, list
         edges = sorted(float(edge) for edge in cut_points)
     except (TypeError, ValueError):
         raise ValueError(f"bins[{column!r}]={shown(spec)}: cut points must be numbers, e.g. [40, 60]") from None
+    if edges_out is not None:
+        edges_out.extend(edges)
     if not edges:
         raise ValueError(f"bins[{column!r}] is empty: give at least one cut point, e.g. [40, 60]")
     if any(math.isnan(edge) for edge in edges) or len(set(edges)) < len(edges):
@@ -580,9 +585,10 @@ def encode_attributes(sensitive_features: Any, n_samples: int, bins: Bins | None
 
 def _attribute(name: str, values: Column, bins: Any) -> Attribute:
     """One attribute column coded: cut at ``bins`` when given, else by its distinct values."""
+    edges: list[float] = []
     if bins is not None:
-        codes, groups, note = _binned(values, bins, name)
-        return Attribute(name, narrowest(codes, len(groups)), groups, note)
+        codes, groups, note = _binned(values, bins, name, edges)
+        return Attribute(name, narrowest(codes, len(groups)), groups, note, tuple(edges))
     encoded = encode_values(values, MAX_NUMERIC_GROUPS if is_numeric(values) else None)
     if encoded is None:
         raise ValueError(

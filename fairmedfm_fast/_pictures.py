@@ -28,7 +28,7 @@ import numpy as np
 
 from . import _engine, _metric_registry
 
-KINDS = ("roc", "reliability", "bars", "dice", "pairwise")
+KINDS = ("roc", "reliability", "bars", "dice", "pairwise", "forest")
 SEGMENTATION_BARS = ("mean_dice",)
 INSTALL = 'pip install matplotlib (or pip install ".[plot]" in a clone of fairmedfm_fast)'
 _COLUMNS = 3  # axes per row in the per-attribute figures
@@ -427,6 +427,81 @@ def plot_bars(report, attributes=None):
     return figure
 
 
+def plot_forest(report, attributes=None):
+    """Point and interval of every group, one panel per metric (each on its own scale), the attributes
+    stacked in each panel with a dashed mark at all of the attribute's samples; small groups are hollow.
+    Six axes whatever the number of attributes, laid out by hand: drawing stays quick."""
+    if report.task == "cls":  # the metrics of the bar chart, from the registry
+        metrics = [key for key, _ in _metric_registry.shown(report.by_group.columns)]
+    else:
+        metrics = [m for m in SEGMENTATION_BARS if m in report.by_group.columns]
+    names = [str(name) for name in report.summary.index]
+    if attributes is not None:
+        names = _select_names(names, attributes)
+    present = set(report.by_group.index.get_level_values(0))
+    blocks = []  # (attribute, its evaluable rows of by_group)
+    for name in names:
+        if name not in present:
+            continue
+        table = report.by_group.loc[name]
+        if "skipped" in table.columns:
+            table = table[table["skipped"].isna().to_numpy()]
+        if len(table):
+            blocks.append((name, table))
+    Figure = _figure_class()
+    rows = sum(len(table) + 1 for _, table in blocks) or 1
+    height = 0.22 * rows + 1.1
+    columns = max(1, len(metrics))
+    figure = Figure(figsize=(min(12.0, 1.75 * columns + 1.6), height))
+    left = 1.45 / min(12.0, 1.75 * columns + 1.6)
+    figure.subplots_adjust(left=left, right=0.99, top=1 - 0.55 / height, bottom=0.45 / height, wspace=0.12)
+    axes = figure.subplots(1, columns, squeeze=False, sharey=True)[0]
+    labels, positions, has_interval = [], [], False
+    y = rows - 1
+    layout = []
+    for name, table in blocks:
+        labels.append(_text(name))
+        positions.append(y)
+        layout.append((name, table, np.arange(y - 1, y - 1 - len(table), -1)))
+        for group in table.index:
+            labels.append("  " + _text(group))
+        positions.extend(range(y - 1, y - 1 - len(table), -1))
+        y -= len(table) + 1
+    for c, metric in enumerate(metrics):
+        ax = axes[c]
+        for k, (name, table, ys) in enumerate(layout):
+            values = table[metric].to_numpy(dtype=np.float64)
+            small = table["small_group"].to_numpy(dtype=bool) if "small_group" in table.columns else np.zeros(
+                len(table), bool)
+            interval = _interval(report, name, list(table.index), metric)
+            if interval is not None:
+                has_interval = True
+                ax.hlines(ys, *interval, colors="0.2", linewidth=1.1)
+            ax.scatter(values, ys, s=18, zorder=3, color=np.where(small, "white", "C0").tolist(), edgecolors="C0",
+                       gid=f"forest:{metric}:{name}")
+            reference = (_attribute_overall(report, name) or {}).get(metric, math.nan)
+            if math.isfinite(reference):
+                ax.vlines(reference, ys[-1] - 0.4, ys[0] + 0.4, colors="0.5", linestyles="--", linewidth=1)
+            if k:
+                ax.axhline(ys[0] + 1.5, color="0.85", linewidth=0.8)
+        ax.set_title(metric, fontsize=9)
+        ax.tick_params(axis="x", labelsize=7)
+        ax.grid(axis="x", color="0.93")
+        ax.set_ylim(-0.7, rows - 0.3)
+    axes[0].set_yticks(positions, labels, fontsize=7)
+    for label in axes[0].get_yticklabels():
+        if not label.get_text().startswith("  "):
+            label.set_fontweight("bold")
+    if not blocks:
+        _empty(axes[0], "no evaluable group")
+    ci = getattr(report, "ci", None)
+    level = ci.get("level") if isinstance(ci, dict) else None
+    lines = f"lines: {level:.0%} bootstrap intervals; " if has_interval and level else ""
+    figure.suptitle(f"Each group's value ({lines}dashed: all samples of the attribute; hollow: small group)",
+                    fontsize=9)
+    return figure
+
+
 def _zoom(ax, values: np.ndarray, reference: float, interval) -> None:
     """Y limits around the dots, the all-samples line and the intervals (not from 0)."""
     shown = [values, [reference] if math.isfinite(reference) else []]
@@ -526,7 +601,7 @@ def plot_pairwise(report, attributes=None, metric: str | None = None):
 
 
 _PLOTTERS = {"roc": plot_roc, "reliability": plot_reliability, "bars": plot_bars, "dice": plot_dice,
-             "pairwise": plot_pairwise}
+             "pairwise": plot_pairwise, "forest": plot_forest}
 
 
 def plot(report, kind: str = "roc", attributes: str | Sequence[str] | None = None):
@@ -541,6 +616,8 @@ def plot(report, kind: str = "roc", attributes: str | Sequence[str] | None = Non
 def default_kinds(report) -> tuple[str, ...]:
     """The figures that suit the report's task, in the order the HTML page shows them."""
     if report.task == "cls":
+        if getattr(report, "_gaps", None) is not None:  # the findings page of evaluate's reports
+            return ("forest", "pairwise", "roc", "reliability")
         return ("roc", "reliability", "bars", "pairwise")
     return ("dice", *(m for m in (getattr(report, "_metric_data", None) or {}) if m != "dice"), "bars", "pairwise")
 
@@ -563,9 +640,12 @@ table { border-collapse: collapse; font-size: 0.85em; margin: 0.5em 0; }
 th, td { border: 1px solid #ddd; padding: 0.25em 0.6em; text-align: right; }
 th { background: #f4f4f4; } tbody tr:nth-child(even) { background: #fafafa; }
 .warnings li { color: #8a4b00; margin: 0.2em 0; }
-figure { margin: 1em 0; } figure img { max-width: 100%; height: auto; border: 1px solid #eee; }
+figure { margin: 1em 0; } figure img { max-width: 100%; height: auto; border: 1px solid #eee; box-sizing: border-box; }
 figcaption { font-size: 0.85em; color: #555; }
 .note { color: #555; font-style: italic; } .wide { overflow-x: auto; }
+table.fit { max-width: 100%; } table.fit td, table.fit th { overflow-wrap: anywhere; }
+td.text { text-align: left; } .flag { color: #8a4b00; } .headline { font-size: 1.1em; }
+li, p { overflow-wrap: anywhere; } section#findings ul { margin-top: 0.2em; }
 """
 
 
@@ -602,26 +682,14 @@ def render_html(report, figures: bool | Iterable[str] = True, dpi: int = 100, no
             if kind not in _PLOTTERS:
                 raise ValueError(f"figures names {kind!r}, which is not a plot kind; use some of "
                                  f"{', '.join(map(repr, KINDS))}")
+    if report.task == "cls" and getattr(report, "_gaps", None) is not None and not getattr(report, "tasks", None):
+        return _findings_page(report, kinds, dpi, notes)
     task = {"cls": "classification", "seg": "segmentation"}.get(report.task, str(report.task))
     title = f"Fairness report ({task})"
-    parts = ["<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
-             # Nothing on the page may load from anywhere: images are data: URLs, the style is inline.
-             '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; img-src data:; '
-             'style-src \'unsafe-inline\'">',
-             '<meta name="viewport" content="width=device-width, initial-scale=1">',
-             f"<title>{html.escape(title)}</title>", f"<style>{_STYLE}</style>", "</head>", "<body>",
-             f"<h1>{html.escape(title)}</h1>",
+    parts = [*_head(title),
              f'<p class="note">Made by fairmedfm_fast {html.escape(str(__version__))}; '
              f"{len(report.summary)} attribute(s).</p>"]
-    if notes:
-        items = "".join(f"<li>{html.escape(str(message))}</li>" for message in notes)
-        parts += ["<h2>Notes</h2>", f'<ul class="notes">{items}</ul>']
-    parts.append("<h2>Warnings</h2>")
-    if report.warnings:
-        items = "".join(f"<li>{html.escape(str(message))}</li>" for message in report.warnings)
-        parts.append(f'<ul class="warnings">{items}</ul>')
-    else:
-        parts.append('<p class="note">None.</p>')
+    parts += _notes_and_warnings(report, notes)
     parts += ["<h2>Summary per attribute</h2>", _table(report.summary)]
     if report.overall:
         parts += ["<h2>All samples</h2>", _pairs_table(report.overall)]
@@ -656,6 +724,68 @@ def render_html(report, figures: bool | Iterable[str] = True, dpi: int = 100, no
     return "\n".join(parts) + "\n"
 
 
+def _notes_and_warnings(report, notes: Sequence[str]) -> list[str]:
+    parts = []
+    if notes:
+        items = "".join(f"<li>{html.escape(str(message))}</li>" for message in notes)
+        parts += ["<h2>Notes</h2>", f'<ul class="notes">{items}</ul>']
+    parts.append("<h2>Warnings</h2>")
+    if report.warnings:
+        items = "".join(f"<li>{html.escape(str(message))}</li>" for message in report.warnings)
+        parts.append(f'<ul class="warnings">{items}</ul>')
+    else:
+        parts.append('<p class="note">None.</p>')
+    return parts
+
+
+def _head(title: str) -> list[str]:
+    return ["<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
+            # Nothing on the page may load from anywhere: images are data: URLs, the style is inline.
+            '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; img-src data:; '
+            'style-src \'unsafe-inline\'">',
+            '<meta name="viewport" content="width=device-width, initial-scale=1">',
+            f"<title>{html.escape(title)}</title>", f"<style>{_STYLE}</style>", "</head>", "<body>",
+            f"<h1>{html.escape(title)}</h1>"]
+
+
+def _findings_page(report, kinds: Sequence[str], dpi: int, notes: Sequence[str]) -> str:
+    """A classification report of evaluate: findings first, then the tables (values beside their
+    intervals), the figures, the glossary and the settings."""
+    from . import _page
+    from ._version import __version__
+
+    parts = _head("Fairness report (classification)")
+    parts.append(f'<p class="note">Made by fairmedfm_fast {html.escape(str(__version__))}; '
+                 f"{len(report.summary)} attribute(s), {report.metadata.get('n_samples', '?')} samples.</p>")
+    parts.append(_page.findings(report))
+    parts += _notes_and_warnings(report, notes)
+    ci = report.ci
+    about = ""
+    if ci:
+        about = (f"Intervals: {ci['level']:.0%} from {ci['n_boot']} bootstrap resamples (percentile for the "
+                 "values, simultaneous over the pairs of groups for the gaps). ")
+    parts += ["<h2>Summary</h2>", f'<p class="note">{html.escape(about)}JSON and CSV outputs hold every '
+              "column; per group, the confusion counts are left out here.</p>", _page.summary_table(report)]
+    parts += ["<h2>Per group</h2>", _page.group_tables(report)]
+    if report.overall:
+        parts += ["<h2>All samples</h2>", _pairs_table(report.overall)]
+    if kinds:
+        parts.append("<h2>Figures</h2>")
+    for kind in kinds:
+        try:
+            figure = plot(report, kind)
+        except ValueError as error:
+            parts.append(f'<p class="note">{html.escape(kind)}: {html.escape(str(error))}</p>')
+            continue
+        encoded = base64.b64encode(png_bytes(figure, dpi)).decode("ascii")
+        caption = _CAPTIONS.get(kind, kind)
+        parts.append(f'<figure><img src="data:image/png;base64,{encoded}" alt="{html.escape(caption)}">'
+                     f"<figcaption>{html.escape(caption)}</figcaption></figure>")
+    parts.append(_page.glossary())
+    parts += ["<h2>Settings</h2>", _page.settings_table(report.metadata), "</body>", "</html>"]
+    return "\n".join(parts) + "\n"
+
+
 _CAPTIONS = {
     "roc": "ROC curve of each group; dots mark each group's operating point at the attribute's best-F1 "
            "threshold (predicted positive: score above it). Dashed: all samples of the attribute.",
@@ -665,6 +795,8 @@ _CAPTIONS = {
             "attribute.",
     "dice": "Distribution of per-sample Dice in each group.",
     "pairwise": "Difference of the metric between every pair of groups (row group minus column group).",
+    "forest": "Each group's value with its interval, one panel per metric on its own scale; dashed: all samples "
+              "of the attribute; hollow dots: small groups.",
 }
 
 

@@ -313,8 +313,13 @@ def bootstrap(arranged: _engine.Arranged, names: Sequence[Any], valid_groups: li
 def permutation_pvalues(arranged: _engine.Arranged, attribute: int, valid_groups: list[int],
                         observed: dict[str, float], summarize: Callable, n_permutations: int,
                         seed: np.uint64, threshold: float, progress: Progress | None = None,
-                        keep: list | None = None, extra: Sequence[str] = ()) -> dict[str, float]:
+                        keep: list | None = None, extra: Sequence[str] = (),
+                        within_labels: bool = False) -> dict[str, float]:
     """p-value of each gap of one attribute under shuffled group labels.
+
+    ``within_labels`` shuffles the group labels within each class (every group keeps its numbers of
+    positives and negatives): the null "the group does not change the scores given the label", the
+    one of the AUC, TPR and TNR gaps when prevalence differs between groups.
 
     Group labels are permuted among the attribute's present samples; the best-F1 threshold, which
     depends on those samples only, stays the observed one. p = (1 + #{permuted >= observed}) /
@@ -336,7 +341,10 @@ def permutation_pvalues(arranged: _engine.Arranged, attribute: int, valid_groups
 
     def one(p: int) -> None:
         codes = np.empty((1, len(row)), row.dtype)
-        resampling.permuted_codes(row, seed, p, codes[0])
+        if within_labels:
+            resampling.permuted_codes_within(row, arranged.labels, seed, p, codes[0])
+        else:
+            resampling.permuted_codes(row, seed, p, codes[0])
         grouping = _engine.measure(arranged.with_codes(codes, sizes), wanted, fixed_best=threshold,
                                    parallel=False)[0]
         if group_values is not None:

@@ -73,7 +73,21 @@ def score(args):
     else:
         report = _segmentation(args, layout, path, sensitive, bins, dice, pred_mask, true_mask, notes)
     report.metadata["input"] = str(path)
+    if task == "cls" and not args.score_map:
+        _record_inputs(report, args, path, layout)
     return report, layout.notes + notes
+
+
+def _record_inputs(report, args, path, layout) -> None:
+    """The input tables, the join and its counts, and the rows the command line left out, in the settings."""
+    join = layout.join
+    report.metadata["inputs"] = {"predictions": str(path), "metadata": None if args.metadata is None else str(args.metadata),
+                                 "join": join}
+    dropped = list(getattr(layout, "dropped", []))
+    if join and join["joined_rows"] < join["prediction_rows"]:
+        dropped.insert(0, {"n": join["prediction_rows"] - join["joined_rows"], "reason": "no metadata row"})
+    if dropped:
+        report.metadata["samples_dropped"] = dropped + list(report.metadata.get("samples_dropped", []))
 
 
 def _read(layout, wanted, groups):
@@ -100,6 +114,7 @@ def _classification(args, layout, sensitive, bins, label, scores, notes):
     n_missing = pc.sum(missing).as_py() or 0
     if n_missing:
         notes.append(f"left out {n_missing} rows with a missing label or score")
+        layout.dropped = [{"n": n_missing, "reason": "missing label or score"}]
         table = table.filter(pc.invert(missing))
     if table.num_rows == 0:
         raise UsageError(f"no row has both a label ({label!r}) and a score; check the columns")

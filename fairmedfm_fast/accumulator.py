@@ -9,11 +9,12 @@ concatenated (counts, AUC and thresholds exactly: the weighted sums of integer c
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
 
-from . import _analytic, _engine, _groups, _inputs, _metric_registry, _progress, _resample
+from . import _analytic, _engine, _findings, _groups, _inputs, _metric_registry, _progress, _resample
 from .evaluation import (
     as_python,
     attribute_result,
@@ -505,17 +506,28 @@ class FairnessAccumulator:
         if counts is None or not self._weighted:
             arranged.counts = arranged.weights if counts is not None else None
             curve_data = (arranged, attributes, [result.threshold for result in results])
-        report = classification_report(results, overall, warnings, metadata, curve_data=curve_data)
+        flagged = {result.name: _findings.small_groups(result) for result in results}
+        for result in results:
+            warnings.extend(_findings.small_group_warnings(result, flagged[result.name]))
+        seed = _resample.seed_from(random_state) if n_boot or n_permutations else None
+        metadata.update(_findings.settings(
+            results, attributes, threshold=threshold, random_state=random_state, seed=seed, n_boot=n_boot,
+            n_permutations=n_permutations, ci=ci, stratify=stratify, p_adjust=p_adjust,
+            intersectional=self.intersectional, metrics=list(self.metrics or []), n_samples=n))
+        metadata["bins"] = {name: sorted(float(edge) for edge in spec) for name, spec in self.bins.items()}
+        report = classification_report(results, overall, warnings, metadata, curve_data=curve_data, flagged=flagged)
         samples = arranged
         if weights is not None and (n_boot or n_permutations):  # one row per sample
             samples = _expanded(self._scores, labels, rows, arranged.sizes, counts, weights)
         resample_into(report, samples, results, n_boot, ci, n_permutations, random_state, threshold, stratify,
-                      p_adjust, progress, warnings, extra)
+                      p_adjust, progress, warnings, extra, seed=seed)
         if interval == "analytic":  # the placement values count samples: one row per sample, unweighted
             rows_of_samples = arranged if counts is None else _expanded(self._scores, labels, rows, arranged.sizes,
                                                                         counts, None)
             report.ci = {"level": float(ci), "n_boot": n_boot, **(report.ci or {}),
                          "analytic": _analytic.intervals(rows_of_samples, results, float(ci), warnings, p_adjust)}
+        report.gaps = partial(_findings.gap_frame, results, flagged, report.ci, report.p_values, p_adjust,
+                              1 - float(ci))
         return report
 
     def _attributes(self, cells: np.ndarray) -> list[_groups.Attribute]:

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from . import _analytic, _engine, _groups, _inputs, _metric_registry, _resample, evaluation
+from . import _analytic, _engine, _findings, _groups, _inputs, _metric_registry, _resample, evaluation
 from ._progress import Progress, check
 from .evaluation import as_python, attribute_result, check_threshold, classification_report, transform_note
 from .report import FairnessReport
@@ -738,6 +738,11 @@ def _report(plan: _Plan, groupings: list[_engine.Grouping], metadata: dict[str, 
         k for k, grouping in enumerate(groupings) if int(grouping.count[-1]) == n)
     overall = {key: as_python(values[-1]) for key, values in groupings[complete].values.items()}
     results = [attribute_result(attribute, grouping, n, warnings) for attribute, grouping in zip(attributes, groupings)]
+    metadata.update(_findings.settings(
+        results, attributes, threshold=metadata.get("threshold"), random_state=None, seed=None, n_boot=0,
+        n_permutations=0, ci=0.95, stratify="attribute", p_adjust=None,
+        intersectional=bool(plan.columns.intersectional), metrics=list(metadata.get("metrics", [])), n_samples=n))
+    metadata["bins"] = {name: sorted(float(edge) for edge in spec) for name, spec in plan.columns.bins.items()}
     return classification_report(results, overall, warnings, metadata), results
 
 

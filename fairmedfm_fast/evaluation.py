@@ -10,7 +10,17 @@ from typing import Any
 
 import numpy as np
 
-from . import _analytic, _engine, _groups, _inputs, _metric_registry, _progress, _resample
+from . import (
+    _analytic,
+    _engine,
+    _findings,
+    _gap_interval,
+    _groups,
+    _inputs,
+    _metric_registry,
+    _progress,
+    _resample,
+)
 from .report import FairnessReport, columns_frame, summary_frame
 
 __all__ = ["FairnessReport", "evaluate"]
@@ -349,6 +359,9 @@ def evaluate(y_true: Any, y_score: Any, sensitive_features: Any, *, pos_label: A
     results, overall, arranged = assess(prepared, attributes, warnings, wanted=with_default(extra),
                                         threshold=threshold, weights=weights, presort=presort,
                                         min_group_size=min_group_size)
+    flagged = {result.name: _findings.small_groups(result) for result in results}
+    for result in results:
+        warnings.extend(_findings.small_group_warnings(result, flagged[result.name]))
     metadata = {**prepared.metadata, "n_samples": n}
     if threshold is not None:
         metadata["threshold"] = threshold
@@ -358,14 +371,21 @@ def evaluate(y_true: Any, y_score: Any, sensitive_features: Any, *, pos_label: A
         metadata["min_group_size"] = min_group_size
     if extra:
         metadata["metrics"] = list(_metric_registry.check_metrics(metrics))
+    seed = _resample.seed_from(random_state) if n_boot or n_permutations else None
+    metadata.update(_findings.settings(
+        results, attributes, threshold=threshold, random_state=random_state, seed=seed, n_boot=n_boot,
+        n_permutations=n_permutations, ci=ci, stratify=stratify, p_adjust=p_adjust, intersectional=intersectional,
+        metrics=_metric_registry.check_metrics(metrics) if metrics else [], n_samples=n))
     # References (no copies) for report.plot(): the sorted arrays, the attributes, the @best_f1 thresholds.
     report = classification_report(results, overall, warnings, metadata,
-                                   curve_data=(arranged, attributes, [result.threshold for result in results]))
+                                   curve_data=(arranged, attributes, [result.threshold for result in results]),
+                                   flagged=flagged)
     resample_into(report, arranged, results, n_boot, ci, n_permutations, random_state, threshold, stratify,
-                  p_adjust, progress, warnings, extra)
+                  p_adjust, progress, warnings, extra, seed=seed)
     if interval == "analytic":
         report.ci = {"level": float(ci), "n_boot": n_boot, **(report.ci or {}),
                      "analytic": _analytic.intervals(arranged, results, float(ci), warnings, p_adjust)}
+    report.gaps = partial(_findings.gap_frame, results, flagged, report.ci, report.p_values, p_adjust, 1 - float(ci))
     return report
 
 
@@ -380,18 +400,31 @@ def check_interval(interval: Any, sample_weight: Any) -> None:
 
 def resample_into(report: FairnessReport, arranged: _engine.Arranged, results: list[AttributeResult], n_boot: int,
                   ci: float, n_permutations: int, random_state: Any, threshold: float | None, stratify: str | None,
-                  p_adjust: str | None, progress: bool | None, warnings: list[str], extra: Sequence[str]) -> None:
+                  p_adjust: str | None, progress: bool | None, warnings: list[str], extra: Sequence[str],
+                  seed: Any = None) -> None:
     """``report.ci`` (with ``n_boot``) and ``report.p_values`` (with ``n_permutations``) from the
-    samples ``arranged`` and the point estimates ``results``."""
+    samples ``arranged`` and the point estimates ``results``; the gaps' bounds are the simultaneous
+    intervals, and a warning says when ``n_permutations`` is too few for the adjustment. ``seed``:
+    the one drawn from ``random_state`` already (evaluate records it in the settings)."""
     if not (n_boot or n_permutations):
         return
-    seed = _resample.seed_from(random_state)
+    seed = _resample.seed_from(random_state) if seed is None else seed
     if n_boot:
         report.ci = _intervals(arranged, results, n_boot, float(ci), seed, threshold, stratify, progress,
                                warnings, report.replicates, extra)
+        _findings.simultaneous_gaps(results, report.replicates, report.ci["summary"], float(ci))
+        report.ci["gap_interval"] = _gap_interval.LABEL
     if n_permutations:
         report.p_values = _resample.with_adjusted(
             _p_values(arranged, results, n_permutations, seed, progress, report.replicates, extra), p_adjust)
+        raw = report.p_values[[c for c in report.p_values.columns if not c.endswith(f"_{p_adjust}")]] \
+            if p_adjust else report.p_values
+        note = _findings.permutation_warning(raw, n_permutations, p_adjust, 1 - float(ci))
+        if note:
+            warnings.append(note)
+            import warnings as python_warnings
+
+            python_warnings.warn(note, UserWarning, stacklevel=3)
 
 
 def with_default(extra: Sequence[str]) -> set[str] | None:
@@ -400,13 +433,27 @@ def with_default(extra: Sequence[str]) -> set[str] | None:
 
 
 def classification_report(results: list[AttributeResult], overall: dict[str, Any], warnings: list[str],
-                          metadata: dict[str, Any], *, curve_data: tuple | None = None) -> FairnessReport:
-    """The report of :func:`evaluate` from the per-attribute results."""
+                          metadata: dict[str, Any], *, curve_data: tuple | None = None,
+                          flagged: dict[str, dict[int, Any]] | None = None) -> FairnessReport:
+    """The report of :func:`evaluate` from the per-attribute results; ``flagged``: each attribute's small
+    groups (found here, with their warnings, when not given), a ``small_group`` column of ``by_group``
+    after ``skipped``."""
     summaries = {result.name: result.summary for result in results}
     attribute_overall = {result.name: result.overall for result in results}
     # The frames (and the rows of by_group) are made on first access (pandas is not imported until then).
-    return FairnessReport("cls", partial(summary_frame, summaries), partial(_by_group_frame, results), overall,
+    if flagged is None:  # dask, voxels: flagged here
+        flagged = {result.name: _findings.small_groups(result) for result in results}
+        for result in results:
+            warnings.extend(_findings.small_group_warnings(result, flagged[result.name]))
+    by_group = partial(_with_small_groups, partial(_by_group_frame, results), results, flagged)
+    return FairnessReport("cls", partial(summary_frame, summaries), by_group, overall,
                           attribute_overall, warnings, metadata, curve_data=curve_data)
+
+
+def _with_small_groups(by_group, results: list[AttributeResult], flagged: dict[str, dict[int, Any]]):
+    frame = by_group()
+    frame["small_group"] = [i in flagged.get(result.name, {}) for result in results for i in range(len(result.groups))]
+    return frame
 
 
 def check_threshold(threshold: Any) -> float | None:
@@ -510,7 +557,9 @@ def _p_values(arranged, results: list[AttributeResult], n_permutations: int, see
 
     rows = {}
     tested = [k for k, result in enumerate(results) if len(result.valid) >= 2]
-    with _progress.Progress(n_permutations * len(tested), "permutations", progress, unit="permutation") as bar:
+    # Two sets of permutations: the groups shuffled among all samples, and within each class for the
+    # gaps of metrics that condition on the label (auc-gap, eo, eod, ...; _findings.WITHIN_LABEL).
+    with _progress.Progress(2 * n_permutations * len(tested), "permutations", progress, unit="permutation") as bar:
         for k, result in enumerate(results):
             if k not in tested:
                 rows[result.name] = {}
@@ -520,7 +569,17 @@ def _p_values(arranged, results: list[AttributeResult], n_permutations: int, see
             rows[result.name] = _resample.permutation_pvalues(arranged, k, result.valid, result.summary, summarize,
                                                               n_permutations, stream, result.threshold, bar, kept,
                                                               extra)
-            _keep(replicates, "perm", [result], {result.name: kept[0]})
+            within = _resample.permutation_pvalues(
+                arranged, k, result.valid, result.summary, summarize, n_permutations,
+                _resample.stream(seed, "permutation within labels", result.name), result.threshold, bar, kept, extra,
+                within_labels=True)
+            rows[result.name].update({c: within[c] for c in _findings.WITHIN_LABEL if c in within})
+            keys, plain = kept[0]
+            conditional = kept[1][1]
+            for j, key in enumerate(keys):  # pairwise p-values of label-conditional metrics from the latter
+                if key.split("@")[0] in ("auc", "tpr", "tnr", "fpr", "fnr"):
+                    plain[:, :, j] = conditional[:, :, j]
+            _keep(replicates, "perm", [result], {result.name: (keys, plain)})
     columns = _metric_registry.tested_columns(extra)
     frame = pd.DataFrame.from_dict(rows, orient="index", columns=columns)
     frame.index.name = "attribute"

@@ -78,6 +78,7 @@ class FairnessReport:
 
     summary = _Frame()
     by_group = _Frame()
+    gaps = _Frame()
 
     def __init__(self, task: str, summary: pd.DataFrame | Callable[[], pd.DataFrame],
                  by_group: pd.DataFrame | Callable[[], pd.DataFrame], overall: dict[str, Any],
@@ -95,6 +96,9 @@ class FairnessReport:
         self.metadata = metadata
         self._attribute_overall = attribute_overall
         self.ci: dict[str, Any] | None = None
+        #: Classification: one row per (attribute, gap column) and worst-auc, with the groups that define it,
+        #: its interval, p-value and significance (fairmedfm_fast._findings.gap_frame); None otherwise.
+        self._gaps = None
         self.p_values: pd.DataFrame | None = None
         #: Resampled values of the evaluable groups, {(kind, attribute, metric): array (resamples,
         #: groups)} with kind "boot" or "perm", kept by evaluate for :meth:`pairwise`.
@@ -133,6 +137,11 @@ class FairnessReport:
             out["ci"] = _ci_dict(self.ci)
         if self.p_values is not None:
             out["p_values"] = _jsonable(self.p_values.to_dict(orient="index"))
+        if self._gaps is not None:
+            gaps: dict[str, dict] = {}
+            for (attribute, column), row in self.gaps.to_dict(orient="index").items():
+                gaps.setdefault(str(attribute), {})[column] = _jsonable(row)
+            out["gaps"] = gaps
         return out
 
     def to_json(self, path: str | Path | None = None, indent: int = 2) -> str:

@@ -150,13 +150,53 @@ def permuted_codes(codes, seed, permutation, out):
         if codes[i] >= 0:
             present[m] = i
             m += 1
+    _shuffle_among(present, 0, m, seed, np.uint64(permutation), out)
+
+
+@kernel
+def permuted_codes_within(codes, labels, seed, permutation, out):
+    """``codes`` with its non-negative entries shuffled within each class of ``labels`` (Fisher-Yates).
+
+    Every group keeps its numbers of positives and negatives: the permutations of the null "the
+    group does not change the scores given the label". Samples without a group (negative code)
+    keep their place.
+
+    Parameters
+    ----------
+    codes : integer array of shape (n,)
+    labels : array of shape (n,), nonzero for the positive class
+    seed : uint64
+    permutation : int
+        The permutation's number (its random stream).
+    out : array of shape (n,), the dtype of ``codes``, overwritten
+    """
+    n = codes.shape[0]
+    present = np.empty(n, np.intp)
+    m0 = 0
+    for i in range(n):  # the negatives first, then the positives
+        out[i] = codes[i]
+        if codes[i] >= 0 and labels[i] == 0:
+            present[m0] = i
+            m0 += 1
+    m = m0
+    for i in range(n):
+        if codes[i] >= 0 and labels[i] != 0:
+            present[m] = i
+            m += 1
     stream = np.uint64(permutation)
-    for t in range(m - 1, 0, -1):
-        j = int(_uniform(seed, stream, t) * (t + 1))
+    _shuffle_among(present, 0, m0, seed, stream, out)
+    _shuffle_among(present, m0, m, seed, stream, out)
+
+
+@inline_kernel
+def _shuffle_among(present, start, end, seed, stream, out):
+    # Fisher-Yates of out at positions present[start:end]; random numbers at counters start + t.
+    for t in range(end - start - 1, 0, -1):
+        j = int(_uniform(seed, stream, start + t) * (t + 1))
         if j > t:
             j = t
-        a = present[t]
-        b = present[j]
+        a = present[start + t]
+        b = present[start + j]
         out[a], out[b] = out[b], out[a]
 
 

@@ -133,8 +133,9 @@ def test_intervals_and_p_values_are_valid(small_compaction):
     acc = FairnessAccumulator()
     for a in range(0, 2000, 300):
         acc.update(y[a:a + 300], scores[a:a + 300], features.iloc[a:a + 300], sample_weight=w[a:a + 300])
-    report = acc.result(n_boot=30, n_permutations=30, random_state=0, p_adjust="holm")
-    expected = fm.evaluate(y, scores, features, sample_weight=w)
+    options = {"n_boot": 30, "n_permutations": 30, "random_state": 0, "p_adjust": "holm"}
+    report = acc.result(**options)
+    expected = fm.evaluate(y, scores, features, sample_weight=w, **options)  # the same settings recorded
     assert_same(report, expected, weighted=True)
     bounds = report.ci["summary"]
     for attribute in ("sex", "race"):

@@ -74,7 +74,8 @@ def test_one_number_equals_evaluate_column(data, function):
     _note_case(data)
     features = data["sensitive_features"].iloc[:, 0]
     report = fm.evaluate(data["y_true"], data["y_score"], features)
-    with pytest.warns() if report.warnings else _nothing():
+    # small_group flags are the report's own (the one-number functions warn as fairmedfm does)
+    with pytest.warns() if [w for w in report.warnings if "small_group" not in w] else _nothing():
         value = getattr(fm, function)(data["y_true"], data["y_score"], sensitive_features=features)
     expected = report.summary.iloc[0].get(COLUMN[function], np.nan)
     if pd.isna(expected):

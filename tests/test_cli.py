@@ -24,6 +24,8 @@ import pytest
 
 fairmedfm_cli = pytest.importorskip("fairmedfm.cli")
 
+from compare import EXTRA_GROUP_COLUMNS, oracle_metadata  # noqa: E402
+
 from fairmedfm_fast import _score, cli  # noqa: E402
 from fairmedfm_fast import evaluate as fm_evaluate  # noqa: E402
 
@@ -73,6 +75,11 @@ def run_oracle(argv, capsys):
 def assert_close(fast, oracle, where="result"):
     if isinstance(oracle, dict):
         assert isinstance(fast, dict), where
+        if where.startswith("metadata"):  # the settings fairmedfm_fast records beside the oracle's keys
+            fast = oracle_metadata(fast, oracle)
+        else:  # and a group's small_group flag, the report's gaps
+            fast = {key: value for key, value in fast.items()
+                    if key in oracle or key not in (*EXTRA_GROUP_COLUMNS, "gaps")}
         assert list(fast) == list(oracle), f"{where}: keys {list(fast)} != {list(oracle)}"
         for key in oracle:
             assert_close(fast[key], oracle[key], f"{where}[{key!r}]")
@@ -109,6 +116,7 @@ def compare(argv, capsys):
         return out, lines
     assert_close(json.loads(out), json.loads(oracle_out))
     fast_lines, oracle_lines = note_lines(err, "fairmedfm-fast"), note_lines(oracle_err, "fairmedfm")
+    fast_lines = [line for line in fast_lines if "small_group" not in line]  # flags of our own
     assert len(fast_lines) == len(oracle_lines), f"{fast_lines}\n!=\n{oracle_lines}"
     for fast_line, oracle_line in zip(fast_lines, oracle_lines):  # notes and warnings in the same places
         assert fast_line.startswith("fairmedfm-fast: warning: ") == oracle_line.startswith("fairmedfm: warning: ")
@@ -197,7 +205,8 @@ def test_output_files(data, tmp_path, capsys):
     run_oracle([*argv, "--output", tmp_path / "oracle.csv"], capsys)
     assert run_fast([*argv, "--output", tmp_path / "fast.csv"], capsys)[0] == 0
     fast_csv, oracle_csv = pd.read_csv(tmp_path / "fast.csv"), pd.read_csv(tmp_path / "oracle.csv")
-    assert list(fast_csv.columns) == list(oracle_csv.columns)
+    assert list(fast_csv.columns) == [*oracle_csv.columns, *EXTRA_GROUP_COLUMNS]  # the flag comes last
+    fast_csv = fast_csv.drop(columns=list(EXTRA_GROUP_COLUMNS))
     pd.testing.assert_frame_equal(fast_csv, oracle_csv, rtol=1e-9, atol=1e-9)
 
 
@@ -602,7 +611,7 @@ def test_parquet_row_groups_read_as_dictionaries(tmp_path, capsys):
     run_oracle([*argv, "--output", tmp_path / "o.json"], capsys)
     run_fast([*argv, "--output", tmp_path / "f.json"], capsys)
     fast, oracle = (json.loads((tmp_path / f"{w}.json").read_text()) for w in "fo")
-    assert_close(fast["metadata"], oracle["metadata"])
+    assert_close(fast["metadata"], oracle["metadata"], "metadata")
     assert_close(fast["attributes"], oracle["attributes"])
 
 
@@ -767,3 +776,28 @@ def test_segmentation_extensions(tmp_path, capsys):
     printed = json.loads(out)["sex"]
     assert printed["ci"]["delta_dice"][0] <= printed["delta_dice"] <= printed["ci"]["delta_dice"][1]
     assert set(printed["p_values"]) >= {"delta_dice"}
+
+
+def test_settings_name_the_inputs_the_join_and_the_rows_left_out(tmp_path, capsys):
+    rng = np.random.default_rng(8)
+    n = 400
+    predictions = pd.DataFrame({"image_id": [f"im{i}" for i in range(n)], "label": rng.integers(0, 2, n),
+                                "score": rng.random(n)})
+    predictions.loc[:9, "score"] = np.nan  # 10 rows without a score
+    metadata = pd.DataFrame({"image_id": [f"im{i}" for i in range(5, n)],  # 5 predictions without metadata
+                             "sex": rng.choice(["F", "M"], n - 5), "age": rng.uniform(20, 90, n - 5)})
+    predictions.to_csv(tmp_path / "p.csv", index=False)
+    metadata.to_csv(tmp_path / "m.csv", index=False)
+    argv = ["score", tmp_path / "p.csv", "--metadata", tmp_path / "m.csv", "--on", "image_id", "--label", "label",
+            "--score", "score", "--sensitive", "sex", "age", "--bins", "age=40,60", "--output", tmp_path / "r.json"]
+    code, _, err = run_fast(argv, capsys)
+    assert code == 0, err
+    meta = json.loads((tmp_path / "r.json").read_text())["metadata"]
+    assert meta["inputs"] == {"predictions": str(tmp_path / "p.csv"), "metadata": str(tmp_path / "m.csv"),
+                              "join": {"on": "image_id", "prediction_rows": n, "metadata_rows": n - 5,
+                                       "joined_rows": n - 5}}
+    # rows 0-4 have no metadata row; rows 5-9 of the joined table have no score
+    assert meta["samples_dropped"][:2] == [{"n": 5, "reason": "no metadata row"},
+                                           {"n": 5, "reason": "missing label or score"}]
+    assert meta["bins"] == {"age": [40.0, 60.0]} and meta["n_samples"] == n - 10
+    assert set(meta["best_f1_threshold"]) == {"sex", "age"}

@@ -151,12 +151,13 @@ def test_default_columns_unchanged_and_oracle_equal():
     assert_same(fast, oracle)
     extended = _quiet(fm.evaluate, y, p, groups, metrics=ALL)
     default = fast.value
-    assert list(extended.by_group.columns) == [*default.by_group.columns[:-1], *EXTRA_COLUMNS, "skipped"]
+    assert list(extended.by_group.columns) == [*default.by_group.columns[:-2], *EXTRA_COLUMNS, "skipped",
+                                               "small_group"]
     assert list(extended.summary.columns) == [*default.summary.columns, "ap-gap", "brier-gap", "dp", "fpr-gap",
                                               "fnr-gap"]
-    assert_close(extended.by_group[default.by_group.columns[:-1]], default.by_group.iloc[:, :-1])
+    assert_close(extended.by_group[default.by_group.columns[:-2]], default.by_group.iloc[:, :-2])
     assert_close(extended.summary[default.summary.columns], default.summary)
-    assert "metrics" not in default.metadata and extended.metadata["metrics"] == ALL
+    assert default.metadata["metrics"] == [] and extended.metadata["metrics"] == ALL
 
 
 def test_bad_metrics_raise():

@@ -46,7 +46,8 @@ def page(report, tmp_path_factory):
 def test_page_holds_the_tables(report, page):
     _, text = page
     assert text.startswith("<!DOCTYPE html>") and text.rstrip().endswith("</html>")
-    assert text.count("<table") == 4  # summary, all samples, per group, input
+    # summary, one per attribute per group, all samples, glossary, settings
+    assert text.count("<table") == 4 + len(report.summary)
     for attribute, row in report.summary.iterrows():
         assert f"<th>{attribute}</th>" in text
         assert f"{row['auc-gap']:.4f}" in text and f"{row['eod']:.4f}" in text
@@ -72,7 +73,7 @@ def test_page_holds_every_warning_escaped(report, page):
 def test_page_inlines_the_figures_and_fetches_nothing(page):
     _, text = page
     images = re.findall(r'<img src="data:image/png;base64,([A-Za-z0-9+/=]+)"', text)
-    assert len(images) == 4 == text.count(IMG)  # roc, reliability, bars, pairwise
+    assert len(images) == 4 == text.count(IMG)  # forest, pairwise, roc, reliability
     for encoded in images:
         assert base64.b64decode(encoded).startswith(b"\x89PNG\r\n\x1a\n")
     assert not re.search(r"(src|href)\s*=\s*[\"']?(https?:|//)", text)
@@ -102,12 +103,12 @@ def test_page_holds_intervals_and_p_values():
     made = fairmedfm_fast.evaluate(y, rng.random(200), {"sex": rng.choice(["F", "M"], 200)}, n_boot=30,
                                    n_permutations=30, random_state=0)
     text = made.to_html(figures=["bars"])
-    assert "95% percentile intervals from 30 bootstrap resamples" in text
-    assert text.count("<table") == 4 + 3  # + interval summary, interval groups, p-values
-    assert f"{made.ci['by_group'].loc[('sex', 'F'), 'auc_lo']:.4f}" in text
-    assert f"{made.ci['summary'].loc['sex', 'auc-gap_hi']:.4f}" in text
+    assert "Intervals: 95% from 30 bootstrap resamples" in text
+    assert text.count("<table") == 5  # each value beside its interval and p-value: no tables of their own
+    assert f"[{made.ci['by_group'].loc[('sex', 'F'), 'auc_lo']:.3f}, " in text
+    assert f"{made.ci['summary'].loc['sex', 'auc-gap_hi']:.3f}]" in text
     first = made.p_values.iloc[0]
-    assert f"{first.dropna().iloc[0]:.4f}" in text
+    assert f"<td>{first['auc-gap']:.4f}</td>" in text
 
 
 def test_segmentation_page():
@@ -160,4 +161,83 @@ def test_chromium_opens_the_page_without_console_errors(page, tmp_path):
     path, _ = page
     messages, dom = _console_messages(browser, path, tmp_path / "profile")
     assert messages == []
-    assert dom.count("data:image/png;base64,") == 3 and dom.count("<table") == 4
+    assert dom.count("data:image/png;base64,") == 4 and dom.count("<table") == 6
+
+
+# The page of a report as a reviewer opens it: findings first, nothing wider than its box at 1280 px.
+_LAYOUT_CHECK = """<script>
+window.addEventListener("load", function () {
+  var wide = [], broken = [];
+  document.querySelectorAll("*").forEach(function (e) {
+    if (e.scrollWidth > e.clientWidth && e.clientWidth > 0)
+      wide.push(e.tagName + " " + e.scrollWidth + ">" + e.clientWidth + " " + (e.textContent || "").slice(0, 60));
+  });
+  document.querySelectorAll("img").forEach(function (i) { if (!(i.complete && i.naturalWidth > 0)) broken.push(i.alt); });
+  var findings = document.getElementById("findings");
+  var out = document.createElement("pre");
+  out.id = "layout-check";
+  out.textContent = JSON.stringify({wide: wide, broken: broken, images: document.images.length,
+                                    findings: findings ? findings.innerText : null});
+  document.body.appendChild(out);
+});
+</script>"""
+
+
+def layout_check(browser, page_text, folder):
+    """What Chromium measures of ``page_text`` at 1280 px: elements wider than their box, images that
+    did not load, the number of images and the findings' text (a script added to a copy of the page)."""
+    import json
+
+    checked = page_text.replace("default-src 'none';", "default-src 'none'; script-src 'unsafe-inline';")
+    checked = checked.replace("</body>", _LAYOUT_CHECK + "</body>")
+    assert "script-src 'unsafe-inline'" in checked and "layout-check" in checked, "the page's head changed"
+    path = folder / "checked.html"
+    path.write_text(checked, encoding="utf-8")
+    command = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+               "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={folder / 'p'}",
+               "--window-size=1280,900", "--virtual-time-budget=10000", "--dump-dom", path.as_uri()]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=180)
+    found = re.search(r'<pre id="layout-check">(.*?)</pre>', done.stdout, re.S)
+    assert found, f"Chromium ran no check: {done.stderr[-500:]}"
+    return json.loads(html.unescape(found.group(1)))
+
+
+def _reviewed_report():
+    rng = np.random.default_rng(21)
+    n = 6000
+    y = (rng.random(n) < 0.3).astype(int)
+    site = rng.choice(["Hospital with a rather long name in the north", "south", "east", "west"], n).astype(object)
+    site[:20] = "tiny"
+    age = rng.uniform(18, 95, n)
+    shift = np.where(age > 70, 0.9, 1.6)  # a real AUC gap between the age groups
+    scores = 1 / (1 + np.exp(-(rng.normal(size=n) + y * shift)))
+    return fairmedfm_fast.evaluate(y, scores, {"site": site, "age": age, "sex": rng.choice(["F", "M"], n)},
+                                   bins={"age": [40, 70]}, n_boot=60, n_permutations=60, random_state=0,
+                                   p_adjust="holm")
+
+
+def test_findings_page_fits_1280_px_in_chromium(tmp_path):
+    browser = _chromium()
+    if browser is None:
+        pytest.skip("no Chromium binary found (install Debian's chromium to run this test)")
+    # The check itself sees a table too wide for the page, even inside a scrolling wrapper, and a broken image.
+    bad = ('<!DOCTYPE html><html><head><meta http-equiv="Content-Security-Policy" content="default-src \'none\';">'
+           '</head><body><div style="overflow-x:auto;width:300px"><table><tr><td style="white-space:nowrap">'
+           + "x" * 400 + '</td></tr></table></div><img src="data:image/png;base64,AAAA" alt="bad"></body></html>')
+    measured = layout_check(browser, bad, tmp_path)
+    assert measured["wide"] and measured["broken"] == ["bad"]
+
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # too few permutations for Holm: the point is the page
+        report = _reviewed_report()
+    measured = layout_check(browser, report.to_html(), tmp_path)
+    assert measured["wide"] == [] and measured["broken"] == [] and measured["images"] == 4
+    attribute, row = max(((a, r) for (a, c), r in report.gaps.iterrows() if c == "auc-gap"),
+                         key=lambda item: item[1]["value"])
+    assert attribute == "age"
+    headline = next(line for line in measured["findings"].splitlines() if line.startswith("Largest AUC gap"))
+    assert headline.startswith(f"Largest AUC gap: {attribute}, {row['value']:.3f} between {row['high_group']}")
+    assert f"and {row['low_group']}" in headline
+    assert "tiny" in measured["findings"] and "Small groups" in measured["findings"]

@@ -480,3 +480,27 @@ def test_plot_leaves_the_inputs_alone():
     for key, values in features.items():
         assert list(values) == list(copies[2][key])
     assert math.isfinite(made.summary.loc["sex", "auc-gap"])
+
+
+def test_forest_plot_one_panel_per_metric_with_every_group_and_its_interval():
+    rng = np.random.default_rng(12)
+    n = 1500
+    y = (rng.random(n) < 0.3).astype(int)
+    scores = 1 / (1 + np.exp(-(rng.normal(size=n) + 1.5 * y)))
+    site = rng.choice(["a", "b", "c"], n).astype(object)
+    site[:15] = "tiny"
+    report = fairmedfm_fast.evaluate(y, scores, {"sex": rng.choice(["F", "M"], n), "site": site}, n_boot=20,
+                                     random_state=0)
+    figure = report.plot("forest")
+    metrics = ["auc", "acc@best_f1", "bce", "ece", "tpr@best_f1", "tnr@best_f1"]
+    assert [ax.get_title() for ax in figure.axes] == metrics
+    labels = [label.get_text().strip() for label in figure.axes[0].get_yticklabels()]
+    assert labels == ["sex", "F", "M", "site", "a", "b", "c", "tiny"]
+    for ax, metric in zip(figure.axes, metrics):
+        for attribute in ("sex", "site"):
+            (points,) = [c for c in ax.collections if c.get_gid() == f"forest:{metric}:{attribute}"]
+            expected = report.by_group.loc[attribute, metric].to_numpy()
+            np.testing.assert_allclose(points.get_offsets()[:, 0], expected)
+            hollow = points.get_facecolors()[:, :3].min(axis=1) == 1  # white: a small group
+            assert list(hollow) == list(report.by_group.loc[attribute, "small_group"])
+    assert report.by_group.loc[("site", "tiny"), "small_group"]

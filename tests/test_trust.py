@@ -311,7 +311,8 @@ def test_progress_on_stderr_only(capfd):
     fm.evaluate(y, s, frame[["sex", "age"]], n_boot=6, n_permutations=5, random_state=0, progress=True)
     out, err = capfd.readouterr()
     assert out == ""
-    assert "bootstrap" in err and "12/12" in err and "permutations" in err and "10/10" in err
+    # 5 permutations x 2 attributes x 2 sets (groups shuffled among all samples, and within each class)
+    assert "bootstrap" in err and "12/12" in err and "permutations" in err and "20/20" in err
     fm.evaluate(y, s, frame[["sex"]], n_boot=6, random_state=0, progress=False)
     fm.evaluate(y, s, frame[["sex"]], n_boot=6, random_state=0)  # None: stderr is not a terminal here
     fm.evaluate_segmentation(frame[["sex"]], dice=np.full(500, 0.7), n_boot=5, n_permutations=5)
