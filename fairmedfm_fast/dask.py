@@ -19,10 +19,12 @@ README section "Dask and out-of-core data" for running on a cluster.
 """
 from __future__ import annotations
 
+import contextlib
 import glob
+import logging
 import math
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,6 +45,9 @@ _SKETCH = 64
 #: Distinct values of an attribute with quantile bins that the exact quantiles may gather.
 _QUANTILE_VALUES = 1_000_000
 _SCORE, _LABEL = "score", "label"
+#: Loggers of ``distributed`` that note every shuffle at WARNING ("Shuffle ... initialized by task ...",
+#: "... deactivated due to stimulus ..."): routine for our sort, so raised to ERROR during our calls.
+_ROUTINE_LOGGERS = ("distributed.shuffle",)
 
 
 def _dask():
@@ -53,6 +58,22 @@ def _dask():
         raise ImportError("fairmedfm_fast.dask needs dask and distributed: pip install 'dask[dataframe]' "
                           "distributed (or pip install '.[dask]' in a clone of fairmedfm_fast)") from None
     return dask, dd
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """Within the block, :data:`_ROUTINE_LOGGERS` log only errors (in this process: the scheduler of a
+    ``LocalCluster``, and the workers of one without processes); their levels are restored after it.
+    Other loggers, and these outside our calls, are left as the user set them."""
+    loggers = [logging.getLogger(name) for name in _ROUTINE_LOGGERS]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(max(logger.getEffectiveLevel(), logging.ERROR))
+    try:
+        yield
+    finally:
+        for logger, level in zip(loggers, levels):
+            logger.setLevel(level)
 
 
 def _kernels():
@@ -625,7 +646,7 @@ def evaluate(ddf: Any, *, label: str, score: str, sensitive: str | Sequence[str]
     metrics = _metric_registry.check_metrics(metrics)
     quantile = any(isinstance(spec, (int, np.integer)) for spec in bins.values())
     tasks = ddf.npartitions * (2 if quantile else 1) + 2 * (npartitions or ddf.npartitions)
-    with Progress(tasks, "dask", check(progress), unit="task") as bar:
+    with _quiet(), Progress(tasks, "dask", check(progress), unit="task") as bar:
         return _evaluate(dask, ddf, label, score, names, bins, intersectional, pos_label, score_type, threshold,
                          npartitions, bar, metrics)
 

@@ -6,6 +6,7 @@ partition-merging logic is also checked on the synchronous scheduler over many r
 """
 from __future__ import annotations
 
+import logging
 import math
 
 import numpy as np
@@ -152,6 +153,41 @@ def test_parquet_dataset(client, tmp_path):
     assert_same_report(got, fm.evaluate(table["y"], table["p"], table[["sex", "site", "ward"]]))
     assert list(got.by_group.loc["ward"].index) == ["b", "a"]
     assert fdask.read_parquet(str(tmp_path / "part-*.parquet")).npartitions == 3
+
+
+class _Records(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.INFO)
+        self.records = []
+
+    def emit(self, record):
+        self.records.append(record)
+
+
+def test_a_call_logs_nothing_from_distributed(client, capfd):
+    # Nothing on stdout or stderr (no shuffle notes, no dashboard link, no bar off a terminal).
+    # distributed's loggers do not propagate to the root (caplog would miss them): a handler on
+    # "distributed" itself, at INFO, sees what the scheduler of this LocalCluster (in this process)
+    # logs; the workers' own records come back through client.get_worker_logs().
+    ddf = dd.from_pandas(tied_frame(3000, 20), npartitions=3)
+    shuffle = logging.getLogger("distributed.shuffle")
+    records, before = _Records(), shuffle.level
+    workers = {address: len(lines) for address, lines in client.get_worker_logs().items()}
+    logging.getLogger("distributed").addHandler(records)
+    try:
+        for _ in range(2):
+            fdask.evaluate(ddf, label="y", score="p", sensitive=["sex", "site"])
+    finally:
+        logging.getLogger("distributed").removeHandler(records)
+    assert [f"{r.name}: {r.getMessage()}" for r in records.records] == []
+    assert capfd.readouterr() == ("", "")
+    new = {address: lines[workers.get(address, 0):] for address, lines in client.get_worker_logs().items()}
+    assert {address: lines for address, lines in new.items() if lines} == {}
+    assert shuffle.level == before  # the user's setting is back
+    # without our call, the shuffle's notes are as distributed makes them (nothing silenced for good)
+    with fdask._quiet():
+        assert shuffle.getEffectiveLevel() == logging.ERROR
+    assert shuffle.level == before
 
 
 # ---------------------------------------------------------------------------------------------
