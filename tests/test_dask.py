@@ -342,6 +342,44 @@ def test_segmentation_dice_on_the_workers(client, tmp_path):
     assert_same_report(got, expected)
 
 
+@pytest.mark.parametrize("options", [
+    {"metrics": ["dice", "hd95", "hd", "assd", "nsd"], "nsd_tolerance": 1.0, "spacing": [0.5, 2.0],
+     "empty_distance": "diagonal", "n_boot": 10, "random_state": 1},
+    {"metrics": ["nsd", "hd95"], "nsd_tolerance": 0.5, "percentile": 90, "hd_definition": "monai",
+     "empty_score": {"dice": 0.0, "hd95": 0.0, "nsd": 1.0}},
+])
+def test_segmentation_surface_metrics_on_the_workers(client, tmp_path, options):
+    pytest.importorskip("fairmedfm_fast.segmentation")
+    table = mask_table(tmp_path, 60, 21)
+    for i in range(3, 60, 13):  # exactly one empty mask: the empty-distance rule
+        np.save(tmp_path / f"pred-{i}.npy", np.zeros((6, 7), bool))
+    got = fdask.evaluate_segmentation(dd.from_pandas(table, npartitions=3), sensitive=["sex", "site"],
+                                      pred_mask="pred", true_mask="true", base=str(tmp_path), intersectional=True,
+                                      **options)
+    expected = fm.evaluate_segmentation(table[["sex", "site"]], pred_masks=[tmp_path / p for p in table["pred"]],
+                                        true_masks=[tmp_path / p for p in table["true"]], intersectional=True,
+                                        **options)
+    assert_same_report(got, expected)
+    assert {"mean_nsd", "delta_nsd"} <= set(got.summary.columns)  # beyond Dice
+    assert got._metric_data.keys() == expected._metric_data.keys()
+    for key, values in expected._metric_data.items():
+        np.testing.assert_array_equal(got._metric_data[key], values)
+    if options.get("n_boot"):
+        pd.testing.assert_frame_equal(got.ci["summary"], expected.ci["summary"])
+
+
+def test_segmentation_surface_metrics_bad_arguments(sync, tmp_path):
+    pytest.importorskip("fairmedfm_fast.segmentation")
+    ddf = dd.from_pandas(mask_table(tmp_path, 4, 22), npartitions=1)
+    common = {"sensitive": "sex", "pred_mask": "pred", "true_mask": "true", "base": str(tmp_path)}
+    with pytest.raises(ValueError, match="on Dask pass one size per axis"):
+        fdask.evaluate_segmentation(ddf, metrics=["hd95"], spacing=np.ones((4, 2)), **common)
+    with pytest.raises(ValueError, match="dice_function= gives Dice only"):
+        fdask.evaluate_segmentation(ddf, metrics=["hd95"], dice_function=lambda *a, **k: None, **common)
+    with pytest.raises(ValueError, match="nsd"):
+        fdask.evaluate_segmentation(ddf, metrics=["nsd"], **common)  # no tolerance: the in-memory message
+
+
 def test_segmentation_dice_function_hook(sync, tmp_path):
     pytest.importorskip("fairmedfm_fast.segmentation")
     table = mask_table(tmp_path, 30, 14)
