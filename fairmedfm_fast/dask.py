@@ -847,7 +847,9 @@ def evaluate_segmentation(ddf: Any, *, sensitive: str | Sequence[str], dice: str
     **options
         Passed on to :func:`fairmedfm_fast.evaluate_segmentation` (e.g. ``n_boot``, ``ci``,
         ``n_permutations``, ``random_state``, ``progress``: also a line with the time spent reading
-        the masks on the workers).
+        the masks on the workers). ``metrics=`` beyond Dice (``"hd95"``, ``"hd"``, ``"assd"``,
+        ``"nsd"``) are measured on the workers too (8 numbers a sample come back); ``spacing=`` is
+        then one size per axis, or None for each ground-truth NIfTI header's zooms.
 
     Returns
     -------
