@@ -256,7 +256,7 @@ def require_numeric(column, name):
             or pa.types.is_decimal(kind) or pa.types.is_null(kind)):
         import pyarrow.compute as pc
 
-        sample = pc.drop_null(column)[:3].to_pylist()
+        sample = pc.unique(pc.drop_null(column)).to_pylist()[:3]  # distinct examples, first seen first
         raise UsageError(f"score column {name!r} holds {kind} values such as {sample}, not numbers; "
                          "point --score at the probability or logit columns")
 

@@ -7,6 +7,8 @@ find the same columns and pick the same task. Standard library only at import ti
 """
 from __future__ import annotations
 
+import re
+
 PROG = "fairmedfm-fast"  # the command's name, in its messages
 
 # Column roles and the names (after lower-casing; spaces, dots and dashes read as "_") that find them.
@@ -59,14 +61,31 @@ def find_column(columns, role: str, required: bool = True):
     return found[0] if found else None
 
 
-def find_scores(columns):
-    """The score column, or the numbered score columns (prob_0, prob_1, ...) in number order, or None."""
-    import re
+def _stem_pattern(suffix: str):
+    """``<score stem><suffix>``, e.g. ``prob_3``, ``logit3``, ``prob_malignant``; group 2 is what
+    follows the stem and its underscore."""
+    return re.compile("(" + "|".join(map(re.escape, SCORE_STEMS)) + r")_?(" + suffix + ")")
 
+
+def class_score_column(scores, pos_label):
+    """The position in ``scores`` of the column named after the class ``pos_label`` (``prob_<class>``,
+    ``logit<class>``, ...), else of the one column whose name contains it, else None."""
+    wanted = normalize(pos_label)
+    names = [normalize(name) for name in scores]
+    exact = [i for i, name in enumerate(names) if _stem_pattern(re.escape(wanted)).fullmatch(name)]
+    named = exact or [i for i, name in enumerate(names) if wanted in name]
+    return named[0] if len(named) == 1 else None
+
+
+def find_scores(columns, pos_label=None):
+    """The score column, or the numbered score columns (prob_0, prob_1, ...) in number order, or None.
+
+    With ``pos_label``, also the columns of one family named after classes (``prob_benign``,
+    ``prob_malignant``, ...) in table order, when one of them is named after ``pos_label``."""
     single = find_column(columns, "score", required=False)
     if single:
         return [single]
-    pattern = re.compile("(" + "|".join(map(re.escape, SCORE_STEMS)) + r")_?(\d+)")
+    pattern = _stem_pattern(r"\d+")
     families: dict = {}
     for column in columns:
         match = pattern.fullmatch(normalize(column))
@@ -77,6 +96,16 @@ def find_scores(columns):
                          "pick the columns with --score")
     if families:
         return [column for _, column in sorted(next(iter(families.values())))]
+    if pos_label is not None:
+        named: dict = {}
+        for column in columns:
+            match = re.fullmatch("(" + "|".join(map(re.escape, SCORE_STEMS)) + ")_(.+)", normalize(column))
+            if match:
+                named.setdefault(match.group(1), []).append(column)
+        families = [family for family in named.values()
+                    if len(family) > 1 and class_score_column(family, pos_label) is not None]
+        if len(families) == 1:
+            return families[0]
     return None
 
 
@@ -188,7 +217,8 @@ def choose_task(args, columns):
     pred_mask = args.pred_mask or find_column(columns, "pred_mask", required=False)
     true_mask = args.true_mask or find_column(columns, "true_mask", required=False)
     label = one_label(args.label) or find_column(columns, "label", required=False)
-    scores = args.score or find_scores(columns)
+    pos_label = getattr(args, "pos_label", None)
+    scores = args.score or find_scores(columns, pos_label)
     task = args.task
     if task == "auto" and not getattr(args, "score_map", None):
         segmentation = bool(dice or (pred_mask and true_mask))
@@ -196,6 +226,11 @@ def choose_task(args, columns):
         if segmentation and classification:
             raise UsageError("the table has both classification columns (label, score) and segmentation "
                              "columns (Dice or masks); choose with --task cls or --task seg")
+        if label and not scores and not segmentation:
+            classes = (f"prob_{pos_label}" if pos_label is not None else "prob_CLASS, with --pos-label CLASS")
+            classes = f"; columns named after the classes (such as {classes}) are found too"
+            raise UsageError(f"found the label column {label!r} but no score column; name it with --score "
+                             f"COLUMN (or one column per class){classes}; columns: {preview(columns)}")
         if not (segmentation or classification):
             raise UsageError("found no prediction columns; name them with --label and --score "
                              "(classification), or --dice, or --pred-mask and --true-mask (segmentation); "

@@ -36,10 +36,21 @@ class Attribute:
     name: str
     codes: np.ndarray  # -1 where the value is missing; the narrowest signed type (int8 up to 127 groups)
     groups: list[str]
+    # when bins left fewer than two groups: what the bins were and how to get more groups
+    bins_note: str | None = None
 
     @property
     def n_groups(self) -> int:
         return len(self.groups)
+
+
+def one_group_warning(attribute: Attribute) -> str | None:
+    """The warning for an attribute whose samples all fall in one group (or none), else None."""
+    if attribute.n_groups >= 2:
+        return None
+    where = f"one group ({attribute.groups[0]!r})" if attribute.groups else "no group"
+    note = f"; {attribute.bins_note}" if attribute.bins_note else ""
+    return f"{attribute.name}: every sample falls in {where}, so the attribute has no summary metrics{note}"
 
 
 @dataclass(frozen=True)
@@ -406,11 +417,17 @@ def _bin_edges_label(edge: float) -> str:
 
 def binned(values: pd.Series, spec: Any, column: str) -> tuple[np.ndarray, list[str]]:
     """Codes and names of a numeric attribute grouped by cut points or into quantile groups."""
+    codes, groups, _ = _binned(values, spec, column)
+    return codes, groups
+
+
+def _binned(values: pd.Series, spec: Any, column: str) -> tuple[np.ndarray, list[str], str | None]:
+    """:func:`binned`, and a note on the bins made when fewer than two of them have samples."""
     if not is_pandas(values, "Series"):  # a NumPy or pandas array
         values = pd.Series(values, copy=False)
     numeric = pd.to_numeric(values, errors="coerce")
     if numeric.notna().sum() < values.notna().sum():
-        bad = values[numeric.isna() & values.notna()].head(3).tolist()
+        bad = pd.unique(values[numeric.isna() & values.notna()].to_numpy())[:3].tolist()  # distinct examples
         raise ValueError(f"bins[{column!r}]: attribute {column!r} has non-numeric values such as {bad}, so it "
                          "cannot be binned; remove it from bins")
     numeric = numeric.to_numpy(dtype=np.float64, na_value=np.nan)
@@ -444,10 +461,22 @@ def binned(values: pd.Series, spec: Any, column: str) -> tuple[np.ndarray, list[
     # Intervals [a, b): the group is the number of cut points <= value; +inf and NaN are missing.
     codes = np.searchsorted(np.asarray(edges), numeric, side="right").astype(np.intp)
     codes[np.isnan(numeric) | (numeric == np.inf)] = -1
-    present = np.bincount(codes[codes >= 0], minlength=len(labels)) > 0
+    counts = np.bincount(codes[codes >= 0], minlength=len(labels))
+    present = counts > 0
     compact = np.cumsum(present) - 1
     lookup = np.append(np.where(present, compact, -1), -1).astype(np.intp)
-    return lookup[codes], [label for label, here in zip(labels, present) if here]
+    note = None
+    if np.count_nonzero(present) < 2:
+        made = ", ".join(f"{label!r} ({count:,} samples)" for label, count in zip(labels, counts.tolist()))
+        points = "[" + ", ".join(map(_bin_edges_label, edges)) + "]"
+        cuts = "one cut point" if len(edges) == 1 else f"{len(edges)} cut points"
+        if isinstance(spec, (int, np.integer)):
+            note = (f"the {int(spec)} quantile groups of {column!r} are {cuts}, {points}, which made {made}; give "
+                    f"cut points instead, e.g. bins={{{column!r}: [40, 60]}}")
+        else:
+            note = (f"bins[{column!r}]={points} is {cuts}, which made {made}; for quantile groups pass a number "
+                    f"of groups, e.g. bins={{{column!r}: 4}}")
+    return lookup[codes], [label for label, here in zip(labels, present) if here], note
 
 
 def intersection_names(combinations: list[tuple[str, ...]], attributes: list[str]) -> list[str]:
@@ -552,15 +581,15 @@ def encode_attributes(sensitive_features: Any, n_samples: int, bins: Bins | None
 def _attribute(name: str, values: Column, bins: Any) -> Attribute:
     """One attribute column coded: cut at ``bins`` when given, else by its distinct values."""
     if bins is not None:
-        codes, groups = binned(values, bins, name)
-    else:
-        encoded = encode_values(values, MAX_NUMERIC_GROUPS if is_numeric(values) else None)
-        if encoded is None:
-            raise ValueError(
-                f"attribute {name!r} looks continuous (more than {MAX_NUMERIC_GROUPS} distinct numbers); "
-                f"group it with bins={{{name!r}: [40, 60]}} (cut points) or bins={{{name!r}: 4}} "
-                "(quantile groups)")
-        codes, groups = encoded
+        codes, groups, note = _binned(values, bins, name)
+        return Attribute(name, narrowest(codes, len(groups)), groups, note)
+    encoded = encode_values(values, MAX_NUMERIC_GROUPS if is_numeric(values) else None)
+    if encoded is None:
+        raise ValueError(
+            f"attribute {name!r} looks continuous (more than {MAX_NUMERIC_GROUPS} distinct numbers); "
+            f"group it with bins={{{name!r}: [40, 60]}} (cut points) or bins={{{name!r}: 4}} "
+            "(quantile groups)")
+    codes, groups = encoded
     return Attribute(name, narrowest(codes, len(groups)), groups)
 
 

@@ -280,8 +280,9 @@ def binary_labels(y_true: Any, pos_label: Any = None) -> tuple[np.ndarray, dict[
         values = np.sort(values)
     except TypeError:  # mixed types: as they come
         pass
-    raise ValueError(f"y_true has values {preview(values)}, not only 0/1 or booleans; pass pos_label= "
-                     "to name the positive class (every other value counts as negative)")
+    raise ValueError(f"y_true has values {preview(values)}, not only 0/1 or booleans; name the positive class "
+                     f"with pos_label, e.g. pos_label={shown(_plain(values[-1]))} (every other value counts as "
+                     "negative)")
 
 
 @lru_cache(maxsize=64)

@@ -21,10 +21,10 @@ from ._columns import (
     PROG,
     UsageError,
     choose_task,
+    class_score_column,
     extensions,
     find_column,
     mask_value,
-    normalize,
     preview,
     require,
     sensitive_and_bins,
@@ -109,10 +109,8 @@ def _classification(args, layout, sensitive, bins, label, scores, notes):
         y_score = float_matrix(table, scores)
     score_column = args.score_column
     if score_column is None and args.pos_label is not None and len(scores) > 1:
-        wanted = normalize(args.pos_label)
-        named = [i for i, name in enumerate(scores) if wanted in normalize(name)]
-        if len(named) == 1:
-            score_column = named[0]
+        score_column = class_score_column(scores, args.pos_label)
+        if score_column is not None:
             notes.append(f"positive class {args.pos_label!r}: score column {scores[score_column]!r}")
     y_true, pos_label = table[label], typed_pos_label(args.pos_label, table[label])
     label_info = None

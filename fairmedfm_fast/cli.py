@@ -28,9 +28,9 @@ EPILOG = f"""examples:
   {PROG} score masks.csv --pred-mask pred_path --true-mask gt_path --sensitive sex
 
 Columns are recognised by their usual names (label, target, y_true; prob, score, y_score, logit;
-prob_0, prob_1, ...; dice; pred_mask, gt_mask) unless named with --label, --score, --dice,
---pred-mask and --true-mask. Tables: CSV, TSV, Parquet, Feather/Arrow, JSON, JSON Lines, Excel;
-CSV, TSV and JSON files may be gzip-compressed (.csv.gz)."""
+prob_0, prob_1, ...; with --pos-label, prob_<class> per class; dice; pred_mask, gt_mask) unless
+named with --label, --score, --dice, --pred-mask and --true-mask. Tables: CSV, TSV, Parquet,
+Feather/Arrow, JSON, JSON Lines, Excel; CSV, TSV and JSON files may be gzip-compressed (.csv.gz)."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -57,6 +57,10 @@ class _Version(argparse.Action):
         parser.exit(0)
 
 
+def _required_table(format_text):
+    return lambda: format_text().replace(" [predictions]", " predictions", 1)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``fairmedfm-fast``."""
     parser = _Parser(prog=PROG, description="Fast, exact group-fairness metrics for classification and "
@@ -72,9 +76,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     warmup.add_arguments(commands.add_parser(
         "warmup", help="compile every kernel into the on-disk cache (for container images)",
-        description=warmup.__doc__.splitlines()[0]))
+        description=warmup.__doc__.splitlines()[0].replace("``", "")))  # reStructuredText quotes: not in --help
     score.add_argument("predictions", nargs="?", type=Path, help="the table, one row per sample")
     score.add_argument("--input", "--predictions", dest="input", type=Path, help=argparse.SUPPRESS)
+    # The table is optional to argparse only because the hidden --input may give it instead: the usage
+    # line shows it as required.
+    score.format_usage = _required_table(score.format_usage)
+    score.format_help = _required_table(score.format_help)
 
     data = score.add_argument_group("data")
     data.add_argument("--metadata", type=Path, metavar="TABLE",
@@ -187,7 +195,8 @@ _API_WORDS = (("pos_label", "--pos-label"), ("score_column", "--score-column"),
               ("nsd_tolerance", "--nsd-tolerance"),
               ("y_true", "the label column"), ("y_score", "the score column"),
               ("sensitive_features", "--sensitive"), ("remove it from bins", "remove it from --bins"),
-              ("threshold=", "--threshold "), ("n_boot", "--bootstrap"), ("n_permutations", "--permutations"))
+              ("threshold=", "--threshold "), ("n_boot", "--bootstrap"), ("n_permutations", "--permutations"),
+              ("max_memory", "--max-memory"))
 
 
 def cli_message(message) -> str:
@@ -224,7 +233,7 @@ def main(argv=None) -> None:
         if args.command == "warmup":
             from .warmup import warmup
 
-            code = warmup(args.jobs)
+            code = warmup(args.jobs, workloads=args.workloads)
         else:
             code = _run(args)
     except KeyboardInterrupt:
@@ -303,6 +312,18 @@ def _run(args) -> int:
     return 0
 
 
+def _intervals(bounds) -> str:
+    """Bootstrap intervals as a table of one row per metric and one column per attribute, each cell
+    ``[low, high]`` (a row per attribute with a ``_lo`` and a ``_hi`` column per metric would be
+    about 300 characters wide)."""
+    import pandas as pd
+
+    metrics = [column[:-3] for column in bounds.columns if column.endswith("_lo")]
+    cells = {attribute: [f"[{row[m + '_lo']:.4f}, {row[m + '_hi']:.4f}]" for m in metrics]
+             for attribute, row in bounds.iterrows()}
+    return pd.DataFrame(cells, index=pd.Index(metrics, name="metric")).to_string() + "\n"
+
+
 class _OutputError(Exception):
     """--output could not be written."""
 
@@ -320,7 +341,7 @@ def _render(report, form: str) -> str:
 
         text = table(report.summary)
         if ci is not None:
-            text += f"\n{ci['level']:.0%} bootstrap intervals ({ci['n_boot']} resamples)\n" + table(ci["summary"])
+            text += f"\n{ci['level']:.0%} bootstrap intervals ({ci['n_boot']} resamples)\n" + _intervals(ci["summary"])
         if p_values is not None:
             text += "\npermutation p-values\n" + table(p_values)
         return text

@@ -161,8 +161,8 @@ def attribute_result(attribute: _groups.Attribute, grouping: _engine.Grouping, n
     rows: list[tuple] = []
     summary: dict[str, Any] = {"n": n, "n_groups": len(valid)}
     if len(valid) < 2:
-        warnings.append(f"{name}: fewer than two groups have both labels, so the attribute has no summary "
-                        "metrics")
+        warnings.append(_groups.one_group_warning(attribute) or f"{name}: fewer than two groups have both "
+                        "labels, so the attribute has no summary metrics")
     else:
         # Python numbers from whole arrays at once (as as_python: ints stay ints, the rest floats)
         keys = tuple(grouping.values)

@@ -236,8 +236,10 @@ def organize_results(overall_metrics: Mapping[str, float], subgroup_metrics: Map
 
 
 def _deprecated(name: str, replacement: str) -> None:
+    # The advice names fairmedfm's function as fairmedfm's own warning does (code that checks or
+    # filters that warning by its text keeps working), then this package's name for it.
     warnings.warn(f"fairmedfm_fast.{name} is deprecated (as in fairmedfm 0.4.1) and will be removed in 1.0; "
-                  f"use {replacement}", FutureWarning, stacklevel=3)
+                  f"use fairmedfm.{replacement} (fairmedfm_fast.{replacement} here)", FutureWarning, stacklevel=3)
 
 
 def classification_fairness(prob: Any, label: Any, group: Sequence[Any]) -> dict[str, Any]:
@@ -252,7 +254,7 @@ def classification_fairness(prob: Any, label: Any, group: Sequence[Any]) -> dict
         ``summary`` (FairMedFM metrics), ``overall`` (all samples, at 0.5 and ``@best_f1``) and
         ``groups`` (per group value as a string: ``n`` and the metrics).
     """
-    _deprecated("classification_fairness", "fairmedfm_fast.evaluate(label, prob, group)")
+    _deprecated("classification_fairness", "evaluate(label, prob, group)")
     overall, reports, values, counts = _legacy_reports(prob, label, group)
     subgroup = {key: [report[key] for report in reports] for key in reports[0]}
     return {"summary": summarize(overall, subgroup), "overall": overall,

@@ -226,8 +226,8 @@ def _assess(scores: np.ndarray, finite: np.ndarray, attributes: list[_groups.Att
         present = np.flatnonzero((counts > 0) & ~small)
         summary: dict[str, Any] = {"n": len(d), "n_groups": len(present)}
         if len(present) < 2:
-            warnings.append(f"{name}: fewer than two groups have Dice scores, so the attribute has no summary "
-                            "metrics")
+            warnings.append(_groups.one_group_warning(attribute) or f"{name}: fewer than two groups have Dice "
+                            "scores, so the attribute has no summary metrics")
         else:
             summary.update(_summary(float(d.mean()), means[present]))
             if not math.isfinite(summary["skewness_dice"]):
@@ -723,7 +723,8 @@ def segmentation_fairness(dice: Any, group: Sequence[Any]) -> dict[str, Any]:
         string, in sorted order of the values).
     """
     _warn("fairmedfm_fast.segmentation_fairness is deprecated (as in fairmedfm 0.4.1) and will be removed in "
-          "1.0; use fairmedfm_fast.evaluate_segmentation(group, dice=dice)", FutureWarning)
+          "1.0; use fairmedfm.evaluate_segmentation(group, dice=dice) (fairmedfm_fast.evaluate_segmentation(group, "
+          "dice=dice) here)", FutureWarning)
     scores = _inputs.to_numpy(dice, "dice").astype(np.float64).ravel()  # tensors of any float dtype too
     if np.isnan(scores).any() or (scores < 0).any() or (scores > 1).any():
         bad = np.flatnonzero(np.isnan(scores) | (scores < 0) | (scores > 1))

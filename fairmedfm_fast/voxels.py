@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import os
 import threading
+import warnings as _warnings
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import numpy as np
 
-from . import _engine, _groups, _mask_files
+from . import _engine, _groups, _inputs, _mask_files
 from ._progress import Progress
 from ._threads import executor, resolve_n_jobs
 from .evaluation import attribute_result, check_threshold, classification_report
@@ -28,9 +29,16 @@ _FLOAT32, _UINT8, _FLOAT64 = 0, 1, 2
 _LOW_BITS = {_FLOAT32: 16, _UINT8: 0, _FLOAT64: 48}
 _N_BUCKETS = {_FLOAT32: (0x3F800000 >> 16) + 1, _UINT8: 256, _FLOAT64: (0x3FF0000000000000 >> 48) + 1}
 _MODE_NAMES = {_FLOAT32: "float32", _UINT8: "uint8 (value / 255)", _FLOAT64: "float64"}
-#: Records staged per thread before they are sorted into buckets.
+#: Records staged per thread before they are sorted into buckets: at most this many, at least
+#: _MIN_STAGE, and all threads' stages together at most 1/_STAGE_SHARE of ``max_memory``.
 _STAGE = 1 << 23
+_MIN_STAGE = 1 << 16
+_STAGE_SHARE = 8
+#: Bytes a staged record takes at most: its bucket id (2) and the record (4, or 8 with float64 maps).
+_STAGE_BYTES = 10
 _NO_KEY = np.iinfo(np.int64).max
+#: More windows than this (each one more read of the maps) get a warning naming a larger max_memory.
+_MANY_WINDOWS = 10
 #: Windows from this many records are swept on several threads.
 _PARALLEL_SWEEP = 1 << 20
 
@@ -143,7 +151,7 @@ class VoxelAccumulator:
 
     def __init__(self, sensitive_features: Any, *, bins: _groups.Bins | None = None, intersectional: bool = False,
                  threshold: float | None = None, n_jobs: int | None = None, _window: tuple[int, int] | None = None,
-                 _capacity: int = 0, _reuse: np.ndarray | None = None):
+                 _capacity: int = 0, _reuse: np.ndarray | None = None, _stage_records: int | None = None):
         self._layout = _Layout(sensitive_features, bins, intersectional)
         self.threshold = check_threshold(threshold)
         self.n_jobs = resolve_n_jobs(n_jobs)
@@ -155,6 +163,7 @@ class VoxelAccumulator:
         self._used = 0
         self._starts: list[np.ndarray] = []
         self._stages: dict[int, _Stage] = {}
+        self._stage_records = _stage_records or _STAGE
         self._lock = threading.Lock()
         self._room = threading.Condition(self._lock)  # flushes writing into the arena: self._writing
         self._writing = 0
@@ -280,7 +289,7 @@ class VoxelAccumulator:
         stage = self._stages.get(key)
         if stage is None:
             with self._lock:
-                stage = self._stages[key] = _Stage(self._record_type, _STAGE)
+                stage = self._stages[key] = _Stage(self._record_type, min(self._stage_records, _STAGE))
         return stage
 
     def _bounds(self) -> tuple[int, int]:
@@ -621,7 +630,7 @@ class _Sweep:
         count[empty], positives[empty], sums[empty] = 0, 0, 0.0
         return count, positives, sums
 
-    def report(self, metadata: dict[str, Any]) -> FairnessReport:
+    def report(self, metadata: dict[str, Any], notes: tuple[str, ...] = ()) -> FairnessReport:
         _, calibration = _kernels()
         layout = self.layout
         n_voxels = int(self.totals[:, 0].sum())
@@ -653,7 +662,7 @@ class _Sweep:
         groupings = _engine.from_counts(layout.sizes, count, positives, negatives, thresholds,
                                         set(_engine.all_keys()), u2=state[:, 2], loss_sums=loss, ece=ece,
                                         confusion=confusion)
-        warnings: list[str] = []
+        warnings: list[str] = list(notes)
         results = [attribute_result(attribute, grouping, n_voxels, warnings)
                    for attribute, grouping in zip(layout.attributes, groupings)]
         overall = {key: _python(values[-1]) for key, values in groupings[layout.complete].values.items()}
@@ -871,15 +880,16 @@ def evaluate_voxels(score_maps: Any, true_masks: Any, sensitive_features: Any, *
     budget = parse_memory(max_memory)
     jobs = resolve_n_jobs(n_jobs)
     known = source.known_voxels()
+    # Maps in memory go straight into their buckets; others are staged per thread, in stages sized
+    # to the budget.
+    stage = 0 if known is not None else _stage_records(budget, jobs)
     accumulator = VoxelAccumulator(sensitive_features, bins=bins, intersectional=intersectional,
-                                   threshold=threshold, n_jobs=jobs, _capacity=known or 0)
+                                   threshold=threshold, n_jobs=jobs, _capacity=known or 0, _stage_records=stage)
     n_images = accumulator.n_images
     if source.length is not None and source.length != n_images:
         raise ValueError(f"score_maps has {source.length} maps but sensitive_features has {n_images} rows; pass one "
                          "row of attributes per image")
-    # Staging: per thread a stage (bucket id and record per voxel), and the sweep's two bucket buffers.
-    staging = jobs * _STAGE * 10
-    if source.one_shot or (known is not None and known * source.record_bytes() + staging <= budget):
+    if source.one_shot or (known is not None and known <= _window_records(budget, jobs, source.record_bytes(), False)):
         _add(accumulator, source, n_images, jobs, progress)
         sweep = _Sweep(accumulator._layout, _mode_of(accumulator), accumulator.totals, accumulator.threshold)
         sweep.window(*accumulator._records(), 0, jobs)
@@ -914,20 +924,68 @@ def evaluate_voxels(score_maps: Any, true_masks: Any, sensitive_features: Any, *
     mode = next(iter(modes.values()), _FLOAT32)
     histogram = sum(histograms.values()) if histograms else np.zeros(_N_BUCKETS[mode], np.int64)
     record_bytes = 4 if _LOW_BITS[mode] + accumulator._layout.payload_bits <= 32 else 8
-    # 10% of the budget left for the sweep's bucket buffers and its per-thread states
-    windows = _plan_windows(histogram, max(1, int(0.9 * budget - staging) // record_bytes))
+    streamed = known is None
+    capacity = _window_records(budget, jobs, record_bytes, streamed)
+    windows = _plan_windows(histogram, max(1, capacity))
+    notes = ()
+    if len(windows) > _MANY_WINDOWS:  # slow: say so, with the budget that reads the maps a few times
+        notes = (_budget_note(max_memory, capacity, histogram, jobs, record_bytes, streamed, len(windows)),)
     sweep = None
     arena = None
     largest = max(int(histogram[lo:hi].sum()) for lo, hi in windows)
     for lo, hi in windows:
         part = VoxelAccumulator(sensitive_features, bins=bins, intersectional=intersectional, threshold=threshold,
-                                n_jobs=jobs, _window=(lo, hi), _capacity=largest, _reuse=arena)
+                                n_jobs=jobs, _window=(lo, hi), _capacity=largest, _reuse=arena, _stage_records=stage)
         _add(part, source, n_images, jobs, progress)
         arena = part._arena
         if sweep is None:
             sweep = _Sweep(part._layout, _mode_of(part), part.totals, part.threshold)
         sweep.window(*part._records(), lo, jobs)
-    return sweep.report({"windows": len(windows)})
+    for note in notes:
+        _warnings.warn(note, UserWarning, stacklevel=2)
+    return sweep.report({"windows": len(windows)}, notes)
+
+
+def _budget_note(max_memory: Any, capacity: int, histogram: np.ndarray, jobs: int, record_bytes: int,
+                 streamed: bool, n_windows: int) -> str:
+    """The warning for a budget that cut the score range into many windows, with the smallest budget
+    whose windows hold every bucket and a quarter of the records (at most 9 windows), and the budget
+    of a single window."""
+    largest, total = int(histogram.max(initial=0)), int(histogram.sum())
+
+    def smallest_budget(records: int) -> int:
+        budget = 1
+        while _window_records(budget, jobs, record_bytes, streamed) < records:
+            budget = max(budget + 1, (records * record_bytes + _staging(budget, jobs, streamed)) * 10 // 9)
+        return budget
+
+    def text(budget: int) -> str:
+        return f"'{-(-budget // (1 << 20))}MB'"
+
+    few, one = text(smallest_budget(max(largest, -(-total // 4)))), text(smallest_budget(total))
+    bucket = (f"; the largest score bucket ({largest:,} records) does not fit in one, which no window can split"
+              if capacity < largest else "")
+    fix = (f"max_memory={one} holds every record in one window" if few == one else
+           f"max_memory={few} makes at most {_MANY_WINDOWS} windows, and {one} one")
+    return (f"max_memory={_inputs.shown(max_memory)} holds {max(capacity, 0):,} voxel records per window{bucket}, "
+            f"so the maps were read {n_windows + 1} times (once to count, then once per window of score buckets), "
+            f"which is slow; {fix}")
+
+
+def _stage_records(budget: int, jobs: int) -> int:
+    """Records in each thread's stage for streamed maps under ``budget`` bytes."""
+    return int(min(_STAGE, max(_MIN_STAGE, budget // (_STAGE_SHARE * jobs * _STAGE_BYTES))))
+
+
+def _staging(budget: int, jobs: int, streamed: bool) -> int:
+    """Bytes of every thread's stage (none for maps in memory, which are written straight into buckets)."""
+    return jobs * _stage_records(budget, jobs) * _STAGE_BYTES if streamed else 0
+
+
+def _window_records(budget: int, jobs: int, record_bytes: int, streamed: bool) -> int:
+    """Voxel records a window holds: 90% of the budget (the rest for the sweep's buffers and states)
+    less the stages."""
+    return int(0.9 * budget - _staging(budget, jobs, streamed)) // record_bytes
 
 
 def _mode_of(accumulator: VoxelAccumulator) -> int:

@@ -1,20 +1,24 @@
 """``fairmedfm-fast warmup``: compile the kernel signatures the API and the command line reach.
 
 Numba compiles a kernel for each combination of argument types the first time it meets it, and
-caches the machine code on disk (see ``kernels/_config.py`` for where). A fresh environment pays
-seconds of compilation on its first calls; ``fairmedfm-fast warmup`` pays them once, for example
-at image build time::
+caches the machine code on disk (see ``kernels/_config.py`` for where). An installed wheel ships
+these compiled (``fairmedfm_fast/_build.py``); where that cache does not apply (another CPU or
+numba than the build's, a wheel built with ``FAIRMEDFM_FAST_SKIP_COMPILE=1``), or in a source
+checkout, ``fairmedfm-fast warmup`` compiles them once, for example at image build time::
 
     RUN pip install . && fairmedfm-fast warmup
 
-Signatures are not listed by hand: each *workload* below drives the public API (and the command
-line) on tiny inputs along one path, with every input dtype the API hands to the kernels (float32
-and float64 scores; int8, int16 and int32 group codes; with and without weights; read-only
-arrays; every mask dtype against itself and the usual prediction dtypes against every other).
-Workloads run in parallel processes (processes that compile the same kernel take turns to write its
-cache index, see ``kernels/_config.py``), and report which signatures they compiled or loaded. A kernel
-that no workload reaches is listed as such (the full warmup test in ``tests/test_warmup.py``
-fails on it): a new kernel needs a workload that calls the public function using it.
+It compiles the one list of signatures, ``kernels/_signatures.py`` (the build step's list too), in
+parallel processes (processes that compile the same kernel take turns to write its cache index),
+and reports how many were compiled or loaded and where the cache is.
+
+The list is recorded from the *workloads* below (``python -m fairmedfm_fast.warmup --record [NAME ...]``
+adds what they reach to it):
+each drives the public API (and the command line) on tiny inputs along one path, with every input
+dtype the API hands to the kernels (float32 and float64 scores; int8, int16 and int32 group codes;
+with and without weights; read-only arrays; every mask dtype against itself and the usual
+prediction dtypes against every other). A new kernel, or a new argument type, needs a workload that
+reaches it and a new recording; ``tests/test_signatures.py`` fails until then.
 """
 from __future__ import annotations
 
@@ -83,7 +87,8 @@ def _classification(dtype: str, n_groups: int) -> Callable[[], None]:
                 fm.evaluate(y, s, {"g": groups}, sample_weight=w, threshold=0.4)
                 for name in ("auc_gap",) if many else ONE_NUMBER:
                     getattr(fm, name)(y, s, sensitive_features=groups, sample_weight=w)
-                _figures(report, "sex")
+                if not many:  # the figures of 33,000 groups are slow on the Python side
+                    _figures(report, "sex")
         if not many:
             fm.evaluate(y, scores, {"g": groups, "sex": sex}, n_boot=2, n_permutations=2, random_state=0,
                         metrics=_optional_metrics())
@@ -231,7 +236,9 @@ def _mask_files() -> None:
 
 def _command_line() -> None:
     """``fairmedfm-fast score`` on CSV and Parquet tables (scores reach the kernels as Arrow arrays), in
-    child processes: the cache on disk is shared, and this module stays below the command line."""
+    child processes: the cache on disk is shared, and this module stays below the command line (so
+    ``--record`` does not see the signatures of these runs; ``tests/_first_call.py`` runs ``score``
+    in its own process and ``tests/test_signatures.py`` checks them)."""
     import subprocess
     import sys
 
@@ -322,73 +329,130 @@ def kernels() -> dict[str, object]:
     return found
 
 
-def _run(names: list[str]) -> tuple[dict[str, tuple[set[str], int, int, str | None]], dict[str, str]]:
-    """Run the named workloads in this process. Per kernel: (its signatures, how many were loaded from
-    the cache, how many compiled, the cache folder); and the workloads that failed, with their error."""
-    os.environ.setdefault("MPLBACKEND", "Agg")
+def warmup(jobs: int | None = None, out=None, names: list[str] | None = None, workloads: bool = False) -> int:
+    """Compile the listed signatures (of all kernels, or of the kernels ``names``, ``module.name``) in
+    ``jobs`` processes (default: one per core); with ``workloads``, also run every workload (the
+    signatures of rarer dtypes that the list leaves out). Print what was compiled and where the cache
+    is. Returns the exit status: 1 when no cache folder is writable or a workload failed, else 0."""
+    out = sys.stdout if out is None else out
+    from .kernels import _signatures
     from .kernels._config import cache_location
 
-    failed = {}
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        for name in names:
-            try:
-                WORKLOADS[name]()
-            except Exception as error:  # noqa: BLE001 - reported, and the other workloads still run
-                failed[name] = f"{type(error).__name__}: {error}"
-    found = {key: ({str(signature) for signature in k.signatures}, sum(k.stats.cache_hits.values()),
-                   sum(k.stats.cache_misses.values()), cache_location(k)) for key, k in kernels().items()}
-    return found, failed
+    failed = 0
+    if workloads:
+        failed = _run_workloads(jobs, out)
 
-
-def warmup(jobs: int | None = None, out=None, names: list[str] | None = None) -> int:
-    """Run the workloads (all, or those ``names``) in ``jobs`` processes (default: one per core), so
-    that their kernel signatures are in the cache; print what was compiled and where the cache is.
-    Returns the exit status: 1 when no cache folder is writable or a workload failed, else 0."""
-    out = sys.stdout if out is None else out
-    names = list(WORKLOADS) if names is None else names
-    jobs = max(1, min(jobs or os.cpu_count() or 1, len(names)))
+    listed = list(_signatures.SIGNATURES) if names is None else names
     begin = time.perf_counter()
+    total = sum(len(_signatures.SIGNATURES[name]) for name in listed)
+    jobs = max(1, min(jobs or os.cpu_count() or 1, total))
     if jobs > 1:
-        from concurrent.futures import ProcessPoolExecutor
-
-        print(f"compiling in {jobs} processes ({len(names)} workloads) ...", file=out, flush=True)
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
-            results = list(pool.map(_run, [[name] for name in names]))
-    else:
-        results = [_run(names)]
+        print(f"compiling {total} signatures in {jobs} processes ...", file=out, flush=True)
+    done = _signatures.compile_all(listed, jobs)
     seconds = time.perf_counter() - begin
-    found, failed = {}, {}
-    for kernels_seen, failures in results:  # merge the processes' findings
-        failed.update(failures)
-        for key, (signatures, loaded, compiled, folder) in kernels_seen.items():
-            known = found.setdefault(key, [set(), 0, 0, None])
-            known[0] |= signatures
-            known[1] += loaded
-            known[2] += compiled
-            known[3] = known[3] or folder
-    width = max(map(len, found))
-    for key, (signatures, _, _, _) in found.items():
-        print(f"  {key:<{width}}  {len(signatures):3d} signatures", file=out)
-    total = sum(len(value[0]) for value in found.values())
-    loaded, compiled = (sum(value[i] for value in found.values()) for i in (1, 2))
-    print(f"{total} signatures of {len(found)} kernels in {seconds:.1f} s ({compiled} compiled now, {loaded} "
+    width = max(map(len, listed))
+    for name in listed:
+        print(f"  {name:<{width}}  {len(_signatures.SIGNATURES[name]):3d} signatures", file=out)
+    loaded, compiled = sum(d[2] for d in done), sum(d[3] for d in done)
+    print(f"{len(done)} signatures of {len(listed)} kernels in {seconds:.1f} s ({compiled} compiled now, {loaded} "
           "loaded from the cache)", file=out)
-    for folder in sorted({value[3] for value in found.values() if value[3]}):
+    folders = {name: cache_location(_signatures.dispatcher(name)) for name in listed}
+    for folder in sorted({folder for folder in folders.values() if folder}):
         print(f"cache: {folder}", file=out)
-    unreached = [key for key, value in found.items() if not value[0]]
-    if unreached:
-        print(f"not reached by any workload here: {', '.join(unreached)}", file=out)
-    for name, error in failed.items():
-        print(f"workload {name!r} failed: {error}", file=out)
-    if any(value[0] and value[3] is None for value in found.values()):
+    unlisted = sorted(set(kernels()) - set(_signatures.SIGNATURES))
+    if unlisted:
+        print(f"not in the signature list: {', '.join(unlisted)}", file=out)
+    if compiled and any(folder is None for folder in folders.values()):
         print("no writable cache folder: the kernels compiled in memory and nothing was kept; set "
               "NUMBA_CACHE_DIR to a writable folder", file=out)
         return 1
     return 1 if failed else 0
 
 
+def _run_one(name: str) -> str | None:
+    """Run one workload in this process; its error, or None."""
+    os.environ.setdefault("MPLBACKEND", "Agg")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            WORKLOADS[name]()
+        except Exception as error:  # noqa: BLE001 - reported, and the other workloads still run
+            return f"{type(error).__name__}: {error}"
+    return None
+
+
+def _run_workloads(jobs: int | None, out) -> int:
+    """Run every workload in ``jobs`` processes (their kernels save into the cache); the failures."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    names = list(WORKLOADS)
+    jobs = max(1, min(jobs or os.cpu_count() or 1, len(names)))
+    print(f"running {len(names)} workloads in {jobs} processes ...", file=out, flush=True)
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        errors = dict(zip(names, pool.map(_run_one, names)))
+    for name, error in errors.items():
+        if error:
+            print(f"workload {name!r} failed: {error}", file=out)
+    return sum(1 for error in errors.values() if error)
+
+
+def _signatures_reached(names: list[str]) -> dict[str, list[tuple]]:
+    """Run the named workloads in this process; the argument types each kernel was called with."""
+    os.environ.setdefault("MPLBACKEND", "Agg")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for name in names:
+            WORKLOADS[name]()
+    return {key: list(k.overloads) for key, k in kernels().items()}
+
+
+def record(jobs: int | None = None, out=None, names: list[str] | None = None) -> int:
+    """Run the workloads (all, or those ``names``; in ``jobs`` processes) and add the argument types
+    the kernels met to the signature list of ``kernels/_signatures.py`` (a maintainer's command)."""
+    out = sys.stdout if out is None else out
+    from .kernels import _signatures
+
+    names = list(WORKLOADS) if names is None else names
+    jobs = max(1, min(jobs or os.cpu_count() or 1, len(names)))
+    if jobs > 1:
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            results = list(pool.map(_signatures_reached, [[name] for name in names]))
+    else:
+        results = [_signatures_reached(names)]
+    found: dict[str, set] = {name: set(signatures) for name, signatures in _signatures.SIGNATURES.items()}
+    for result in results:
+        for key, signatures in result.items():
+            found.setdefault(key, set()).update(signatures)
+    path = _signatures.__file__
+    with open(path, encoding="utf-8") as handle:
+        text = handle.read()
+    begin = text.index("# --- signatures (generated) ---\n") + len("# --- signatures (generated) ---\n")
+    end = text.index("# --- end of signatures ---")
+    block = _signatures.render({key: sorted(value, key=str) for key, value in found.items() if value})
+    with open(path, "w", encoding="utf-8") as handle:
+        handle.write(text[:begin] + block + "\n" + text[end:])
+    print(f"{sum(map(len, found.values()))} signatures of {sum(1 for v in found.values() if v)} kernels "
+          f"written to {path}", file=out)
+    return 0
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options of ``fairmedfm-fast warmup``."""
     parser.add_argument("--jobs", "-j", type=int, default=None, metavar="N",
                         help="compile in N processes (default: one per core)")
+    parser.add_argument("--workloads", action="store_true",
+                        help="also run the API on every input dtype, for the rarer signatures the list leaves out "
+                             "(minutes)")
+
+
+if __name__ == "__main__":  # python -m fairmedfm_fast.warmup --record: rewrite kernels/_signatures.py
+    _parser = argparse.ArgumentParser(prog="python -m fairmedfm_fast.warmup")
+    _parser.add_argument("--record", action="store_true", help="add what the workloads reach to the signature list")
+    _parser.add_argument("names", nargs="*", help="the workloads to record (default: all)")
+    add_arguments(_parser)
+    _options = _parser.parse_args()
+    if _options.record:
+        sys.exit(record(_options.jobs, names=[name for name in _options.names] or None))
+    sys.exit(warmup(_options.jobs, workloads=_options.workloads))

@@ -4,22 +4,30 @@
 reproduce NumPy's arithmetic bit for bit. ``error_model="numpy"`` makes a division by zero give
 inf/NaN instead of raising, with no check in the inner loops.
 
-Compiled kernels are cached on disk so that a second process skips compilation. Numba's own
-``cache=True`` gives up ("no locator available") when neither ``NUMBA_CACHE_DIR``, nor the
-package's ``__pycache__``, nor the user's cache folder is writable, as in a container with a
-read-only root file system. The kernels here use numba's cache machinery with a longer list of
-places, the first that works wins:
+Compiled kernels are cached on disk, in two places:
 
-1. ``NUMBA_CACHE_DIR`` when it is set (numba's rule);
-2. the ``__pycache__`` folder beside the kernel's source, when it is writable (numba's rule);
-3. that ``__pycache__`` folder read-only, when it already holds this kernel's index: a cache
-   filled at build time (``fairmedfm-fast warmup``) is used; a signature it lacks is compiled in
-   memory and not saved;
-4. the user's cache folder (numba's rule: ``~/.cache/numba`` on Linux);
-5. a private folder in the temporary directory (``fairmedfm_fast-numba-<uid>``, mode 0700);
-6. none: the kernel compiles in memory in each process, with one warning.
+- **The shipped cache**, ``_compiled/`` beside this file in an installed package: the signatures of
+  ``_signatures.py``, compiled when the wheel was built (``fairmedfm_fast/_build.py``). It is only
+  ever read. An entry is used when numba's version (the index header), the stamp (a hash of every
+  ``kernels/*.py`` file and NumPy's major.minor: inlined helpers change their callers' code), the
+  signature and the CPU (target triple, CPU name and features) match.
+- **The writable cache**, where a signature the shipped cache lacks is saved after it compiled;
+  the first of these that works, chosen at the first miss:
+
+  1. ``NUMBA_CACHE_DIR`` when it is set (numba's rule; it does not hide the shipped cache);
+  2. in a source checkout only, the ``__pycache__`` folder beside the kernel's source when it is
+     writable (numba's rule), or read-only when it already holds the kernel's index; an installed
+     package never writes into its own folder (files missing from the wheel's RECORD);
+  3. the user's cache folder (numba's rule: ``~/.cache/numba`` on Linux);
+  4. a private folder in the temporary directory (``fairmedfm_fast-numba-<uid>``, mode 0700);
+  5. none: the kernel compiles in memory in each process, with one warning.
+
+Where an installed package compiles because its shipped cache does not apply (another CPU, numba or
+NumPy than the build's, or a wheel built without it), one line on stderr says so, once per process.
 """
 import contextlib
+import functools
+import hashlib
 import os
 import sys
 import tempfile
@@ -29,12 +37,22 @@ from numba import njit
 
 JIT_OPTIONS = {"nogil": True, "fastmath": False, "error_model": "numpy"}
 
+#: The shipped cache's folder, beside this file (``fairmedfm_fast/kernels/_compiled`` installed).
+SHIPPED_FOLDER = "_compiled"
+#: Set (to a folder) by the build step only: every kernel saves its compiled signatures there.
+BUILD_ENV = "FAIRMEDFM_FAST_BUILDING_CACHE"
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+# Installed, kernels/ is fairmedfm_fast/kernels; in a source checkout it sits beside fairmedfm_fast/.
+INSTALLED = os.path.basename(os.path.dirname(_HERE)) == "fairmedfm_fast"
+
 try:  # numba's cache machinery; its layout has been stable since numba 0.49
     from numba.core import caching as _caching
 except ImportError:  # pragma: no cover - a future numba: fall back to its own cache=True
     _caching = None
 
 _warned = False
+_noticed = False
 
 
 def kernel(function):
@@ -45,51 +63,97 @@ def kernel(function):
 def inline_kernel(function):
     """A helper called from inner loops: inlined into its callers at Numba IR level, so that no call
     (and no reference counting of the arrays it is handed) happens per sample. Not cached on its own:
-    its code lives in its callers' cache."""
+    its code lives in its callers' cache (whose stamp covers every kernels/*.py file)."""
     return njit(inline="always", **JIT_OPTIONS)(function)
 
 
 def cache_location(dispatcher) -> str | None:
-    """The folder that holds ``dispatcher``'s cache, or None when it compiles in memory."""
+    """The folder where ``dispatcher`` saves what it compiles, or None when it compiles in memory."""
     cache = getattr(dispatcher, "_cache", None)
+    if isinstance(cache, _KernelCache if _caching is not None else ()):
+        return cache.writable_path()
     return getattr(cache, "cache_path", None)
 
 
+@functools.cache
+def source_stamp() -> str:
+    """A hash of every ``kernels/*.py`` file and NumPy's major.minor: the stamp of every cache index."""
+    import numpy
+
+    digest = hashlib.sha256(".".join(numpy.__version__.split(".")[:2]).encode())
+    for name in sorted(os.listdir(_HERE)):
+        if name.endswith(".py") and name != "_signatures.py":  # the list is not code
+            with open(os.path.join(_HERE, name), "rb") as handle:
+                digest.update(name.encode() + b"\0" + handle.read() + b"\0")
+    return digest.hexdigest()
+
+
 def _cached(dispatcher):
-    global _warned
     if not hasattr(dispatcher, "enable_caching"):  # NUMBA_DISABLE_JIT=1: plain Python
         return dispatcher
     if _caching is None:  # pragma: no cover
         dispatcher.enable_caching()
         return dispatcher
-    try:
-        dispatcher._cache = _KernelCache(dispatcher.py_func)
-    except RuntimeError:  # no locator: compile in memory
-        if not _warned:
-            _warned = True
-            warnings.warn("fairmedfm_fast: no writable folder for the compiled kernels (set NUMBA_CACHE_DIR "
-                          "to one): they compile in memory in each process, which takes a few seconds",
-                          RuntimeWarning, stacklevel=3)
+    dispatcher._cache = _KernelCache(dispatcher.py_func)
     return dispatcher
+
+
+def _warn_no_folder():
+    global _warned
+    if not _warned:
+        _warned = True
+        warnings.warn("fairmedfm_fast: no writable folder for the compiled kernels (set NUMBA_CACHE_DIR "
+                      "to one): they compile in memory in each process, which takes a few seconds",
+                      RuntimeWarning, stacklevel=4)
+
+
+def _notice(reason: str, folder: str | None) -> None:
+    """One line on stderr, once per process: the shipped cache does not apply, kernels compile."""
+    global _noticed
+    if _noticed:
+        return
+    _noticed = True
+    kept = f"kept in {folder}" if folder else "not kept (no writable folder: set NUMBA_CACHE_DIR)"
+    sys.stderr.write(f"fairmedfm_fast: the kernels compiled with this package do not apply here ({reason}); "
+                     f"each compiles once on first use ({kept}); `fairmedfm-fast warmup` compiles them all "
+                     "ahead, NUMBA_CACHE_DIR chooses where they are kept\n")
 
 
 if _caching is not None:
 
-    class _PrebuiltInTreeLocator(_caching.InTreeCacheLocator):
-        """The read-only ``__pycache__`` beside the source, when it already holds this kernel's index."""
+    class _StampedLocatorMixin:
+        """Stamps the cache index with :func:`source_stamp` instead of the kernel's own file."""
+
+        def get_source_stamp(self):
+            return source_stamp()
+
+    class _UserProvided(_StampedLocatorMixin, _caching.UserProvidedCacheLocator):
+        pass
+
+    class _InTree(_StampedLocatorMixin, _caching.InTreeCacheLocator):
+        @classmethod
+        def from_function(cls, py_func, py_file):
+            return None if INSTALLED else super().from_function(py_func, py_file)
+
+    class _PrebuiltInTree(_StampedLocatorMixin, _caching.InTreeCacheLocator):
+        """A read-only ``__pycache__`` beside the source (a checkout) that already holds this kernel's index."""
 
         def __init__(self, py_func, py_file):
             super().__init__(py_func, py_file)
-            modname = os.path.splitext(os.path.basename(py_file))[0]
-            qualname = getattr(py_func, "__qualname__", py_func.__name__).replace("<", "").replace(">", "")
-            version = f"py{sys.version_info[0]}{sys.version_info[1]}{getattr(sys, 'abiflags', '')}"
-            self._index = os.path.join(self._cache_path, f"{modname}.{qualname}-{self._lineno}.{version}.nbi")
+            self._index = os.path.join(self._cache_path, _filename_base(py_func) + ".nbi")
+
+        @classmethod
+        def from_function(cls, py_func, py_file):
+            return None if INSTALLED else super().from_function(py_func, py_file)
 
         def ensure_cache_path(self):
             if not os.access(self._index, os.R_OK):
                 raise OSError(f"no prebuilt cache index {self._index}")
 
-    class _TempDirLocator(_caching._SourceFileBackedLocatorMixin, _caching._CacheLocator):
+    class _UserWide(_StampedLocatorMixin, _caching.UserWideCacheLocator):
+        pass
+
+    class _TempDir(_StampedLocatorMixin, _caching._SourceFileBackedLocatorMixin, _caching._CacheLocator):
         """A folder of this user's own in the temporary directory."""
 
         def __init__(self, py_func, py_file):
@@ -116,29 +180,131 @@ if _caching is not None:
                     raise OSError(f"{self._root} is not this user's private folder")
             super().ensure_cache_path()
 
-    class _KernelCacheImpl(_caching.CompileResultCacheImpl):
-        _locator_classes = [
-            _caching.UserProvidedCacheLocator,
-            _caching.InTreeCacheLocator,
-            _PrebuiltInTreeLocator,
-            _caching.UserWideCacheLocator,
-            _TempDirLocator,
-        ]
+    class _Building(_StampedLocatorMixin, _caching._SourceFileBackedLocatorMixin, _caching._CacheLocator):
+        """The build step's folder (``BUILD_ENV``): the shipped cache being written."""
 
-    class _KernelCache(_caching.FunctionCache):
-        """numba's function cache over the locators above. Saves hold a lock on the folder, so that
-        processes compiling the same kernel at once (``fairmedfm-fast warmup``) do not overwrite each
-        other's index entries; a save that fails (read-only prebuilt folder, full disk) leaves the
-        compiled kernel in memory instead of raising."""
+        def __init__(self, py_func, py_file):
+            self._py_file = py_file
+            self._lineno = py_func.__code__.co_firstlineno
+            self._cache_path = os.environ[BUILD_ENV]
+
+        def get_cache_path(self):
+            return self._cache_path
+
+        @classmethod
+        def from_function(cls, py_func, py_file):
+            return super().from_function(py_func, py_file) if os.environ.get(BUILD_ENV) else None
+
+    class _KernelCacheImpl(_caching.CompileResultCacheImpl):
+        _locator_classes = [_Building, _UserProvided, _InTree, _PrebuiltInTree, _UserWide, _TempDir]
+
+    def _filename_base(py_func) -> str:
+        """numba's file name for a function's index and data files (without the extension)."""
+        module = os.path.splitext(os.path.basename(py_func.__code__.co_filename))[0]
+        qualname = getattr(py_func, "__qualname__", py_func.__name__).replace("<", "").replace(">", "")
+        flags = getattr(sys, "abiflags", "")
+        return f"{module}.{qualname}-{py_func.__code__.co_firstlineno}.py{sys.version_info[0]}{sys.version_info[1]}{flags}"
+
+    class _KernelCache(_caching.Cache):
+        """numba's function cache, reading the shipped cache first and the writable one next, and
+        saving only into the writable one (found at the first miss, so that a process served by
+        the shipped cache writes nothing). Saves hold a lock on the folder, so that processes
+        compiling the same kernel at once do not overwrite each other's index entries; a save that
+        fails (read-only folder, full disk) leaves the compiled kernel in memory instead of raising."""
 
         _impl_class = _KernelCacheImpl
 
-        def save_overload(self, sig, data):
+        def __init__(self, py_func):  # noqa: D107 - numba's Cache.__init__ finds its locator at once
+            self._name = repr(py_func)
+            self._py_func = py_func
+            self._base = _filename_base(py_func)
+            shipped = os.path.join(_HERE, SHIPPED_FOLDER)
+            building = bool(os.environ.get(BUILD_ENV))
+            self._shipped = None if building or not os.path.isdir(shipped) else \
+                _caching.IndexDataCacheFile(shipped, self._base, source_stamp())
+            self._impl = self._cache_file = None
+            self._resolved = False
+            self.enable()
+
+        def _writable(self):
+            """The writable cache's index file, or None (found once, at the first need)."""
+            if not self._resolved:
+                self._resolved = True
+                try:
+                    self._impl = self._impl_class(self._py_func)
+                except RuntimeError:  # no locator: what compiles stays in memory
+                    pass
+                else:
+                    self._cache_file = _caching.IndexDataCacheFile(
+                        self._impl.locator.get_cache_path(), self._base, source_stamp())
+            return self._cache_file
+
+        def writable_path(self):
+            return self._impl.locator.get_cache_path() if self._writable() is not None else None
+
+        @property
+        def cache_path(self):
+            return self.writable_path()
+
+        def _load_overload(self, sig, target_context):
+            if not self._enabled:
+                return None
+            key = self._index_key(sig, target_context.codegen())
+            if self._shipped is not None:
+                data = self._shipped.load(key)
+                if data is not None:
+                    return _caching.compiler.CompileResult._rebuild(target_context, *data)
+            writable = self._writable()
+            data = writable.load(key) if writable is not None else None
+            if data is not None:
+                return _caching.compiler.CompileResult._rebuild(target_context, *data)
+            if INSTALLED:
+                reason = self._why_not_shipped(key)
+                if reason:
+                    _notice(reason, self.writable_path())
+            return None
+
+        def _why_not_shipped(self, key) -> str | None:
+            """Why the shipped cache could not serve ``key`` (None: it applies, only lacks the signature)."""
+            if self._shipped is None:
+                return "this installation was built without them"
+            import pickle
+
             try:
-                with _locked(self.cache_path):
-                    super().save_overload(sig, data)
+                with open(self._shipped._index_path, "rb") as handle:
+                    version = pickle.load(handle)
+                    stamp, overloads = pickle.loads(handle.read())
+            except FileNotFoundError:
+                return None  # a kernel the build's signature list does not name
+            except Exception:  # noqa: BLE001 - an unreadable index is as good as none
+                return "its index cannot be read"
+            if version != self._shipped._version:
+                return f"they were compiled with numba {version}, this is numba {self._shipped._version}"
+            if stamp != self._shipped._source_stamp:
+                return "they were compiled with another NumPy or other kernel sources"
+            if not any(entry[1] == key[1] for entry in overloads):
+                return f"they were compiled for another CPU than this {key[1][1]}"
+            return None
+
+        def _save_overload(self, sig, data):
+            if not self._enabled:
+                return
+            writable = self._writable()
+            if writable is None:
+                _warn_no_folder()
+                return
+            if not self._impl.check_cachable(data):
+                return
+            try:
+                self._impl.locator.ensure_cache_path()
+                with _locked(self._impl.locator.get_cache_path()):
+                    writable.save(self._index_key(sig, data.codegen), self._impl.reduce(data))
             except OSError:
                 pass
+
+        def flush(self):
+            if self._writable() is not None:
+                self._cache_file.flush()
 
     @contextlib.contextmanager
     def _locked(folder):

@@ -179,7 +179,27 @@ def _named_cases():
     cases["scores on bin edges"] = ((y, np.linspace(0, 1, 11)[rng.integers(0, 11, len(y))], g), {})
     cases["20 numeric groups"] = ((y, p, np.arange(len(y)) % 20), {})
     cases["pandas Series with the same index"] = ((pd.Series(y, name="y"), pd.Series(p), pd.Series(g, name="sex")), {})
+    # Two thresholds with exactly equal F1 (precision and recall swapped: 0.5/1 at 0.3 and 1/0.5 at 0.8):
+    # the lower one wins, as in fairmedfm; accuracy, TPR, TNR, eo and eod at best-F1 tell them apart.
+    tie_y, tie_p = _f1_tie(copies=10)
+    tie_g = np.repeat(np.array(["F", "M"] * 5), 8)
+    cases["best-F1 tie between two thresholds"] = ((tie_y, tie_p, tie_g), {})
+    tie_site = np.repeat(np.array(["A", "B", None, "A", "B", "A", None, "B", "A", "B"], dtype=object), 8)
+    cases["best-F1 tie, attributes with missing values"] = ((tie_y, tie_p, pd.DataFrame({"sex": tie_g,
+                                                                                          "site": tie_site})), {})
+    cases["best-F1 tie, intersectional"] = ((tie_y, tie_p, pd.DataFrame({"sex": tie_g, "site": tie_site})),
+                                            {"intersectional": True})
+    order = np.random.default_rng(3).permutation(len(tie_y))
+    cases["best-F1 tie, shuffled float32"] = ((tie_y[order], tie_p[order].astype(np.float32), tie_g[order]), {})
     return cases
+
+
+def _f1_tie(copies):
+    """Labels and scores where thresholds 0.3 (TP 4, FP 4 of 4 positives per copy) and 0.8 (TP 2,
+    FP 0) have the same F1 bit for bit, the highest of any threshold."""
+    scores = np.array([0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.35, 0.3])
+    labels = np.array([1, 1, 0, 0, 0, 0, 1, 1])
+    return np.tile(labels, copies), np.tile(scores, copies)
 
 
 NAMED = _named_cases()

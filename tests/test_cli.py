@@ -10,6 +10,7 @@ import io
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -24,6 +25,7 @@ import pytest
 fairmedfm_cli = pytest.importorskip("fairmedfm.cli")
 
 from fairmedfm_fast import _score, cli  # noqa: E402
+from fairmedfm_fast import evaluate as fm_evaluate  # noqa: E402
 
 # Subprocesses start outside the checkout, so that they import the installed package (kernels/ is
 # installed as fairmedfm_fast.kernels) rather than the source folder from the working directory.
@@ -264,6 +266,37 @@ def test_string_labels_and_booleans(tmp_path, capsys):
     compare(["score", path, "--label", "flag", "--sensitive", "sex", "--pos-label", "false"], capsys)
 
 
+def test_labels_coded_1_2_and_scores_named_after_classes(tmp_path, capsys):
+    rng = np.random.default_rng(12)
+    n = 200
+    y = rng.integers(0, 2, n)
+    prob = np.round(np.clip(0.3 + 0.4 * y + 0.3 * rng.random(n), 0, 1), 4)
+    sex = rng.choice(["F", "M"], n)
+    for coded, positive in ((y + 1, "2"), (np.where(y == 1, 1, -1), "1")):
+        pd.DataFrame({"label": coded, "prob": prob, "sex": sex}).to_csv(tmp_path / "coded.csv", index=False)
+        # the error names the values and gives an example of the option, with its value
+        assert_one_error(["score", tmp_path / "coded.csv"], capsys,
+                         contains=[f"--pos-label, e.g. --pos-label {positive} "])
+        compare(["score", tmp_path / "coded.csv", "--pos-label", positive], capsys)
+    # one score column per class, named after the classes: found once --pos-label names one of them
+    named = pd.DataFrame({"label": np.where(y == 1, "sick", "well"), "prob_sick": prob, "prob_well": 1 - prob,
+                          "sex": sex})
+    named.to_csv(tmp_path / "named.csv", index=False)
+    explicit = ["--label", "label", "--score", "prob_sick", "prob_well"]
+    for positive in ("sick", "well"):
+        oracle_code, oracle_out, _ = run_oracle(["score", tmp_path / "named.csv", *explicit, "--pos-label", positive],
+                                                capsys)
+        code, out, err = run_fast(["score", tmp_path / "named.csv", "--pos-label", positive], capsys)
+        assert code == oracle_code == 0, err
+        assert f"score column 'prob_{positive}'" in err
+        assert_close(json.loads(out), json.loads(oracle_out))
+    # without --pos-label: the label column was found, so the error does not ask for --label
+    line = assert_one_error(["score", tmp_path / "named.csv", "--label", "label"], capsys,
+                            contains=["label column 'label'", "--score", "--pos-label"])
+    assert "--label" not in line
+    assert_one_error(["score", tmp_path / "named.csv", "--pos-label", "ill"], capsys, contains=["prob_ill"])
+
+
 def test_categorical_parquet_keeps_category_order(tmp_path, capsys):
     rng = np.random.default_rng(6)
     n = 300
@@ -382,6 +415,28 @@ def test_error_bins(data, capsys):
     assert "bins={" not in line
 
 
+def test_bins_that_leave_one_group_name_the_bins_made(data, capsys):
+    # `--bins age=4` is one cut point at 4 (as in fairmedfm): every adult lands in '>=4'. The summary
+    # stays as fairmedfm's (empty); the warning names the bins and the quantile spelling.
+    for task in ("cls", "seg"):
+        argv = ["score", data / "p.csv", "--sensitive", "age", "--bins", "age=4"]
+        if task == "seg":
+            frame = pd.read_csv(data / "p.csv").assign(dice=lambda f: f.prob)[["dice", "age"]]
+            frame.to_csv(data / "dice.csv", index=False)
+            argv[1] = data / "dice.csv"
+        _, lines = compare(argv, capsys)
+        warning = [line for line in lines if "age:" in line and "warning" in line]
+        assert len(warning) == 1, lines
+        assert "one group ('>=4')" in warning[0] and "'<4' (0 samples), '>=4' (300 samples)" in warning[0]
+        assert "--bins age=q4" in warning[0] and "Dice" not in warning[0] and "labels" not in warning[0]
+    # the same in Python, in Python words; quantile groups that collapse suggest cut points
+    report = fm_evaluate([0, 1, 0, 1], [0.1, 0.2, 0.3, 0.4], {"age": [50, 50, 50, 50]}, bins={"age": 3})
+    assert list(report.summary.columns) == ["n", "n_groups"] and report.summary.loc["age", "n_groups"] == 1
+    assert any("bins={'age': [40, 60]}" in w and "'<50' (0 samples)" in w for w in report.warnings), report.warnings
+    report = fm_evaluate([0, 1, 0, 1], [0.1, 0.2, 0.3, 0.4], {"age": [50, 51, 52, 53]}, bins={"age": [10]})
+    assert any("bins['age']=[10] is one cut point" in w and "bins={'age': 4}" in w for w in report.warnings)
+
+
 def test_error_join(data, tmp_path, capsys):
     frame = _predictions()
     frame[["image_id", "label", "prob"]].to_csv(tmp_path / "preds.csv", index=False)
@@ -405,6 +460,14 @@ def test_error_values(data, tmp_path, capsys):
     compare(["score", tmp_path / "nothing.csv", "--sensitive", "a"], capsys)
 
 
+def test_example_values_in_errors_are_distinct(data, capsys):
+    line = assert_one_error(["score", data / "p.csv", "--sensitive", "race", "--score", "sex"], capsys)
+    shown = re.search(r"values such as (\[[^\]]*\]),", line)
+    assert shown and sorted(eval(shown[1])) == ["F", "M"], line  # noqa: S307 (a list literal we printed)
+    with pytest.raises(ValueError, match=r"non-numeric values such as \['F', 'M'\], so"):
+        fm_evaluate([0, 1, 0, 1], [0.1, 0.2, 0.3, 0.4], {"sex": ["F", "F", "M", "M"]}, bins={"sex": [1]})
+
+
 def test_usage_errors_are_one_line(capsys):
     for argv in (["score", "x.csv", "--task", "nope"], [], ["frobnicate"], ["score", "--score-column", "x"]):
         code, out, err = run_fast(argv, capsys)
@@ -417,6 +480,10 @@ def test_help_and_version(capsys):
     assert code == 0 and out.startswith("fairmedfm-fast ")
     code, out, _ = run_fast(["score", "--help"], capsys)
     assert code == 0
+    # the table is required (argparse makes it optional only for the hidden --input spelling)
+    assert "[predictions]" not in out and re.search(r"\[--format \{json,table\}\]\s+predictions\n", out), out
+    code, warmup_help, _ = run_fast(["warmup", "--help"], capsys)
+    assert code == 0 and "compile the kernel" in warmup_help and "`" not in warmup_help
     for option in ("--metadata", "--on", "--sensitive", "--bins", "--intersectional", "--task", "--label",
                    "--score", "--pos-label", "--score-type", "--score-column", "--dice", "--pred-mask",
                    "--true-mask", "--mask-label", "--mask-threshold", "--empty-score", "--output", "--format"):
@@ -643,6 +710,10 @@ def test_threshold_bootstrap_and_permutations_pass_through(data, capsys):
     assert printed["sex"]["ci"]["auc-gap"][0] <= printed["sex"]["auc-gap"] <= printed["sex"]["ci"]["auc-gap"][1]
     code, table, _ = run_fast([*argv, "--format", "table"], capsys)
     assert code == 0 and "bootstrap intervals (60 resamples)" in table and "permutation p-values" in table
+    # the intervals as a metric x attribute table of [low, high] cells, as narrow as the summary
+    assert max(map(len, table.splitlines())) <= 140, max(table.splitlines(), key=len)
+    low, high = printed["race"]["ci"]["auc-gap"]
+    assert re.search(rf"^auc-gap +\[[-.\d]+, [-.\d]+\] +\[{low:.4f}, {high:.4f}\]$", table, re.M), table
 
 
 def test_plot_and_html_files(data, tmp_path, capsys):

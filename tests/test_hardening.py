@@ -213,10 +213,22 @@ def test_huge_resampling_counts_name_the_argument(argument, value, monkeypatch):
 def test_huge_number_of_quantile_groups_names_the_bins(monkeypatch):
     with pytest.raises(ValueError, match=r"bins\['age'\]=1000000000000 would need .* memory"):
         fm.evaluate(Y, P, {"age": P * 100}, bins={"age": 10**12})
+    expected = fm.evaluate(Y, P, G, n_boot=20, n_permutations=20, random_state=0)
     monkeypatch.setattr("fairmedfm_fast._inputs.memory_bytes", lambda: 1 << 20)
     with pytest.raises(ValueError, match=r"n_boot=5000 would need .* more than this machine's 1 MiB"):
         fm.evaluate(Y, P, G, n_boot=5000)
-    assert fm.evaluate(Y, P, G, n_boot=20, n_permutations=20, random_state=0).ci is not None
+    # resampling that fits runs in full, as it does with all the memory
+    small = fm.evaluate(Y, P, G, n_boot=20, n_permutations=20, random_state=0)
+    assert small.ci["n_boot"] == 20 and small.ci["level"] == 0.95
+    for part in ("summary", "by_group"):
+        pd.testing.assert_frame_equal(small.ci[part], expected.ci[part])
+        bounds = small.ci[part]
+        lo, hi = bounds.filter(regex="_lo$").to_numpy(float), bounds.filter(regex="_hi$").to_numpy(float)
+        assert lo.shape == hi.shape and lo.size and (lo <= hi + 1e-12)[~np.isnan(lo)].all()
+    pd.testing.assert_frame_equal(small.p_values, expected.p_values)
+    p_values = small.p_values.to_numpy(float)
+    assert ((p_values > 0) & (p_values <= 1)).all()
+    assert list(small.ci["summary"].index) == list(small.summary.index) == ["sensitive"]
 
 
 def test_cli_huge_bootstrap_exits_2(tmp_path, capsys):

@@ -25,14 +25,13 @@ EXPECTED_FAILURES = {
     "test_cli_inputs::test_segmentation_from_dice_or_mask_files",
     # Wording of warnings and errors of the Python API ("10 samples with a missing value", "reordered
     # to match the index of y_true", "paired by index", "pass y_score.loc[y_true.index]; to pair by
-    # position", "group '1' contains only label 0", "same length", "use fairmedfm.evaluate").
+    # position", "group '1' contains only label 0", "same length").
     "test_evaluate::test_missing_attribute_values_leave_out_those_samples",
     "test_evaluate::test_pandas_inputs_with_the_same_ids_in_another_order_are_paired_by_index",
     "test_evaluate::test_a_default_index_next_to_a_shuffled_one_is_ambiguous",
     "test_evaluate::test_segmentation_inputs_are_paired_by_index",
     "test_metrics::test_invalid_classification_inputs_are_rejected[prob0-label0-group0-group '1' contains only label 0]",
     "test_metrics::test_invalid_classification_inputs_are_rejected[prob4-label4-group4-same length]",
-    "test_metrics::test_the_0_1_functions_are_deprecated",
     # On purpose (issue 15): to_json(path) writes the file and returns None instead of the text.
     "test_evaluate::test_report_serialization",
 }

@@ -42,6 +42,13 @@ def test_python_block_runs(block, tmp_path):
     if done.returncode and missing and missing.group(1).split(".")[0] in OPTIONAL:
         pytest.skip(f"needs the optional {missing.group(1)}")
     assert done.returncode == 0, f"README block starting {_first_line(block)!r} failed:\n{done.stderr[-3000:]}"
+    # a block leaves in the working folder only the files it names as results (no mask files)
+    assert not list(tmp_path.glob("*.npy")), "a README block left .npy files in the working folder"
+
+
+def test_each_picture_shows_once():
+    pictures = re.findall(r"!\[[^\]]*\]\(([^)]+)\)", README)
+    assert pictures and len(pictures) == len(set(pictures)), pictures
 
 
 def test_first_command_runs_from_the_repository_root():

@@ -102,14 +102,15 @@ def folder():
 
 
 def _install(site: Path, prebuilt: bool) -> None:
-    """The wheel's layout; with ``prebuilt``, the kernels' cache as this test process filled it."""
+    """The wheel's layout; with ``prebuilt``, a shipped cache (``kernels/_compiled``, as the wheel's build
+    step fills it) copied from this test process's cache."""
     package = site / "fairmedfm_fast"
     shutil.copytree(ROOT / "fairmedfm_fast", package, ignore=shutil.ignore_patterns("__pycache__"))
-    shutil.copytree(ROOT / "kernels", package / "kernels", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "kernels", package / "kernels", ignore=shutil.ignore_patterns("__pycache__", "_compiled"))
     if prebuilt:
         from fairmedfm_fast.kernels import _config, segmentation, sweeps
 
-        target = package / "kernels" / "__pycache__"
+        target = package / "kernels" / "_compiled"
         target.mkdir()
         for kernel in (sweeps.ranked_sums, segmentation.overlap_counts):
             if _config.cache_location(kernel) is None:
@@ -149,7 +150,8 @@ def _expected():
 
 
 def test_prebuilt_cache_is_used_read_only(unprivileged, folder):
-    """Filled at build time, then read-only: loaded, nothing compiled, no warning; the command line too."""
+    """Filled at build time, then read-only: loaded, nothing compiled, nothing written (no writable folder
+    is even looked for), no warning; the command line too."""
     expected = _expected()  # also fills this process's cache, which the copy below takes
     rng = np.random.default_rng(0)
     masks = (rng.random((4, 8, 8, 8)) < 0.3).astype(np.uint8)
@@ -166,7 +168,8 @@ def test_prebuilt_cache_is_used_read_only(unprivileged, folder):
     seen = json.loads(done.stdout.splitlines()[-1])
     assert seen["warnings"] == []
     assert seen["compiled"] == 0 and seen["loaded"] == 2
-    assert seen["cache"] == [str(site / "fairmedfm_fast" / "kernels" / "__pycache__")] * 2
+    # A miss would be saved outside the package (here a private folder in /tmp), never into it.
+    assert not [path for path in seen["cache"] if path is None or path.startswith(str(site))]
     assert abs(seen["auc_gap"] - expected) < 1e-12
     done = _run(unprivileged, [sys.executable, "-m", "fairmedfm_fast", "score", str(table)], site, site, folder,
                 [folder])

@@ -6,6 +6,7 @@ on the same values, one sample per voxel, within 1e-12; AUC also against scikit-
 from __future__ import annotations
 
 import pickle
+import re
 import warnings
 
 import numpy as np
@@ -68,7 +69,8 @@ def assert_reports_equal(mine, expected):
                                rtol=0, atol=TOL, equal_nan=True)
     assert mine.overall.keys() == expected.overall.keys()
     np.testing.assert_allclose(list(mine.overall.values()), list(expected.overall.values()), rtol=0, atol=TOL)
-    assert mine.warnings == expected.warnings
+    budget_notes = [w for w in mine.warnings if w.startswith("max_memory=")]  # tiny budgets: a slow run
+    assert [w for w in mine.warnings if w not in budget_notes] == expected.warnings
 
 
 def voxel_report(scores, truth, groups, **options):
@@ -126,6 +128,11 @@ def test_windows_give_the_same_report(max_memory):
     report = voxel_report(scores, truth, groups, max_memory=max_memory)
     if max_memory == 1:
         assert report.metadata["windows"] > 20
+        # ... and say so, with the budget that reads the maps once
+        assert re.match(r"max_memory=1 holds 0 voxel records per window; the largest score bucket \(\d+ records\)"
+                        r".* read \d+ times .*; max_memory='1MB' holds every record in one window$", report.warnings[0])
+    else:
+        assert not any(w.startswith("max_memory") for w in report.warnings)
     assert_reports_equal(report, flat_evaluate(scores, truth, groups))
     float64 = scores.astype(np.float64)
     assert_reports_equal(voxel_report(float64, truth, groups, max_memory=max_memory),
@@ -174,6 +181,30 @@ def test_streamed_maps_flush_small_stages_on_two_threads(monkeypatch, max_memory
     report = voxel_report(source, None, groups, n_jobs=2, max_memory=max_memory)
     assert (report.metadata["windows"] > 1) == (max_memory is not None)
     assert_reports_equal(report, flat_evaluate(scores, truth, groups))
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+def test_a_budget_below_the_old_staging_reserve_still_reads_the_maps_once(streamed):
+    """Stages are sized to max_memory (and maps in memory need none): 100MB on two threads used to
+    leave no room beside 168 MB of stages, and every score bucket became a window (a read of the maps)."""
+    scores, truth, groups = make_maps(16, n_images=8, shape=(40, 40), levels=0)
+    source = (list(zip(scores, truth)), None) if streamed else (scores, truth)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no warning about the budget either
+        report = fm.evaluate_voxels(*source, groups, max_memory="100MB", n_jobs=2)
+    assert report.metadata["windows"] == 1
+    assert_reports_equal(report, flat_evaluate(scores, truth, groups))
+    from fairmedfm_fast import voxels
+
+    assert voxels._staging(100 << 20, 2, True) <= (100 << 20) // voxels._STAGE_SHARE
+    assert voxels._staging(100 << 20, 2, False) == 0
+    # the budget the warning names is enough: no warning there, a few windows
+    with pytest.warns(UserWarning, match=r"max_memory=2000 holds \d+ voxel records per window.* so the maps were "
+                                         r"read \d\d+ times .*; max_memory='\d+MB' (holds|makes)") as caught:
+        fm.evaluate_voxels(*source, groups, max_memory=2000, n_jobs=2)
+    named = re.search(r"max_memory='(\d+)MB' (holds|makes)", str(caught[0].message))
+    report = voxel_report(*source, groups, max_memory=int(named[1]) << 20, n_jobs=2)
+    assert report.metadata["windows"] <= 10 and not report.warnings[0].startswith("max_memory")
 
 
 def test_threshold_and_intersectional():

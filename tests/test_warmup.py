@@ -1,7 +1,7 @@
 """``fairmedfm-fast warmup``: which kernels it knows, what it prints, and that its cache serves a new process.
 
-The full warmup compiles a few hundred signatures (minutes on two cores with an empty cache), so
-the suite runs it only with ``FAIRMEDFM_FAST_FULL_WARMUP=1``; the other tests run one workload.
+The full warmup compiles every listed signature (minutes on two cores with an empty cache), so the
+suite runs it only with ``FAIRMEDFM_FAST_FULL_WARMUP=1``; the other tests compile a few kernels.
 """
 import io
 import os
@@ -29,8 +29,10 @@ def test_every_kernel_is_listed():
 
 
 def test_command_prints_kernels_and_cache(monkeypatch, capsys):
-    name = "fairmedfm_fast.metrics"
-    monkeypatch.setattr(warmup, "WORKLOADS", {name: warmup.WORKLOADS[name]})
+    from fairmedfm_fast.kernels import _signatures
+
+    listed = {name: _signatures.SIGNATURES[name] for name in ("ranking.rank_statistics", "_slots.slot_offsets")}
+    monkeypatch.setattr(_signatures, "SIGNATURES", listed)
     assert cli.main(["warmup", "--jobs", "1"]) is None  # success, as fairmedfm's main reports it
     out = capsys.readouterr().out
     assert re.search(r"^  ranking\.rank_statistics +\d+ signatures$", out, flags=re.MULTILINE)
@@ -43,7 +45,7 @@ def test_parallel_workers_fill_the_cache():
     environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     environment.pop("NUMBA_CACHE_DIR", None)
     code = ("import io, sys; from fairmedfm_fast import warmup; out = io.StringIO(); "
-            "code = warmup.warmup(int(sys.argv[1]), out, ['fairmedfm_fast.metrics', 'segmentation from Dice scores']); "
+            "code = warmup.warmup(int(sys.argv[1]), out, ['calibration.log_loss_into', 'calibration.equal_width_edges']); "
             "print(out.getvalue()); sys.exit(code)")
     outputs = []
     for jobs in ("2", "1"):
@@ -51,16 +53,16 @@ def test_parallel_workers_fill_the_cache():
                               env=environment)
         assert done.returncode == 0, done.stdout + done.stderr
         outputs.append(done.stdout)
-    assert "compiling in 2 processes (2 workloads)" in outputs[0]
+    assert "compiling 3 signatures in 2 processes" in outputs[0]
     assert "cache: " in outputs[0]
     assert " (0 compiled now, " in outputs[1]
 
 
 def test_no_writable_cache_exits_1(monkeypatch):
-    from fairmedfm_fast.kernels import _config
+    from fairmedfm_fast.kernels import _config, _signatures
 
     monkeypatch.setattr(_config, "cache_location", lambda dispatcher: None)
-    monkeypatch.setattr(warmup, "WORKLOADS", {"nothing": lambda: None})
+    monkeypatch.setattr(_signatures, "compile_all", lambda names, jobs: [(names[0], 0.0, 0, 1)])
     out = io.StringIO()
     assert warmup.warmup(1, out) == 1
     assert "no writable cache folder" in out.getvalue()
@@ -70,4 +72,6 @@ def test_no_writable_cache_exits_1(monkeypatch):
 def test_full_warmup_reaches_every_kernel():
     out = io.StringIO()
     assert warmup.warmup(None, out) == 0
-    assert "not reached" not in out.getvalue(), out.getvalue()
+    from fairmedfm_fast.kernels import _signatures
+
+    assert all(f"  {name} " in out.getvalue() for name in _signatures.SIGNATURES), out.getvalue()

@@ -1,0 +1,193 @@
+"""The kernel signatures compiled ahead of use: one list, for the build step, ``fairmedfm-fast warmup``
+and the test that a public call compiles nothing else (``tests/test_signatures.py``).
+
+Each entry is a kernel (``module.name``) and the argument types it is called with, as numba types
+exactly as numba types a call (``typeof`` of the arguments, ``Omitted`` for defaults left out,
+read-only arrays as such), so that what is compiled here is what a call looks up. The list is
+recorded, not written by hand: ``python -m fairmedfm_fast.warmup --record`` drives the public API
+over every path that reaches a kernel, with every dtype the API hands to the kernels, and rewrites
+the block between the markers below.
+
+This file is left out of the caches' stamp (``_config.source_stamp``): a new entry does not make
+the compiled ones stale.
+
+``python -m fairmedfm_fast.kernels._signatures --build`` compiles the list into the cache (the build
+step, ``fairmedfm_fast/_build.py``).
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+import time
+
+from numba.core import types as T
+
+
+def A(dtype, ndim=1, layout="C", readonly=False):  # noqa: N802 - short, as the list is long
+    """An array type (C-contiguous and writable unless said)."""
+    return T.Array(dtype, ndim, layout, readonly=readonly)
+
+
+# fmt: off
+# --- signatures (generated) ---
+SIGNATURES: dict[str, list[tuple]] = {
+    '_slots.slot_offsets': [
+        (A(T.int64),),
+    ],
+    'bootstrap.stratified_resample': [
+        (A(T.int32), A(T.int64), T.uint64, T.int64, A(T.uint8), A(T.uint8), T.int64, T.int64, A(T.float64), A(T.uint8), A(T.int8), A(T.float64), A(T.int64), A(T.int64), A(T.float64), A(T.uint8), A(T.int64), A(T.int64), A(T.int64), A(T.int64, 2), T.int64, T.boolean),
+    ],
+    'calibration.binned_calibration': [
+        (A(T.float32), A(T.uint8), A(T.int8, 2), A(T.int64), A(T.float64, 2), T.boolean, T.none),
+        (A(T.float64, readonly=True), A(T.uint8), A(T.int8, 2), A(T.int64), A(T.float64, 2), T.boolean, T.none),
+    ],
+    'calibration.calibration_error': [
+        (A(T.float64, 2), A(T.float64, 2), A(T.float64, 2), T.int64),
+        (A(T.float64, 2), A(T.float64, 2), A(T.float64, 2), T.literal(0)),
+        (A(T.int64, 2), A(T.float64, 2), A(T.float64, 2), T.int64),
+    ],
+    'calibration.equal_width_edges': [
+        (A(T.float64), A(T.float64), T.int64),
+    ],
+    'calibration.log_loss_into': [
+        (A(T.float32), A(T.uint8), A(T.float64)),
+        (A(T.float64), A(T.uint8), A(T.float64)),
+    ],
+    'calibration.score_ranges': [
+        (A(T.float32), A(T.uint8), A(T.int8, 2), A(T.int64), T.Omitted(None)),
+        (A(T.float32), A(T.uint8), A(T.int8, 2), A(T.int64), T.none),
+        (A(T.float64), A(T.uint8), A(T.int8, 2), A(T.int64), T.Omitted(None)),
+        (A(T.float64, readonly=True), A(T.uint8), A(T.int8, 2), A(T.int64), T.none),
+    ],
+    'ranking.rank_statistics': [
+        (A(T.float64), A(T.uint8), A(T.int8, 2), A(T.int64), T.Omitted(None)),
+    ],
+    'segmentation.overlap_counts': [
+        (A(T.uint8), A(T.uint8), A(T.int64), T.uint8, T.uint8, T.uint8, T.uint8, A(T.int64, 2)),
+        (A(T.uint8, readonly=True), A(T.uint8, readonly=True), A(T.int64), T.uint8, T.uint8, T.uint8, T.uint8, A(T.int64, 2)),
+    ],
+    'sweeps.best_f1_sweep': [
+        (A(T.float32), A(T.uint8), A(T.int8, 2), A(T.int64), A(T.float64), A(T.float64), A(T.float64)),
+        (A(T.float64), A(T.uint8), A(T.int8, 2), A(T.int64), A(T.float64), A(T.float64), A(T.float64)),
+        (A(T.float64), A(T.uint8), A(T.int8, 2), A(T.int64), A(T.int64), A(T.int64), T.none),
+    ],
+    'sweeps.edge_positions': [
+        (A(T.float32), A(T.float64, 2), A(T.int64)),
+        (A(T.float64), A(T.float64, 2), A(T.int64)),
+    ],
+    'sweeps.ranked_sums': [
+        (A(T.float32), A(T.uint8), A(T.int8, 2), A(T.int64), A(T.float64), A(T.int64), T.UniTuple(A(T.int64), 3), T.int64, T.int64, T.int64, A(T.float64)),
+        (A(T.float64), A(T.uint8), A(T.int8, 2), A(T.int64), A(T.float64), A(T.int64), T.UniTuple(A(T.int64), 3), T.int64, T.int64, T.int64, A(T.float64)),
+        (A(T.float64), A(T.uint8), A(T.int8, 2), A(T.int64), A(T.float64), A(T.int64), T.UniTuple(A(T.int64), 3), T.int64, T.int64, T.int64, T.none),
+    ],
+    'sweeps.score_ends': [
+        (A(T.float32), A(T.int8, 2), A(T.int64), A(T.float64)),
+        (A(T.float64), A(T.int8, 2), A(T.int64), A(T.float64)),
+        (A(T.float64), A(T.int8, 2), A(T.int64), T.none),
+    ],
+    'voxels.count_map': [
+        (A(T.uint32), A(T.uint8), A(T.uint8), T.int64, T.int64, A(T.int64), A(T.int64)),
+    ],
+    'voxels.scatter_map': [
+        (A(T.uint32), A(T.uint8), A(T.uint8), T.int64, T.int64, T.int64, T.int64, T.int64, T.int64, A(T.uint32), A(T.int64)),
+    ],
+    'voxels.sweep_buckets': [
+        (A(T.uint32), A(T.int64, 2), T.int64, T.int64, T.int64, T.int64, T.int64, T.int64, A(T.int64, 2), T.int64, A(T.int64), T.UniTuple(A(T.int64), 2), T.UniTuple(A(T.int64), 3), A(T.float64), A(T.int64), A(T.float64), A(T.int64, 2), A(T.int64, 3), A(T.float64, 2), A(T.int64, 2), A(T.float64, 2), A(T.int64), A(T.float64, 2)),
+    ],
+}
+# --- end of signatures ---
+# fmt: on
+
+
+def spell(numba_type) -> str:
+    """``numba_type`` as it is written in the list above (evaluates back to an equal type)."""
+    if isinstance(numba_type, T.Array):
+        words = [spell(numba_type.dtype)]
+        if numba_type.ndim != 1 or numba_type.layout != "C":
+            words.append(str(numba_type.ndim))
+        if numba_type.layout != "C":
+            words.append(repr(numba_type.layout))
+        if not numba_type.mutable:
+            words.append("readonly=True")
+        if not numba_type.aligned:
+            raise TypeError(f"unaligned array type {numba_type!r}")
+        return f"A({', '.join(words)})"
+    if isinstance(numba_type, T.Literal):  # a constant argument of a kernel called from another kernel
+        return f"T.literal({numba_type.literal_value!r})"
+    if isinstance(numba_type, T.Omitted):
+        return f"T.Omitted({numba_type.value!r})"
+    if isinstance(numba_type, T.UniTuple):
+        return f"T.UniTuple({spell(numba_type.dtype)}, {numba_type.count})"
+    if isinstance(numba_type, T.Tuple):
+        items = [spell(item) for item in numba_type.types]
+        return f"T.Tuple(({', '.join(items)}{',' if len(items) == 1 else ''}))"
+    if numba_type == T.none:
+        return "T.none"
+    if isinstance(numba_type, (T.Integer, T.Float, T.Boolean)):
+        return f"T.{'boolean' if isinstance(numba_type, T.Boolean) else numba_type.name}"
+    raise TypeError(f"no spelling for the numba type {numba_type!r}")
+
+
+def render(signatures: dict[str, list[tuple]]) -> str:
+    """The generated block of this file for ``signatures``."""
+    lines = ["SIGNATURES: dict[str, list[tuple]] = {"]
+    for name in sorted(signatures):
+        lines.append(f"    {name!r}: [")
+        for signature in sorted({tuple(spell(t) for t in s) for s in signatures[name]}):
+            lines.append(f"        ({', '.join(signature)}{',' if len(signature) == 1 else ''}),")
+        lines.append("    ],")
+    lines.append("}")
+    return "\n".join(lines)
+
+
+def dispatcher(name: str):
+    """The kernel ``module.name`` of ``fairmedfm_fast.kernels``."""
+    module, function = name.split(".")
+    return getattr(importlib.import_module(f"{__package__}.{module}"), function)
+
+
+def _compile(task: tuple[str, int]) -> tuple[str, float, int, int]:
+    """Compile (or load) one signature; (kernel, seconds, loaded, compiled)."""
+    name, index = task
+    kernel = dispatcher(name)
+    begin = time.perf_counter()
+    hits, misses = sum(kernel.stats.cache_hits.values()), sum(kernel.stats.cache_misses.values())
+    kernel.compile(SIGNATURES[name][index])
+    return (name, time.perf_counter() - begin, sum(kernel.stats.cache_hits.values()) - hits,
+            sum(kernel.stats.cache_misses.values()) - misses)
+
+
+def compile_all(names=None, jobs: int | None = None) -> list[tuple[str, float, int, int]]:
+    """Compile every listed signature (of the kernels ``names``, default all) in ``jobs`` processes
+    (default one per core); per signature: (kernel, seconds, loaded from the cache, compiled)."""
+    tasks = [(name, i) for name in (names or SIGNATURES) for i in range(len(SIGNATURES[name]))]
+    jobs = max(1, min(jobs or os.cpu_count() or 1, len(tasks)))
+    if jobs == 1:
+        return [_compile(task) for task in tasks]
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    # Spawned workers (not forked from a process that may hold numba's locks), one task at a time.
+    with ProcessPoolExecutor(jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        return list(pool.map(_compile, tasks, chunksize=1))
+
+
+def _main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m fairmedfm_fast.kernels._signatures")
+    parser.add_argument("--build", action="store_true", help="compile every listed signature")
+    parser.add_argument("--jobs", type=int, default=None)
+    options = parser.parse_args(argv)
+    if not options.build:
+        parser.print_help()
+        return 0
+    begin = time.perf_counter()
+    done = compile_all(jobs=options.jobs)
+    print(f"{len(done)} signatures of {len(SIGNATURES)} kernels in {time.perf_counter() - begin:.1f} s "
+          f"({sum(d[3] for d in done)} compiled, {sum(d[2] for d in done)} loaded)", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_main())

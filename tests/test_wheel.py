@@ -1,0 +1,119 @@
+"""The wheel ships its kernels compiled: installed into a new virtual environment, a new process's
+first calls compile nothing, write nothing and warn of nothing.
+
+The wheel is ``$FAIRMEDFM_FAST_WHEEL`` when set (``.ci/run`` builds one wheel, installs it and points
+here, so CI builds it once); else this test builds one with ``pip wheel`` (which compiles every
+listed signature: minutes on two cores). The virtual environment has no pip and no packages of its
+own but the wheel; a ``.pth`` file lends it this environment's dependencies.
+"""
+import json
+import os
+import site
+import subprocess
+import sys
+import sysconfig
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import fairmedfm_fast as fm
+
+ROOT = Path(__file__).resolve().parent.parent
+WHEEL_ENV = "FAIRMEDFM_FAST_WHEEL"
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    given = os.environ.get(WHEEL_ENV)
+    if given:
+        return Path(given)
+    folder = tmp_path_factory.mktemp("wheel")
+    environment = {key: value for key, value in os.environ.items() if not key.startswith("FAIRMEDFM_FAST_")}
+    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", str(ROOT), "-w", str(folder)],
+                          capture_output=True, text=True, env=environment, timeout=3600)
+    if done.returncode != 0 and "No matching distribution" in done.stderr:
+        pytest.skip("no package index to build the wheel's build environment from")
+    assert done.returncode == 0, done.stderr
+    return next(folder.glob("fairmedfm_fast-*.whl"))
+
+
+@pytest.fixture(scope="module")
+def venv(wheel, tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("venv")
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root)], check=True, timeout=300)
+    python = root / "bin" / "python"
+    purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    lent = [path for path in [*site.getsitepackages(), sysconfig.get_paths()["purelib"]] if os.path.isdir(path)]
+    Path(purelib, "lent-dependencies.pth").write_text("\n".join(dict.fromkeys(lent)) + "\n")
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index", "--target", purelib,
+                    str(wheel)], check=True, timeout=600)
+    return root
+
+
+def _files(*folders: Path) -> dict[str, int]:
+    return {str(path): path.stat().st_mtime_ns for folder in folders for path in folder.rglob("*")}
+
+
+def test_wheel_is_tagged_and_holds_only_the_cache(wheel):
+    assert not wheel.name.endswith("-none-any.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    shipped = [name for name in names if "/kernels/_compiled/" in name]
+    assert any(name.endswith(".nbi") for name in shipped) and any(name.endswith(".nbc") for name in shipped)
+    assert all(name.endswith((".nbi", ".nbc")) for name in shipped)
+    assert not [name for name in names if "__pycache__" in name or name.endswith((".lock", ".pyc"))]
+
+
+def test_first_calls_compile_and_write_nothing(venv, tmp_path):
+    home = tmp_path / "home"
+    home.mkdir()
+    environment = {key: value for key, value in os.environ.items()
+                   if not key.startswith(("NUMBA_", "PYTHON", "FAIRMEDFM_FAST_", "XDG_"))}
+    environment.update(HOME=str(home), TMPDIR=str(tmp_path))
+    package = next((venv / "lib").glob("python*/site-packages/fairmedfm_fast"))
+    before = _files(package, home)
+    done = subprocess.run([str(venv / "bin" / "python"), str(ROOT / "tests" / "_first_call.py")], capture_output=True,
+                          text=True, env=environment, cwd=tmp_path, timeout=600)
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout.splitlines()[-1])
+    assert seen["compiled"] == []
+    assert seen["warnings"] == [] and done.stderr == ""
+    assert _files(package, home) == before  # nothing written (as root, a write would have succeeded)
+    assert [p.name for p in tmp_path.iterdir() if p.name != "home"] == []
+    y = np.tile([0, 1], 500)
+    p = np.clip(0.3 * y + 0.7 * np.random.default_rng(0).random(1000), 0, 1)
+    expected = fm.evaluate(y, p, {"sex": np.repeat(["F", "M"], 500)}).summary.loc["sex", "auc-gap"]
+    assert abs(seen["numbers"]["auc_gap_evaluate"] - expected) < 1e-12
+    assert abs(seen["numbers"]["score"] - expected) < 1e-9
+
+
+def test_a_stale_shipped_cache_compiles_with_one_notice(venv, tmp_path):
+    """NUMBA_CACHE_DIR neither hides the shipped cache nor is written when it serves; where the shipped
+    cache cannot serve (here: this CPU's name changed, so every entry is another CPU's), one line on
+    stderr says why and where the kernels are kept, and they are saved there."""
+    environment = {key: value for key, value in os.environ.items()
+                   if not key.startswith(("NUMBA_", "PYTHON", "FAIRMEDFM_FAST_"))}
+    environment.update(HOME=str(tmp_path), NUMBA_CACHE_DIR=str(tmp_path / "cache"))
+    # The same numba:compile listener as tests/_first_call.py: here it must see compiles.
+    code = ("import numpy as np, fairmedfm_fast as fm; from numba.core import event; seen = []; "
+            "listener = type('L', (event.Listener,), {'on_start': lambda self, ev: seen.append(1), "
+            "'on_end': lambda self, ev: None})(); event.register('numba:compile', listener); "
+            "y = np.tile([0, 1], 50); fm.auc_gap(y, np.linspace(0, 1, 100), sensitive_features=np.repeat(['a', 'b'], 50)); "
+            "print(len(seen))")
+    python = str(venv / "bin" / "python")
+    done = subprocess.run([python, "-c", code], capture_output=True, text=True, env=environment, cwd=tmp_path,
+                          timeout=600)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert int(done.stdout) == 0
+    assert not (tmp_path / "cache").exists()
+    environment["NUMBA_CPU_NAME"] = "generic"
+    done = subprocess.run([python, "-c", code], capture_output=True, text=True, env=environment, cwd=tmp_path,
+                          timeout=1200)
+    assert done.returncode == 0, done.stderr
+    assert int(done.stdout) > 0
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and "another CPU" in lines[0] and "fairmedfm-fast warmup" in lines[0], done.stderr
+    assert str(tmp_path / "cache") in lines[0]
+    assert list((tmp_path / "cache").rglob("*.nbc"))
