@@ -6,6 +6,7 @@ Python loop touches individual samples. Validation happens here, so kernels can 
 """
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Mapping
 from functools import lru_cache
@@ -326,9 +327,13 @@ def label_from_text(value: str, boolean: bool, number: bool) -> Any:
 
 
 def positive_scores(y_score: Any, score_type: str = "auto", score_column: int | None = None,
-                    pos_label: Any = None) -> tuple[np.ndarray, dict[str, Any]]:
+                    pos_label: Any = None, details: dict[str, Any] | None = None) -> tuple[np.ndarray, dict[str, Any]]:
     """Positive-class probabilities (float32 kept as float32) from probabilities, logits, or a
-    (samples, classes) array of either."""
+    (samples, classes) array of either.
+
+    ``details``, when given, receives facts about a sigmoid conversion for its warning:
+    ``"logits"`` (the 1-D scores before it, a reference), ``"score_type"`` and ``"percent"`` (the
+    scores look like percentages: within [0, 100], some above 1)."""
     if score_type not in ("auto", "probability", "logit"):
         raise ValueError(f"score_type={score_type!r} is not one of 'auto', 'probability', 'logit'")
     scores = numeric(to_numpy(y_score, "y_score"), "y_score")
@@ -350,13 +355,17 @@ def positive_scores(y_score: Any, score_type: str = "auto", score_column: int | 
                          f"{MISSING_RULE}")
     info: dict[str, Any] = {}
     if scores.ndim == 1:
-        probability = bool(low >= 0 and scores.max() <= 1)
+        high = scores.max()
+        probability = bool(low >= 0 and high <= 1)
+        percent = bool(low >= 0 and 1 < high <= 100)
         if score_type == "probability" and not probability:
-            raise ValueError(f"score_type='probability' but y_score ranges over [{scores.min()}, "
-                             f"{scores.max()}]; pass score_type='logit' or 'auto' for logits")
+            raise not_probabilities("y_score", low, high)
         if score_type == "logit" or not probability:
+            logits = scores
             scores = 1 / (1 + np.exp(-scores.astype(np.float64)))
             info["score_transform"] = "sigmoid"
+            if details is not None:
+                details.update(logits=logits, score_type=score_type, percent=percent and score_type == "auto")
         return scores, info
     scores = scores.astype(np.float64, copy=False)
     n_classes = scores.shape[1]
@@ -385,6 +394,59 @@ def positive_scores(y_score: Any, score_type: str = "auto", score_column: int | 
         info["score_transform"] = "softmax"
     info["score_column"] = column
     return scores[:, column], info
+
+
+def not_probabilities(what: str, low: float, high: float) -> ValueError:
+    """The error of score_type='probability' on scores outside [0, 1] (``what``: the scores' name)."""
+    if low >= 0 and 1 < high <= 100:
+        return ValueError(f"score_type='probability' but {what} ranges over [{low}, {high}], as percentages do: "
+                          "divide the scores by 100 to make them probabilities, or pass score_type='logit' if "
+                          "they really are logits")
+    return ValueError(f"score_type='probability' but {what} ranges over [{low}, {high}]; pass score_type='logit' "
+                      "or 'auto' for logits")
+
+
+def sigmoid_ties(logits: np.ndarray, labels: np.ndarray, weights: np.ndarray | None) -> tuple[int, float]:
+    """Samples whose distinct logits the float64 sigmoid made equal, and the AUC on the logits.
+
+    The sigmoid is monotone, so the AUC of the logits is exact where that of the rounded
+    probabilities loses the order of the samples it ties (every logit above about 37 becomes 1.0).
+    (0, NaN) when the sigmoid tied no distinct logits: one ``np.sort`` of the logits and a pass.
+    """
+    ranked = np.sort(logits).astype(np.float64, copy=False)
+    probabilities = 1 / (1 + np.exp(-ranked))  # the same values as the conversion, in ascending order
+    same = probabilities[1:] == probabilities[:-1]
+    merged = same & (ranked[1:] != ranked[:-1])
+    if not merged.any():
+        return 0, math.nan
+    block = np.concatenate(([0], np.cumsum(~same)))  # the block of equal probabilities of each sample
+    tied = int(np.bincount(block)[np.unique(block[1:][merged])].sum())
+    return tied, logit_auc(logits, labels, weights)
+
+
+def logit_auc(scores: np.ndarray, labels: np.ndarray, weights: np.ndarray | None) -> float:
+    """AUC of raw scores (ties count one half): the share of (positive, negative) pairs, by weight,
+    in which the positive scores higher."""
+    positive = labels > 0
+    if weights is None:
+        below = np.sort(scores[~positive])
+        above = np.sort(scores[positive])  # sorted, the searches below walk memory in order
+        if not len(below) or not len(above):
+            return math.nan
+        lower = np.searchsorted(below, above, "left")
+        upper = np.searchsorted(below, above, "right")
+        return float((lower.sum() + (upper - lower).sum() / 2) / (len(above) * len(below)))
+    order = np.argsort(scores, kind="stable")
+    ranked = scores[order]
+    w = weights[order]
+    pos = np.where(positive[order], w, 0.0)
+    neg = w - pos
+    starts = np.flatnonzero(np.concatenate(([True], ranked[1:] != ranked[:-1])))
+    pos, neg = np.add.reduceat(pos, starts), np.add.reduceat(neg, starts)
+    below_blocks = np.cumsum(neg) - neg  # the negative weight of the blocks below each block
+    if pos.sum() == 0 or neg.sum() == 0:
+        return math.nan
+    return float((pos * (below_blocks + neg / 2)).sum() / (pos.sum() * neg.sum()))
 
 
 def class_column(y_true: Any, y_score: Any, pos_label: Any) -> int | None:

@@ -90,6 +90,7 @@ class FairnessAccumulator:
         self._matrix: bool | None = None  # whether y_score is (n, k)
         self._column: int | None = self.score_column
         self._score_info: dict[str, Any] = {}
+        self._logit_range: tuple[float, float] | None = None  # least and greatest 1-D score read as a logit
         self._weighted: bool | None = None
         self._names: list[str] | None = None  # attribute names, from the first batch
         self._groups: list[dict[str, int]] = []  # per attribute: group name -> id (order of discovery)
@@ -182,13 +183,17 @@ class FairnessAccumulator:
                                  "position, from 0) to the accumulator")
         mode = self._mode or self.score_type
         try:
-            scores, info = _inputs.positive_scores(y_score, mode, column, self.pos_label)
+            conversion: dict[str, Any] = {}
+            scores, info = _inputs.positive_scores(y_score, mode, column, self.pos_label, conversion)
         except ValueError as error:
             if self.score_type == "auto" and self._mode is not None:
                 raise ValueError(f"the first batch's scores were read as {self._mode}s, and this batch does not fit: "
                                  f"{error}. Pass score_type= to the accumulator so that every batch is read "
                                  "alike") from None
             raise
+        if conversion:  # for the warning of result(), as evaluate words it (percentages)
+            self._logit_range = _widest(self._logit_range, (float(conversion["logits"].min()),
+                                                            float(conversion["logits"].max())))
         if matrix and mode == "probability" and self.score_type == "auto" and self._mode is not None:
             _require_rows_sum_to_one(y_score)
         if self._matrix is None:  # the first batch settles "auto" and the score column
@@ -375,6 +380,7 @@ class FairnessAccumulator:
             self._mode, self._matrix, self._column = other._mode, other._matrix, other._column
             self._score_info = dict(other._score_info)
         self._weighted = other._weighted
+        self._logit_range = _widest(self._logit_range, getattr(other, "_logit_range", None))
         # other's group ids and cells in this accumulator's numbering
         group_maps = []
         for k, known in enumerate(other._groups):
@@ -406,6 +412,16 @@ class FairnessAccumulator:
                 mapped = (cell_map[(keys >> np.uint32(1)).astype(np.intp)].astype(np.uint32) << np.uint32(1))
                 self._add_rows(scores.astype(self._dtype), mapped | (keys & np.uint32(1)), weights, counts)
         return self
+
+    def _conversion(self) -> dict[str, Any]:
+        """What :func:`evaluate` would know of a sigmoid conversion of all the batches' scores, for
+        its warning (ties between logits are not counted: the accumulator keeps the probabilities)."""
+        span = getattr(self, "_logit_range", None)
+        if span is None:
+            return {}
+        low, high = span
+        return {"score_type": self.score_type, "percent": self.score_type == "auto" and low >= 0 and 1 < high <= 100,
+                "unit": low >= 0 and high <= 1, "tied": 0}
 
     def __getstate__(self) -> dict:
         self._flush()
@@ -469,7 +485,7 @@ class FairnessAccumulator:
         extra = _metric_registry.optional_keys(self.metrics)
         warnings = list(self._notes)
         metadata = {**label_info, **self._score_info, "n_samples": n}
-        warnings.extend(transform_note(metadata))
+        warnings.extend(transform_note(metadata, self._conversion()))
         results, overall, arranged, rows = _assess(self._scores, labels, attributes, weights, counts, warnings,
                                                    with_default(extra), threshold, min_group_size, not self._weighted)
         if threshold is not None:
@@ -626,3 +642,10 @@ def _require_rows_sum_to_one(y_score: Any) -> None:
         raise ValueError("the first batch's score rows were read as probabilities (rows that sum to one), and this "
                          "batch's rows do not sum to one; pass score_type='logit' (or 'probability') to the "
                          "accumulator so that every batch is read alike")
+
+
+def _widest(span: tuple[float, float] | None, other: tuple[float, float] | None) -> tuple[float, float] | None:
+    """The smallest range holding both ranges (None: no range)."""
+    if span is None or other is None:
+        return other if span is None else span
+    return min(span[0], other[0]), max(span[1], other[1])

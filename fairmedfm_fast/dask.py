@@ -249,8 +249,7 @@ def _score_decision(surveys: list[dict], columns: _Columns, score_type: str) -> 
     high = max(s["score_high"] for s in surveys)
     probability = low >= 0 and high <= 1
     if score_type == "probability" and not probability:
-        raise ValueError(f"score_type='probability' but the score column {columns.score!r} ranges over "
-                         f"[{low}, {high}]; pass score_type='logit' or 'auto' for logits")
+        raise _inputs.not_probabilities(f"the score column {columns.score!r}", low, high)
     raw_dtype = surveys[0]["score_dtype"]
     if score_type == "logit" or not probability:
         return "logit", np.dtype(np.float64), {"score_transform": "sigmoid"}

@@ -1,15 +1,17 @@
 """Fairness evaluation of binary classifiers: :func:`evaluate` and the shared assessment core."""
 from __future__ import annotations
 
+import math
+import warnings as _warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import partial
+from functools import cached_property, partial
 from typing import Any
 
 import numpy as np
 
 from . import _engine, _groups, _inputs, _metric_registry, _progress, _resample
-from .report import FairnessReport, group_frame, summary_frame
+from .report import FairnessReport, columns_frame, summary_frame
 
 __all__ = ["FairnessReport", "evaluate"]
 
@@ -24,6 +26,7 @@ class Prepared:
     notes: list[str] = field(default_factory=list)
     weights: np.ndarray | None = None
     threshold: float | None = None
+    conversion: dict[str, Any] = field(default_factory=dict)  # facts of a sigmoid conversion (transform_note)
 
 
 def prepare(y_true: Any, y_score: Any, sensitive_features: Any, pos_label: Any, score_type: str,
@@ -38,22 +41,53 @@ def prepare(y_true: Any, y_score: Any, sensitive_features: Any, pos_label: Any, 
     labels, label_info = _inputs.binary_labels(y_true, pos_label)
     if score_column is None and pos_label is not None:
         score_column = _inputs.class_column(y_true, y_score, pos_label)
-    scores, score_info = _inputs.positive_scores(y_score, score_type, score_column, pos_label)
+    conversion: dict[str, Any] = {}
+    scores, score_info = _inputs.positive_scores(y_score, score_type, score_column, pos_label, conversion)
     if len(labels) != len(scores):
         raise ValueError(f"y_true has {len(labels)} samples but y_score has {len(scores)}; pass one label "
                          "and one score per sample")
     weights = None if sample_weight is None else sample_weights(paired[3], len(labels))
+    if conversion:  # the logits are needed only here: keep the facts, not the array
+        logits = conversion.pop("logits")
+        conversion["tied"], conversion["logit_auc"] = _inputs.sigmoid_ties(logits, labels, weights)
+        conversion["unit"] = bool(logits.min() >= 0 and logits.max() <= 1)
     metadata = {**label_info, **score_info} if label_info else score_info
-    prepared = Prepared(labels, scores, metadata, notes, weights, check_threshold(threshold))
+    prepared = Prepared(labels, scores, metadata, notes, weights, check_threshold(threshold), conversion)
     return prepared, paired[2]
 
 
-def transform_note(metadata: Mapping[str, Any]) -> list[str]:
+def transform_note(metadata: Mapping[str, Any], conversion: Mapping[str, Any] | None = None) -> list[str]:
+    """The warning about scores read as logits (one message), with what ``conversion`` (of
+    :func:`prepare`) knows: scores that look like percentages, logits that the sigmoid tied."""
     transform = metadata.get("score_transform")
     if not transform:
         return []
-    return [f"y_score was read as logits and turned into probabilities with a {transform}; pass "
-            "score_type='probability' if the scores already are probabilities"]
+    conversion = conversion or {}
+    if transform != "sigmoid" or not conversion:
+        return [f"y_score was read as logits and turned into probabilities with a {transform}; pass "
+                "score_type='probability' if the scores already are probabilities"]
+    if conversion["score_type"] == "logit":
+        note = "y_score was read as logits (score_type='logit') and turned into probabilities with a sigmoid"
+        if conversion["unit"]:
+            note += "; pass score_type='probability' if the scores already are probabilities"
+    else:
+        note = ("y_score has values outside [0, 1], so it was read as logits and turned into probabilities with "
+                "a sigmoid")
+        if conversion["percent"]:
+            note += ("; but its values lie within [0, 100], as percentages do, and the sigmoid turns every score "
+                     "above about 37 into 1.0: divide the scores by 100 if they are percentages, or pass "
+                     "score_type='logit' if they really are logits")
+    if conversion["tied"]:
+        note += (f"; the sigmoid made {conversion['tied']} samples with distinct scores equal in float64, so "
+                 "the metrics (on the probabilities, as in fairmedfm 0.4.2) count them as ties: the AUC of all "
+                 f"samples on y_score as given is {conversion['logit_auc']:.6g}")
+    return [note]
+
+
+def _warn(messages: Sequence[str]) -> None:
+    """Each message as a Python ``UserWarning`` too, pointed at the caller of the public function."""
+    for message in messages:
+        _warnings.warn(message, UserWarning, stacklevel=3)
 
 
 def require_both_labels(labels: np.ndarray) -> None:
@@ -80,9 +114,10 @@ class AttributeResult:
     keys: tuple[str, ...] = ()  # the per-group metrics
     rows: list[tuple] = field(default_factory=list)  # per slot, the value of each of ``keys``
 
-    @property
+    @cached_property
     def by_group(self) -> dict[int, dict[str, Any]]:
-        """Group index -> metrics, of the evaluable groups (made when read, by the by_group frame)."""
+        """Group index -> metrics, of the evaluable groups (made when first read, by the by_group frame,
+        and kept: the frame reads it once per group)."""
         return {i: dict(zip(self.keys, self.rows[i])) for i in self.valid} if self.rows else {}
 
 
@@ -325,7 +360,9 @@ def evaluate(y_true: Any, y_score: Any, sensitive_features: Any, *, pos_label: A
     presort = _engine.Presort(prepared.scores, prepared.labels, weights)  # sorts while the attributes are coded
     attributes = _groups.encode_attributes(sensitive_features, n, bins, intersectional)
     check_resampling(attributes, n_boot, n_permutations, 2 * len(_resample.INTERVAL_METRICS) + 13)
-    warnings.extend(transform_note(prepared.metadata))
+    conversion_note = transform_note(prepared.metadata, prepared.conversion)
+    warnings.extend(conversion_note)
+    _warn(conversion_note)  # also a UserWarning, as the one-number functions give it
     require_both_labels(prepared.labels)
     results, overall, arranged = assess(prepared, attributes, warnings, wanted=with_default(extra),
                                         threshold=threshold, weights=weights, presort=presort,
@@ -440,14 +477,15 @@ def _intervals(arranged, results: list[AttributeResult], n_boot: int, level: flo
     keys = [*_resample.INTERVAL_METRICS, *(m + _engine.BEST for m in _resample.INTERVAL_METRICS), *extra]
     group_rows, summary_rows = [], {}
     for result, bounds, summary_bounds, n_empty in zip(results, by_group, summaries, empty):
+        valid = set(result.valid)
         for i, group in enumerate(result.groups):
             row = {"attribute": result.name, "group": group}
             for j, key in enumerate(keys):
                 lo, hi = bounds[i, j]
-                row[f"{key}_lo"], row[f"{key}_hi"] = (float(lo), float(hi)) if i in result.valid else (np.nan,) * 2
+                row[f"{key}_lo"], row[f"{key}_hi"] = (float(lo), float(hi)) if i in valid else (np.nan,) * 2
             if stratify is None:
                 row["n_empty"] = int(n_empty[i])
-                if n_empty[i] and i in result.valid:
+                if n_empty[i] and i in valid:
                     warnings.append(f"{result.name}={group}: no sample in {int(n_empty[i])} of {n_boot} bootstrap "
                                     "resamples (stratify=None); it is undefined there and left out of their gaps")
             group_rows.append(row)
@@ -496,12 +534,40 @@ def _p_values(arranged, results: list[AttributeResult], n_permutations: int, see
 
 
 def _by_group_frame(results: list[AttributeResult]):
-    rows = [{"attribute": result.name, "group": group, "n": result.counts[i], **result.by_group.get(i, {}),
-             "skipped": result.skipped.get(i)} for result in results for i, group in enumerate(result.groups)]
-    if rows:
-        return group_frame(rows)
-    import pandas as pd
+    """One row per (attribute, group): ``n``, the metrics (NaN where a group is skipped), ``skipped``.
 
-    index = pd.MultiIndex.from_arrays([[], []], names=["attribute", "group"])
-    return pd.DataFrame({"n": pd.Series([], dtype=np.int64), "skipped": pd.Series([], dtype=object)}, index=index)
+    Built column by column from each attribute's per-slot values, in time linear in the groups.
+    """
+    if not any(result.groups for result in results):
+        import pandas as pd
 
+        index = pd.MultiIndex.from_arrays([[], []], names=["attribute", "group"])
+        return pd.DataFrame({"n": pd.Series([], dtype=np.int64), "skipped": pd.Series([], dtype=object)},
+                            index=index)
+    # metric columns in order of appearance, as the frame of one dict per row orders them
+    keys = list(dict.fromkeys(key for result in results if result.rows and result.valid for key in result.keys))
+    attributes: list[Any] = []
+    groups: list[Any] = []
+    data: dict[str, list[Any]] = {"n": [], **{key: [] for key in keys}, "skipped": []}
+    for result in results:
+        g = len(result.groups)
+        attributes += [result.name] * g
+        groups += result.groups
+        data["n"] += result.counts
+        data["skipped"] += [result.skipped.get(i) for i in range(g)]
+        if not (result.rows and result.valid):
+            for key in keys:
+                data[key] += [math.nan] * g
+            continue
+        position = {key: j for j, key in enumerate(result.keys)}
+        every = len(result.valid) == g
+        valid = set(result.valid)
+        for key in keys:
+            j = position.get(key)
+            if j is None:
+                data[key] += [math.nan] * g
+            elif every:
+                data[key] += [row[j] for row in result.rows[:g]]
+            else:
+                data[key] += [row[j] if i in valid else math.nan for i, row in enumerate(result.rows[:g])]
+    return columns_frame(attributes, groups, data)

@@ -35,7 +35,7 @@ def _classification(column: str, y_true: Any, y_score: Any, sensitive_features: 
     if len(prepared.labels) >= _engine.THREADED_FROM and _engine.needs_sort(wanted, prepared.threshold):
         presort = _engine.Presort(prepared.scores, prepared.labels, prepared.weights)  # sorts while the attribute is coded
     attribute = _groups.one_attribute(sensitive_features, len(prepared.labels), bins)
-    notes.extend(transform_note(prepared.metadata))
+    notes.extend(transform_note(prepared.metadata, prepared.conversion))
     require_both_labels(prepared.labels)
     result = assess(prepared, [attribute], notes, wanted=wanted, with_overall=False,
                     threshold=prepared.threshold, weights=prepared.weights, presort=presort,

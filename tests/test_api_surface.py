@@ -121,8 +121,8 @@ def test_report_methods_match_oracle(tmp_path):
         ours_dict.pop(key, None)
         theirs_dict.pop(key, None)
     assert_close(ours_dict, theirs_dict, "to_dict()")
-    assert ours.to_json(tmp_path / "sub" / "report.json") is None
-    text = ours.to_json()
+    text = ours.to_json(tmp_path / "sub" / "report.json")  # written and returned, as fairmedfm's
+    assert isinstance(theirs.to_json(tmp_path / "theirs.json"), str) and text == ours.to_json()
     assert json.loads((tmp_path / "sub" / "report.json").read_text()) == json.loads(text)
     loaded = json.loads(text)
     # Fewer than two valid groups: the attribute's summary row is all missing (None in JSON).

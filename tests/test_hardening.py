@@ -176,17 +176,17 @@ def test_messages_show_values_as_users_wrote_them():
 
 
 # ------------------------------------------------------------------------------------------------
-# 13. to_json(path) returns None
+# 13. to_json(path) writes the file and returns the text, as fairmedfm 0.4.2 does
 
 
-def test_to_json_returns_the_text_only_without_a_path(tmp_path):
+def test_to_json_with_a_path_writes_the_file_and_returns_the_text(tmp_path):
     report = fm.evaluate(Y, P, G)
-    assert report.to_json(tmp_path / "r.json") is None
-    text = report.to_json()
-    assert isinstance(text, str)
-    assert json.loads((tmp_path / "r.json").read_text()) == json.loads(text)
+    written = report.to_json(tmp_path / "out" / "r.json")  # the folder is made
+    assert isinstance(written, str) and written == report.to_json()
+    assert json.loads((tmp_path / "out" / "r.json").read_text()) == json.loads(written)
     segmentation = fm.evaluate_segmentation(G, dice=P)
-    assert segmentation.to_json(tmp_path / "s.json") is None and json.loads(segmentation.to_json())
+    text = segmentation.to_json(tmp_path / "s.json")
+    assert json.loads(text) == json.loads((tmp_path / "s.json").read_text())
 
 
 def _unused():  # keep imports used by later sections

@@ -32,8 +32,6 @@ EXPECTED_FAILURES = {
     "test_evaluate::test_segmentation_inputs_are_paired_by_index",
     "test_metrics::test_invalid_classification_inputs_are_rejected[prob0-label0-group0-group '1' contains only label 0]",
     "test_metrics::test_invalid_classification_inputs_are_rejected[prob4-label4-group4-same length]",
-    # On purpose (issue 15): to_json(path) writes the file and returns None instead of the text.
-    "test_evaluate::test_report_serialization",
 }
 
 

@@ -45,6 +45,29 @@ class EvaluateSmall:
         self.auc_gap()
 
 
+class EvaluateManyGroups:
+    """Thousands of groups (scanners, sites, intersectional cells): ``evaluate`` alone, then with
+    ``report.by_group`` and ``report.to_dict()`` made from it. Issue 28 asks that the report's per-group
+    tables take at most twice ``evaluate``'s own time at 4,000 groups (they were quadratic: 40 s)."""
+
+    params = ([100_000], [4_000])
+    param_names = ["n_samples", "n_groups"]
+
+    def setup(self, n_samples, n_groups):
+        case = _data.classification(n_samples, 1, n_groups)
+        self.call = prepared("evaluate", "fast", case)
+        self.call().by_group  # noqa: B018 - imports pandas and builds the frame code once
+
+    def time_evaluate(self, n_samples, n_groups):
+        self.call()
+
+    def time_evaluate_and_by_group(self, n_samples, n_groups):
+        self.call().by_group  # noqa: B018 - made on this first read
+
+    def time_evaluate_and_to_dict(self, n_samples, n_groups):
+        self.call().to_dict()
+
+
 @slow
 class EvaluateLowerBound:
     """``np.sort`` of the same scores as :class:`Evaluate`: the ratio to it is what the targets state."""
