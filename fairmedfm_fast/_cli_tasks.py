@@ -99,7 +99,8 @@ def score_tasks(args, layout, sensitive, bins, notes, read):
     first = label_of[names[0]]
     y_true = table[first].to_numpy() if shared else {t: table[label_of[t]].to_numpy() for t in names}
     y_score = {t: table[score_of[t]].to_numpy() for t in names}
-    from . import evaluate, evaluate_tasks
+    from .evaluation import evaluate
+    from .tasks import evaluate_tasks
 
     return evaluate_tasks(y_true, y_score, attributes(layout, table, sensitive),
                           pos_label=typed_pos_label(args.pos_label, table[first]), score_type=args.score_type,

@@ -172,7 +172,9 @@ def extensions(args, function, task: str) -> dict:
         if args.min_group_size < 1:
             raise UsageError(f"--min-group-size {args.min_group_size}: give a number of samples, 1 or more")
         wanted["min_group_size"] = ("--min-group-size", args.min_group_size)
-    if args.p_adjust is not None and args.permutations:
+    if getattr(args, "interval", None) is not None:
+        wanted["interval"] = ("--interval", args.interval)
+    if args.p_adjust is not None and (args.permutations or getattr(args, "interval", None)):
         wanted["p_adjust"] = ("--p-adjust", args.p_adjust)
     for option, name in (("--metrics", "metrics"), ("--nsd-tolerance", "nsd_tolerance"),
                          ("--percentile", "percentile"), ("--spacing", "spacing")):

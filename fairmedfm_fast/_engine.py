@@ -193,8 +193,9 @@ def _plan(keys: frozenset[str]) -> tuple[frozenset[str], bool, bool, bool, bool]
     """What the metric ``keys`` need: their base names, whether any is at the plain threshold or at
     BEST, and whether they need the sort without and with a fixed BEST threshold."""
     base = frozenset(key.removesuffix(BEST) for key in keys)
-    at_half = any(key in THRESHOLD_METRICS for key in keys)
-    at_best = any(key.endswith(BEST) and key.removesuffix(BEST) in THRESHOLD_METRICS for key in keys)
+    at_threshold = _metric_registry.THRESHOLD_NAMES  # read here: register_metric adds to it
+    at_half = any(key in at_threshold for key in keys)
+    at_best = any(key.endswith(BEST) and key.removesuffix(BEST) in at_threshold for key in keys)
     return (base, at_half, at_best, _metric_registry.needs_sort(set(keys), None),
             _metric_registry.needs_sort(set(keys), 0.5))
 
@@ -466,7 +467,7 @@ def measure(arranged: Arranged, wanted: set[str] | None = None, threshold: float
         confusion = {suffix: (pos_above[:, j], neg_above[:, j]) for j, (suffix, _) in enumerate(columns)}
     ece = calibrated.result()[1]
     return from_counts(sizes, count, positives, negatives, thresholds, keys, u2=u2, loss_sums=loss_sums,
-                       ece=ece, confusion=confusion, totals=totals[0], extra=_optional_sums(arranged, base, weights))
+                       ece=ece, confusion=confusion, totals=totals[0], extra=_optional_sums(arranged, _metric_registry.optional_sums(base), weights))
 
 
 def _sweep(arranged: Arranged, keys: set[str], base: set[str], at_half: bool, at_best: bool, threshold: float,
@@ -533,14 +534,13 @@ def _sweep(arranged: Arranged, keys: set[str], base: set[str], at_half: bool, at
         confusion[BEST] = (positives - pos_at, negatives - neg_at)
     else:
         thresholds = [math.nan if fixed_best is None else float(fixed_best)] * len(sizes)
-    extra = _optional_sums(arranged, base, weights) if not _OPTIONAL_BASE.isdisjoint(base) else None
+    needed = _metric_registry.optional_sums(base)
+    extra = _optional_sums(arranged, needed, weights) if needed else None
     return from_counts(sizes, count, positives, negatives, thresholds, keys, u2=u2 if "auc" in base else None,
                        loss_sums=loss if "bce" in base else None, ece=ece if with_ece else None,
                        confusion=confusion, totals=totals, extra=extra)
 
 
-#: The metrics whose sums :func:`_optional_sums` adds.
-_OPTIONAL_BASE = frozenset({"brier", "ap"})
 
 
 def _parts(complete: list[bool]) -> list[list[int]]:
@@ -676,16 +676,17 @@ def _overall_slots(sizes: np.ndarray) -> np.ndarray:
     return np.array(slots, np.intp)
 
 
-def _optional_sums(arranged: Arranged, base: set[str], weights: np.ndarray | None) -> dict[str, np.ndarray]:
-    """The per-slot sums of the opt-in metrics in ``base``: summed squared errors (Brier) in a
-    streaming pass, and summed precision (average precision) in one pass down the sorted order."""
+def _optional_sums(arranged: Arranged, needed: tuple[str, ...], weights: np.ndarray | None
+                   ) -> dict[str, np.ndarray]:
+    """The optional per-slot sums ``needed`` (``_metric_registry.SUMS``): summed squared errors (Brier)
+    in a streaming pass, and summed precision (average precision) in one pass down the sorted order."""
     sums: dict[str, np.ndarray] = {}
-    if "brier" in base:
+    if "squared_error" in needed:
         from .kernels import calibration
 
         errors = np.square(arranged.labels - arranged.scores.astype(np.float64))
         sums["squared_error"] = calibration.slot_sums(errors, arranged.codes, arranged.sizes, weights)
-    if "ap" in base:
+    if "precision" in needed:
         from .kernels import precision
 
         none = np.empty(0, np.int64 if weights is None else np.float64)  # no counts above: the counters' type
@@ -740,5 +741,38 @@ def _report_keys(keys: frozenset[str], sums: frozenset[str]) -> tuple[tuple[str,
     report order, and as a set."""
     available = {metric.name for metric in _metric_registry.PER_GROUP
                  if metric.at_threshold or all(need in sums for need in metric.sums)}
-    order = tuple(key for key in KEY_ORDER if key in keys and key.removesuffix(BEST) in available)
+    order = tuple(key for key in _metric_registry.KEY_ORDER if key in keys and key.removesuffix(BEST) in available)
     return order, frozenset(order)
+
+
+
+def placement_sums(arranged: Arranged, rows: list[int]) -> dict[int, list[np.ndarray]]:
+    """``kernels.delong.placement_sums`` of the groupings ``rows`` over the sorted, unweighted
+    ``arranged`` samples: grouping -> its (n_slots, 7) sums over each range of :func:`_ranges`, in
+    order (the caller combines them). The groupings without missing codes share one pass and its
+    overall slot; each other grouping has a pass of its own. Ranges and passes share the threads."""
+    from .kernels import delong
+
+    scores, labels, codes, sizes = arranged.scores, arranged.labels, arranged.codes, arranged.sizes
+    complete = [bool(codes[k].min(initial=0) >= 0) for k in rows]
+    whole = [k for k, done in zip(rows, complete) if done]
+    parts = ([whole] if whole else []) + [[k] for k, done in zip(rows, complete) if not done]
+    ranges = _ranges(scores)
+
+    def one(part: list[int], a: int, b: int) -> np.ndarray:
+        first, stop = part[0], part[-1] + 1
+        picked = slice(first, stop) if part == list(range(first, stop)) else part
+        return delong.placement_sums(scores, labels, codes[picked], sizes[picked], a, b, len(part) > 1 or
+                                     part[0] in whole)
+
+    jobs = [(part, a, b) for part in parts for a, b in ranges]
+    n_threads = min(_n_threads(len(scores)), len(jobs))
+    done = (on_threads([lambda job=job: one(*job) for job in jobs], n_threads) if n_threads > 1
+            else [one(*job) for job in jobs])
+    out: dict[int, list[np.ndarray]] = {k: [] for k in rows}
+    for (part, _, _), sums in zip(jobs, done):
+        start = 0
+        for k in part:
+            out[k].append(sums[start:start + int(sizes[k]) + 1])
+            start += int(sizes[k]) + 1
+    return out

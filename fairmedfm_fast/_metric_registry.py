@@ -1,19 +1,23 @@
 """The classification metrics, each described once (in the spirit of flox's ``Aggregation``).
 
 A :class:`PerGroup` entry says which per-slot sums a metric needs from the kernels, whether they
-need the samples sorted, whether they add up over partitions of the samples, and how the value is
-finished from them. A :class:`Summary` entry is a column of the summary table: which per-group
-metrics it reads and whether it reads the overall value or the groups' values. The engine, the
-one-number functions and the resampling read these tables; adding a metric means an entry here
-(and a kernel sum when it needs a new one).
+need the samples sorted, how the value is finished from them, whether it gets bootstrap intervals
+and how the plots show it. A :class:`Summary` entry is a column of the summary table: which
+per-group metrics it reads and its kind (see :data:`KINDS`: the overall value, or the largest
+minus the smallest group value, ...). The engine, the summary, the resampling, the plots, the CLI
+help and the one-number functions read these tables; adding a metric means an entry here (and a
+kernel sum when it needs a new one).
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import math
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 #: Suffix of the metrics at each grouping's best-F1 threshold (or the caller's fixed threshold).
 BEST = "@best_f1"
@@ -28,23 +32,77 @@ class PerGroup:
     BCE terms), "ece" (from the ECE bin sums), "tp"/"fp" (confusion counts above a threshold),
     "precision" (per tie block with positives, its positives times the precision there; needs the
     sort), "squared_error" (summed ``(y - p)^2``).
-    ``additive``: whether partition sums combine by addition (false for the sums of ranks and
-    for ECE bins, whose edges depend on every partition's scores).
+    ``display``: its name in prose (the CLI help).
+    ``at_threshold``: computed at a decision threshold; exists with and without BEST.
     ``optional``: computed only when asked for (``metrics=[...]``): not one of fairmedfm's columns.
     ``ranked``: its sums need the samples sorted by score.
+    ``interval``: gets bootstrap intervals (confusion counts do not).
+    ``shown``: how the plots' bar chart shows it: "bars" (from 0), "dots" (around the value of all
+    samples, on a zoomed axis: for values near 1 whose gaps would vanish on bars) or None (not shown).
+    It is shown at BEST when ``at_threshold``.
     """
 
     name: str
     display: str
     sums: tuple[str, ...]
     finish: Callable[[Mapping[str, np.ndarray]], np.ndarray]
-    at_threshold: bool = False  # computed at a decision threshold: exists with and without BEST
-    additive: bool = True
+    at_threshold: bool = False
     optional: bool = False
     ranked: bool = False
+    interval: bool = True
+    shown: str | None = "bars"
+
+    @property
+    def shown_key(self) -> str:
+        """The per-group key the plots show."""
+        return self.name + BEST if self.at_threshold else self.name
+
+
+@dataclass(frozen=True)
+class Sum:
+    """A per-slot sum that metrics are finished from (in the spirit of flox's ``Aggregation``).
+
+    ``made_by``: the kernel pass that makes it. ``combine``: how the sums of score-ordered
+    partitions give the whole's: "add" (each partition on its own, then added) or "add_above"
+    (each partition starts from the counts of the partitions scoring above it, then added: the
+    Mann-Whitney and precision sums). ``empty``: its value for a group without samples.
+    ``optional``: made only when a requested metric reads it (the other sums are made for
+    fairmedfm's metrics anyway).
+    """
+
+    name: str
+    made_by: str
+    combine: str = "add"
+    empty: float = 0.0
+    optional: bool = False
+
+
+SUMS: tuple[Sum, ...] = (
+    Sum("count", "calibration.score_ranges or ranking.rank_statistics"),
+    Sum("positives", "calibration.score_ranges or ranking.rank_statistics"),
+    Sum("negatives", "count - positives"),
+    Sum("totals", "the weighted count, beside count"),
+    Sum("u2", "ranking.rank_statistics", "add_above"),
+    Sum("loss", "calibration.slot_sums of calibration.log_loss_terms"),
+    Sum("ece", "calibration.binned_calibration on edges of all partitions, then calibration_error"),
+    Sum("tp", "ranking.confusion_above or the best-F1 sweep"),
+    Sum("fp", "ranking.confusion_above or the best-F1 sweep"),
+    Sum("squared_error", "calibration.slot_sums of (y - p)^2", optional=True),
+    Sum("precision", "precision.precision_sums", "add_above", optional=True),
+)
+SUM = {entry.name: entry for entry in SUMS}
+
+
+@lru_cache(maxsize=256)
+def optional_sums(names: frozenset[str]) -> tuple[str, ...]:
+    """The optional sums (in table order) that the metrics ``names`` (base names, no BEST) read."""
+    read = {need for name in names if name in BY_NAME for need in BY_NAME[name].sums}
+    return tuple(entry.name for entry in SUMS if entry.optional and entry.name in read)
 
 
 def _auc(s):
+    import numpy as np
+
     pairs = 2.0 * s["positives"] * s["negatives"]
     auc = s["u2"] / pairs
     if np.count_nonzero(pairs) < len(pairs):  # a slot lacks a label (or a product underflows to 0)
@@ -53,26 +111,28 @@ def _auc(s):
 
 
 def _average_precision(s):
+    import numpy as np
+
     ap = s["precision"] / s["positives"]
     ap[s["positives"] == 0] = np.nan  # recall is undefined without positives
     return np.asarray(ap, dtype=np.float64)
 
 
 PER_GROUP: tuple[PerGroup, ...] = (
-    PerGroup("auc", "AUC", ("u2", "positives", "negatives"), _auc, additive=False, ranked=True),
+    PerGroup("auc", "AUC", ("u2", "positives", "negatives"), _auc, ranked=True, shown="dots"),
     PerGroup("acc", "accuracy", ("tp", "fp", "positives", "negatives"),
              lambda s: (s["tp"] + (s["negatives"] - s["fp"])) / (s["positives"] + s["negatives"]), True),
     PerGroup("bce", "BCE", ("loss", "totals"), lambda s: s["loss"] / s["totals"]),
-    PerGroup("ece", "ECE", ("ece",), lambda s: s["ece"], additive=False),
+    PerGroup("ece", "ECE", ("ece",), lambda s: s["ece"]),
     PerGroup("tpr", "TPR", ("tp", "positives"), lambda s: s["tp"] / s["positives"], True),
     PerGroup("tnr", "TNR", ("fp", "negatives"), lambda s: (s["negatives"] - s["fp"]) / s["negatives"], True),
-    PerGroup("tn", "TN", ("fp", "negatives"), lambda s: s["negatives"] - s["fp"], True),
-    PerGroup("fp", "FP", ("fp",), lambda s: s["fp"], True),
-    PerGroup("fn", "FN", ("tp", "positives"), lambda s: s["positives"] - s["tp"], True),
-    PerGroup("tp", "TP", ("tp",), lambda s: s["tp"], True),
+    PerGroup("tn", "TN", ("fp", "negatives"), lambda s: s["negatives"] - s["fp"], True, interval=False, shown=None),
+    PerGroup("fp", "FP", ("fp",), lambda s: s["fp"], True, interval=False, shown=None),
+    PerGroup("fn", "FN", ("tp", "positives"), lambda s: s["positives"] - s["tp"], True, interval=False, shown=None),
+    PerGroup("tp", "TP", ("tp",), lambda s: s["tp"], True, interval=False, shown=None),
     # Opt-in metrics (metrics=[...]), after fairmedfm's columns.
-    PerGroup("ap", "average precision", ("precision", "positives"), _average_precision, additive=False,
-             optional=True, ranked=True),
+    PerGroup("ap", "average precision", ("precision", "positives"), _average_precision, optional=True,
+             ranked=True),
     PerGroup("brier", "Brier score", ("squared_error", "totals"), lambda s: s["squared_error"] / s["totals"],
              optional=True),
     PerGroup("selection_rate", "selection rate", ("tp", "fp", "positives", "negatives"),
@@ -94,10 +154,10 @@ def all_keys() -> list[str]:
     return [*NAMES, *(name + BEST for name in NAMES)]
 
 
-def optional_keys(metrics: tuple[str, ...] | list[str] = OPTIONAL_NAMES) -> list[str]:
-    """The per-group keys of opt-in ``metrics``, in report order: each name, then those at a
-    threshold with BEST."""
-    names = [name for name in OPTIONAL_NAMES if name in metrics]
+def optional_keys(metrics: tuple[str, ...] | list[str] | None = None) -> list[str]:
+    """The per-group keys of opt-in ``metrics`` (default: all), in report order: each name, then
+    those at a threshold with BEST."""
+    names = [name for name in OPTIONAL_NAMES if metrics is None or name in metrics]
     return [*names, *(name + BEST for name in names if name in THRESHOLD_NAMES)]
 
 
@@ -117,10 +177,17 @@ def check_metrics(metrics) -> tuple[str, ...]:
         raise ValueError(f"metrics must be a list of metric names such as ['ap', 'brier'], got "
                          f"{type(metrics).__name__}") from None
     unknown = [name for name in names if name not in OPTIONAL_NAMES]
+    if unknown and load_plugins():  # a metric of an installed plugin, registered on first use
+        unknown = [name for name in names if name not in OPTIONAL_NAMES]
     if unknown:
         raise ValueError(f"metrics={unknown[0]!r} is not an opt-in metric; choose from {list(OPTIONAL_NAMES)} "
                          "(fairmedfm's metrics are always computed)")
     return tuple(name for name in OPTIONAL_NAMES if name in names)
+
+
+def finished_from(keys, sums) -> bool:
+    """Whether every metric of per-group ``keys`` is finished from ``sums`` alone."""
+    return all(set(BY_NAME[key.removesuffix(BEST)].sums) <= sums for key in keys)
 
 
 def needs_sort(keys: set[str], fixed_best: float | None = None) -> bool:
@@ -136,6 +203,8 @@ def finish(sums: Mapping[str, np.ndarray], keys: set[str], suffixes: Mapping[str
     """Per-slot values of ``keys`` from the per-slot ``sums``; ``suffixes`` maps "" and BEST to
     the confusion sums ("tp", "fp") at that threshold. A metric that needs no threshold has the
     same value under both keys."""
+    import numpy as np
+
     names = tuple(suffixes)
     plan = _finish_plan(frozenset(keys), names)
     values: dict[str, np.ndarray] = {}
@@ -183,15 +252,68 @@ def _finish_plan(keys: frozenset[str], names: tuple[str, ...]) -> tuple:
     return tuple(plan)
 
 
+def _gap(values: list[float]) -> float:
+    return max(values) - min(values)
+
+
+def _ratio(values: list[float]) -> float:
+    high = max(values)
+    return min(values) / high if high else math.nan
+
+
+@dataclass(frozen=True)
+class Kind:
+    """How a summary column is made from the values it reads.
+
+    ``of`` makes it from the lists of the groups' values of each key it reads (or, for "overall",
+    from the overall value of its one key). ``fair``: its value when every group has the same value
+    (the columns with one are differences between groups, and get permutation p-values: a permuted
+    value at least as far from ``fair`` as the observed one counts as extreme); None for columns
+    that are not differences.
+    """
+
+    of: Callable[..., float]
+    fair: float | None = None
+
+
+#: The kinds of summary column. Over the groups, a column is NaN when a group it reads has no value
+#: (NaN): leaving that group out would report a smaller gap, or a better worst group, than the
+#: groups have; and Python's max/min would give a number or NaN depending on the groups' order.
+KINDS: dict[str, Kind] = {
+    "overall": Kind(lambda value: value),  # the value of all the attribute's samples
+    "gap": Kind(_gap, fair=0.0),  # largest minus smallest group value
+    "worst": Kind(min),  # smallest group value (for metrics where higher is better)
+    "best": Kind(max),  # largest group value
+    "ratio": Kind(_ratio, fair=1.0),  # smallest over largest group value
+    "score": Kind(lambda *values: 1 - sum(map(_gap, values)) / len(values), fair=1.0),  # 1 - mean of gaps
+}
+#: The order of the tested columns (p-values) within the default and within the opt-in columns.
+TESTED_ORDER = ("gap", "ratio", "score")
+
+
 @dataclass(frozen=True)
 class Summary:
-    """A summary column: ``reads`` per-group keys, of the overall slot (``kind`` "overall"), of the
-    groups ("gap": largest minus smallest; "worst": smallest; "eod": 1 - mean of two gaps)."""
+    """A summary column: ``reads`` per-group keys and makes a value of the :data:`KINDS` ``kind``
+    from them ("overall": the overall slot's value of its one key; others: the groups' values)."""
 
     column: str
     kind: str
     reads: tuple[str, ...]
     optional: bool = False  # reads an opt-in metric: present only when that metric is asked for
+    #: The one-number function that returns this column (``group_metrics`` makes it from this
+    #: entry), and the first part of its docstring.
+    function: str | None = None
+    doc: str = ""
+
+    @property
+    def at_threshold(self) -> bool:
+        """Whether it reads metrics at the best-F1 (or a fixed) threshold."""
+        return any(key.endswith(BEST) for key in self.reads)
+
+    @property
+    def tested(self) -> bool:
+        """Whether the column gets a permutation p-value (a difference between groups)."""
+        return KINDS[self.kind].fair is not None
 
 
 SUMMARIES: tuple[Summary, ...] = (
@@ -199,13 +321,21 @@ SUMMARIES: tuple[Summary, ...] = (
     Summary("overall-acc", "overall", ("acc" + BEST,)),
     Summary("overall-bce", "overall", ("bce",)),
     Summary("overall-ece", "overall", ("ece",)),
-    Summary("worst-auc", "worst", ("auc",)),
-    Summary("auc-gap", "gap", ("auc",)),
-    Summary("acc-gap", "gap", ("acc" + BEST,)),
-    Summary("bce-gap", "gap", ("bce",)),
-    Summary("ece-gap", "gap", ("ece",)),
-    Summary("eod", "eod", ("tpr" + BEST, "tnr" + BEST)),
-    Summary("eo", "gap", ("tpr" + BEST,)),
+    Summary("worst-auc", "worst", ("auc",), function="worst_group_auc",
+            doc="Lowest group ROC AUC (higher is better)."),
+    Summary("auc-gap", "gap", ("auc",), function="auc_gap", doc="Largest minus smallest group ROC AUC (0 is fair)."),
+    Summary("acc-gap", "gap", ("acc" + BEST,), function="accuracy_gap",
+            doc="Largest minus smallest group accuracy at the best overall F1 threshold (0 is fair)."),
+    Summary("bce-gap", "gap", ("bce",), function="bce_gap",
+            doc="Largest minus smallest group binary cross-entropy (0 is fair)."),
+    Summary("ece-gap", "gap", ("ece",), function="ece_gap",
+            doc="Largest minus smallest group expected calibration error (0 is fair).\n\n"
+                "Each group's 10 equal-width bins span its own score range."),
+    Summary("eod", "score", ("tpr" + BEST, "tnr" + BEST), function="equalized_odds_score",
+            doc="``1 - (TPR gap + TNR gap) / 2`` at the best-F1 threshold (``eod``; 1 is fair).\n\n"
+                "A score, not a difference: fairlearn's ``equalized_odds_difference`` is 0 when fair."),
+    Summary("eo", "gap", ("tpr" + BEST,), function="equal_opportunity_difference",
+            doc="Largest minus smallest group true positive rate at the best-F1 threshold (``eo``; 0 is fair)."),
     Summary("ap-gap", "gap", ("ap",), optional=True),
     Summary("brier-gap", "gap", ("brier",), optional=True),
     Summary("dp", "gap", ("selection_rate" + BEST,), optional=True),  # demographic parity difference
@@ -213,6 +343,8 @@ SUMMARIES: tuple[Summary, ...] = (
     Summary("fnr-gap", "gap", ("fnr" + BEST,), optional=True),
 )
 SUMMARY = {summary.column: summary for summary in SUMMARIES}
+#: Every per-group key that a summary column reads.
+SUMMARY_READS = frozenset(key for summary in SUMMARIES for key in summary.reads)
 
 
 @lru_cache(maxsize=64)
@@ -222,7 +354,283 @@ def needs(column: str) -> frozenset[str]:
     return frozenset(SUMMARY[column].reads)
 
 
-def optional_gaps(keys) -> list[str]:
-    """The opt-in summary columns (all gaps) that per-group ``keys`` determine, in report order."""
-    return [summary.column for summary in SUMMARIES
-            if summary.optional and all(key in keys for key in summary.reads)]
+def summarize(overall: Mapping[str, float], groups: Mapping[str, Sequence[float]]) -> dict[str, float]:
+    """Every summary column that the given values determine, in report order.
+
+    ``overall`` maps per-group keys to the overall slot's value; ``groups`` maps them to the values
+    of the groups that enter the summary. A column is present when every key it reads is there.
+    """
+    group_keys = tuple(groups)
+    plan = _PLANS.get(group_keys)
+    if plan is None:
+        plan = _plan(group_keys)
+    out = {}
+    defined: dict[str, bool] = {}  # per key read: whether no group's value is NaN
+    for column, of, key, more in plan:
+        if of is None:  # the overall value
+            if key in overall:
+                out[column] = float(overall[key])
+            continue
+        values = groups[key]
+        ok = defined.get(key)
+        if ok is None:
+            total = sum(values)  # inline _defined (this runs once per resample)
+            ok = defined[key] = total == total or _defined(values)
+        if more is None:  # one key read (most columns)
+            out[column] = float(of(values)) if ok else math.nan
+            continue
+        for other in more:
+            if other not in defined:
+                defined[other] = _defined(groups[other])
+            ok = ok and defined[other]
+        out[column] = float(of(values, *(groups[other] for other in more))) if ok else math.nan
+    return out
+
+
+def _defined(values: Sequence[float]) -> bool:
+    """Whether no group's value is NaN: the one place the summary handles undefined values (its
+    fast path, a sum that is not NaN, is inlined in :func:`summarize`)."""
+    total = sum(values)  # NaN when a value is (or when +inf and -inf meet: then look closer)
+    return total == total or not any(map(math.isnan, values))
+
+
+#: summarize's plans, by the keys of its groups' values (in their order: tuple() of a dict is cheap).
+_PLANS: dict[tuple, tuple] = {}
+
+
+def _plan(group_keys: tuple[str, ...]) -> tuple:
+    """(column, its kind's function or None for an overall value, the first key it reads, the other
+    keys or None) of every column that could be present, in report order."""
+    if len(_PLANS) > 256:
+        _PLANS.clear()
+    groups = set(group_keys)
+    plan = tuple((s.column, None, s.reads[0], None) if s.kind == "overall"
+                 else (s.column, KINDS[s.kind].of, s.reads[0], s.reads[1:] or None)
+                 for s in SUMMARIES if s.kind == "overall" or all(key in groups for key in s.reads))
+    _PLANS[group_keys] = plan
+    return plan
+
+
+def tested_columns(keys=()) -> list[str]:
+    """The columns that get permutation p-values: fairmedfm's, then those of the opt-in metrics
+    whose per-group ``keys`` are given; each part as gaps, ratios, then scores (summary order
+    within a kind)."""
+    out = []
+    for optional in (False, True):
+        part = [s for s in SUMMARIES if s.tested and s.optional == optional
+                and (not optional or all(key in keys for key in s.reads))]
+        out += [s.column for s in sorted(part, key=lambda s: TESTED_ORDER.index(s.kind))]
+    return out
+
+
+def fair_value(column: str) -> float:
+    """The value of summary ``column`` when every group has the same value (its kind's ``fair``)."""
+    return KINDS[SUMMARY[column].kind].fair
+
+
+def interval_names() -> tuple[str, ...]:
+    """fairmedfm's per-group metrics that get bootstrap intervals (plain and with BEST)."""
+    return tuple(metric.name for metric in PER_GROUP if metric.interval and not metric.optional)
+
+
+def shown(keys) -> list[tuple[str, str]]:
+    """(per-group key, "bars" or "dots") of the metrics the plots' bar chart shows, among ``keys``,
+    in report order."""
+    return [(metric.shown_key, metric.shown) for metric in PER_GROUP
+            if metric.shown is not None and metric.shown_key in keys]
+
+
+# ---------------------------------------------------------------------------------------------
+# Metrics from outside the package
+# ---------------------------------------------------------------------------------------------
+
+#: The Python entry-point group of plugin modules: each entry is loaded (its module imported, which
+#: calls :func:`register_metric`) the first time a metric name is not known, in every process
+#: (the CLI, Dask workers) where the plugin is installed.
+ENTRY_POINTS = "fairmedfm_fast.metrics"
+#: The per-slot sums that every backend computes for any metric (the confusion counts "tp" and
+#: "fp" at each threshold of a metric ``at_threshold``).
+BASIC_SUMS = ("count", "positives", "negatives", "totals", "tp", "fp")
+_plugins_loaded = False
+
+
+def load_plugins() -> bool:
+    """Import the modules of the :data:`ENTRY_POINTS` group, once per process; whether any was new."""
+    global _plugins_loaded
+    if _plugins_loaded:
+        return False
+    _plugins_loaded = True
+    from importlib.metadata import entry_points
+
+    found = entry_points(group=ENTRY_POINTS)
+    for entry in found:
+        try:
+            entry.load()
+        except Exception as error:  # a broken plugin: say which, not a traceback from inside it
+            raise ValueError(f"the {ENTRY_POINTS} plugin {entry.name!r} ({entry.value}) failed to load: "
+                             f"{type(error).__name__}: {error}; fix or uninstall it") from error
+    return bool(found)
+
+
+def register_metric(name: str, finish: Callable[[Mapping[str, np.ndarray]], np.ndarray], sums: Sequence[str], *,
+                    display: str | None = None, at_threshold: bool = False,
+                    summaries: Mapping[str, str] | None = None, shown: str | None = "bars") -> None:
+    """Add an opt-in classification metric, computed with ``metrics=[name]`` everywhere.
+
+    Parameters
+    ----------
+    name : str
+        The metric's name in ``metrics=[...]``, ``--metrics`` and the ``by_group`` columns (with
+        ``@best_f1`` too when ``at_threshold``).
+    finish : callable
+        Per-slot values from a mapping of per-slot sums (NumPy arrays, one value per group and one
+        for all the attribute's samples); arithmetic only (it may see arrays of shape (2, slots),
+        one row per threshold). Define it at the top level of a module, so that Dask can pickle it.
+    sums : list of str
+        The sums ``finish`` reads, from :data:`BASIC_SUMS`: "count" (samples), "positives",
+        "negatives", "totals" (weighted count), and with ``at_threshold`` "tp" and "fp" (positives
+        and negatives predicted positive, ``score > threshold``). With sample weights every sum is
+        weighted.
+    display : str, optional
+        Its name in prose (the CLI help); default ``name``.
+    at_threshold : bool
+        Computed at 0.5 and at the best-F1 (or the caller's) threshold, like ``tpr``.
+    summaries : dict, optional
+        Summary columns over the groups, name -> kind: "gap" (largest minus smallest), "worst"
+        (smallest), "best" (largest), "ratio" (smallest over largest) or "score" (1 - gap).
+        They read the ``@best_f1`` value when ``at_threshold``. Default ``{name + "-gap": "gap"}``.
+    shown : {"bars", "dots", None}
+        How ``report.plot("bars")`` shows it.
+
+    A module can reach the command line and Dask workers by declaring itself in the
+    ``fairmedfm_fast.metrics`` entry-point group of its distribution (``[project.entry-points."
+    fairmedfm_fast.metrics"] npv = "my_metrics"``): the module is imported the first time a name
+    is not known. Registering the same name again from the same function is a no-op.
+    """
+    global PER_GROUP, SUMMARIES
+    if not isinstance(name, str) or not name.isidentifier():
+        raise ValueError(f"name must be a metric name made of letters, digits and underscores, got {name!r}")
+    if not callable(finish):
+        raise ValueError(f"finish must be a function of the per-slot sums, got {type(finish).__name__}")
+    sums = tuple(sums)
+    allowed = BASIC_SUMS if at_threshold else BASIC_SUMS[:4]
+    if not sums or any(sum_ not in allowed for sum_ in sums):
+        raise ValueError(f"sums={list(sums)!r}: name the sums finish reads, from {list(allowed)}"
+                         + ("" if at_threshold else " ('tp' and 'fp' need at_threshold=True)"))
+    if shown not in ("bars", "dots", None):
+        raise ValueError(f"shown must be 'bars', 'dots' or None, got {shown!r}")
+    summaries = {f"{name}-gap": "gap"} if summaries is None else dict(summaries)
+    for column, kind in summaries.items():
+        if kind not in KINDS or kind == "overall":
+            raise ValueError(f"summaries={summaries!r}: the kind of {column!r} must be one of "
+                             f"{[k for k in KINDS if k != 'overall']}")
+    metric = PerGroup(name, display or name, sums, finish, at_threshold=at_threshold, optional=True, shown=shown)
+    existing = BY_NAME.get(name)
+    if existing is not None:
+        same = (getattr(existing.finish, "__module__", None), getattr(existing.finish, "__qualname__", None)) == (
+            getattr(finish, "__module__", None), getattr(finish, "__qualname__", None))
+        if existing.optional and same:
+            return
+        raise ValueError(f"name={name!r} is already a metric; choose another name")
+    taken = [column for column in summaries if column in SUMMARY]
+    if taken:
+        raise ValueError(f"summaries: {taken[0]!r} is already a summary column; choose another name")
+    key = name + BEST if at_threshold else name
+    PER_GROUP = (*PER_GROUP, metric)
+    SUMMARIES = (*SUMMARIES, *(Summary(column, kind, (key,), optional=True) for column, kind in summaries.items()))
+    _rebuild()
+
+
+def _rebuild() -> None:
+    """The tables derived from PER_GROUP and SUMMARIES, and the caches that read them."""
+    global BY_NAME, THRESHOLD_NAMES, OPTIONAL_NAMES, KEY_ORDER, SUMMARY, SUMMARY_READS
+    BY_NAME = {metric.name: metric for metric in PER_GROUP}
+    THRESHOLD_NAMES = frozenset(metric.name for metric in PER_GROUP if metric.at_threshold)
+    OPTIONAL_NAMES = tuple(metric.name for metric in PER_GROUP if metric.optional)
+    KEY_ORDER = (*all_keys(), *optional_keys())
+    SUMMARY = {summary.column: summary for summary in SUMMARIES}
+    SUMMARY_READS = frozenset(key for summary in SUMMARIES for key in summary.reads)
+    _PLANS.clear()
+    _finish_plan.cache_clear()
+    needs.cache_clear()
+    optional_sums.cache_clear()
+
+
+# ---------------------------------------------------------------------------------------------
+# Segmentation metrics (evaluate_segmentation(metrics=...), from the mask pairs)
+# ---------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class PerSample:
+    """A per-sample segmentation metric, summarized per group by its mean.
+
+    ``higher_is_better`` decides ``worst_<m>`` (the smallest group mean, else the largest);
+    ``unit`` is "fraction" or "distance" (in the unit of the spacing: mm for NIfTI; a distance
+    takes ``empty_distance`` when exactly one mask is empty); ``limits`` are the plots' axis range
+    (None: from the data). ``from_counts`` makes the per-sample values from the voxel counts
+    (an (n, 3) array of |P|, |T|, |P and T|), NaN where both masks are empty; None for the surface
+    distances that ``kernels.surface`` measures.
+    """
+
+    name: str
+    display: str
+    higher_is_better: bool
+    unit: str = "fraction"
+    limits: tuple[float, float] | None = (0.0, 1.0)
+    from_counts: Callable | None = None
+
+
+def _dice(counts):
+    from . import _masks
+
+    return _masks.dice_from_counts(counts, math.nan)
+
+
+SEGMENTATION: tuple[PerSample, ...] = (
+    PerSample("dice", "Dice", True, from_counts=_dice),
+    PerSample("hd95", "HD95", False, "distance", None),
+    PerSample("hd", "HD", False, "distance", None),
+    PerSample("assd", "ASSD", False, "distance", None),
+    PerSample("nsd", "NSD", True),
+)
+
+
+def segmentation_metric(name: str) -> PerSample | None:
+    """The entry of a per-sample metric or of its report column (``hd90`` is HD95 at another
+    percentile)."""
+    for metric in SEGMENTATION:
+        if metric.name == name:
+            return metric
+    if name.startswith("hd") and name[2:].replace(".", "", 1).isdigit():
+        return SEGMENTATION[1]
+    return None
+
+
+def register_segmentation_metric(name: str, from_counts: Callable, *, display: str | None = None,
+                                 higher_is_better: bool = True, limits: tuple[float, float] | None = (0.0, 1.0)
+                                 ) -> None:
+    """Add a per-sample segmentation metric from voxel counts, computed with
+    ``evaluate_segmentation(pred_masks=..., true_masks=..., metrics=[name])``.
+
+    ``from_counts`` takes an (n, 3) integer array of |P|, |T| and |P and T| per sample and returns
+    n floats, NaN where both masks are empty (those samples take ``empty_score``: the number, or
+    ``empty_score[name]`` of a dict, default 1). The report gets ``mean_<name>`` per group and
+    ``mean_``/``worst_``/``delta_``/``std_<name>`` per attribute, with intervals and p-values as
+    for the surface metrics, and ``report.plot(name)`` draws its distribution per group.
+    Registering the same name again from the same function is a no-op. A plugin module reaches
+    other processes through the ``fairmedfm_fast.metrics`` entry-point group (see
+    :func:`register_metric`).
+    """
+    global SEGMENTATION
+    if not isinstance(name, str) or not name.isidentifier():
+        raise ValueError(f"name must be a metric name made of letters, digits and underscores, got {name!r}")
+    if not callable(from_counts):
+        raise ValueError(f"from_counts must be a function of the (n, 3) voxel counts, got {type(from_counts).__name__}")
+    existing = segmentation_metric(name)
+    if existing is not None:
+        if existing.from_counts is not None and (existing.from_counts.__module__, existing.from_counts.__qualname__) \
+                == (getattr(from_counts, "__module__", None), getattr(from_counts, "__qualname__", None)):
+            return
+        raise ValueError(f"name={name!r} is already a segmentation metric; choose another name")
+    SEGMENTATION = (*SEGMENTATION, PerSample(name, display or name, bool(higher_is_better), "fraction", limits,
+                                             from_counts))

@@ -12,6 +12,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from . import _analytic
+
 #: by_group columns that are counts or labels, not metrics.
 NOT_METRICS = frozenset(("n", "skipped", "tn", "fp", "fn", "tp", "tn@best_f1", "fp@best_f1", "fn@best_f1",
                          "tp@best_f1"))
@@ -52,6 +54,7 @@ def pairwise(report: Any, metric: str | None = None) -> pd.DataFrame:
         numbers = values.to_numpy(dtype=np.float64)  # read once: .iloc per pair costs microseconds each
         prefix = key if isinstance(key, tuple) else (key,)
         boot, perm = (_replicates(report, kind, prefix, metric) for kind in ("boot", "perm"))
+        analytic = _analytic.pair_columns(report, prefix, metric, groups) if report.task == "cls" else None
         level = (report.ci or {}).get("level", 0.95)
         for i, group in enumerate(groups):
             for j, other in enumerate(groups):  # the diagonal (0) too, so that unstack() is square
@@ -62,12 +65,43 @@ def pairwise(report: Any, metric: str | None = None) -> pd.DataFrame:
                     row["difference_lo"], row["difference_hi"] = lo, hi
                 if perm is not None:
                     row["p_value"] = _p_value(perm[:, i] - perm[:, j], row["difference"])
+                if analytic is not None:
+                    row.update((name, float(matrix[i, j])) for name, matrix in analytic.items())
                 rows.append(row)
     index = [*prefix_levels, "attribute", "group", "other"]
     if not rows:
         return pd.DataFrame(columns=["difference"], index=pd.MultiIndex.from_arrays([[]] * len(index), names=index))
     frame = pd.DataFrame(rows)
+    method = _analytic_adjustment(report)
+    if method and "p_value_analytic" in frame.columns:
+        frame[f"p_value_analytic_{method}"] = _adjusted_pairs(frame, index, method)
     return frame.drop(columns=index).set_axis(_ordered_index(frame, index))
+
+
+def _analytic_adjustment(report: Any) -> str | None:
+    """The ``p_adjust`` of the report's analytic intervals (of its first task for several tasks)."""
+    tasks = getattr(report, "tasks", None)
+    report = next(iter(tasks.values())) if tasks else report
+    ci = report.ci if isinstance(report.ci, dict) else {}
+    return (ci.get("analytic") or {}).get("p_adjust")
+
+
+def _adjusted_pairs(frame: pd.DataFrame, index: list[str], method: str) -> np.ndarray:
+    """``p_value_analytic`` adjusted over every distinct pair of groups of the frame (each pair once,
+    both of its orders given the adjusted value)."""
+    from ._resample import adjusted
+
+    keys = [tuple(key[:-2]) + tuple(sorted((str(key[-2]), str(key[-1])))) for key in
+            frame[index].itertuples(index=False, name=None)]
+    first = {}
+    for row, key in enumerate(keys):
+        first.setdefault(key, row)
+    rows = np.array(list(first.values()))
+    p = frame["p_value_analytic"].to_numpy(np.float64)
+    once = np.full(len(rows), np.nan)
+    once[:] = adjusted(p[rows], method)
+    by_key = dict(zip(first, once))
+    return np.array([by_key[key] for key in keys])
 
 
 def _ordered_index(frame: pd.DataFrame, names: list[str]) -> pd.MultiIndex:

@@ -26,13 +26,10 @@ from typing import Any
 
 import numpy as np
 
-from . import _engine
+from . import _engine, _metric_registry
 
 KINDS = ("roc", "reliability", "bars", "dice", "pairwise")
-CLASSIFICATION_BARS = ("auc", "acc@best_f1", "bce", "ece", "tpr@best_f1", "tnr@best_f1")
 SEGMENTATION_BARS = ("mean_dice",)
-#: Drawn as dots around the all-samples value on a zoomed axis rather than as bars from 0.
-DOT_METRICS = ("auc",)
 INSTALL = 'pip install matplotlib (or pip install ".[plot]" in a clone of fairmedfm_fast)'
 _COLUMNS = 3  # axes per row in the per-attribute figures
 MAX_POINTS = 5000  # ROC points drawn per group, at most about
@@ -329,10 +326,12 @@ def plot_reliability(report, attributes=None):
 
 def _interval(report, attribute: str, groups: list, metric: str) -> tuple[np.ndarray, np.ndarray] | None:
     """Interval ends from ``{metric}_lo``/``_hi`` columns of ``report.ci["by_group"]`` (the
-    bootstrap intervals of ``evaluate(..., n_boot=...)``), of ``report.ci`` or of ``by_group``."""
+    bootstrap intervals of ``evaluate(..., n_boot=...)``), of ``report.ci``, of
+    ``report.ci["analytic"]["by_group"]`` (``interval="analytic"``) or of ``by_group``."""
     ci = getattr(report, "ci", None)
     low, high = f"{metric}_lo", f"{metric}_hi"
-    for table in (ci.get("by_group") if isinstance(ci, dict) else ci, report.by_group):
+    analytic = (ci.get("analytic") or {}).get("by_group") if isinstance(ci, dict) else None
+    for table in (ci.get("by_group") if isinstance(ci, dict) else ci, analytic, report.by_group):
         if table is None or not hasattr(table, "columns") or low not in table.columns or high not in table.columns:
             continue
         try:
@@ -344,8 +343,12 @@ def _interval(report, attribute: str, groups: list, metric: str) -> tuple[np.nda
 
 
 def plot_bars(report, attributes=None):
-    metrics = [m for m in (CLASSIFICATION_BARS if report.task == "cls" else SEGMENTATION_BARS)
-               if m in report.by_group.columns]
+    # which metrics, and whether as bars or as dots around the all-samples value: from the registry
+    if report.task == "cls":
+        shown = dict(_metric_registry.shown(report.by_group.columns))
+    else:
+        shown = {m: "bars" for m in SEGMENTATION_BARS if m in report.by_group.columns}
+    metrics = list(shown)
     names = [str(name) for name in report.summary.index]
     if attributes is not None:
         names = _select_names(names, attributes)
@@ -382,7 +385,7 @@ def plot_bars(report, attributes=None):
                 x = np.arange(len(groups))
                 styles = [group_style(i) for i in range(len(groups))]
                 reference = overall.get(metric, math.nan) if overall is not None else math.nan
-                if metric in DOT_METRICS:  # gaps of values near 1 vanish on bars from 0: dots around all samples
+                if shown[metric] == "dots":  # gaps of values near 1 vanish on bars from 0: dots around all samples
                     base = reference if math.isfinite(reference) else float(np.mean(values))
                     ax.vlines(x, base, values, colors=[st["color"] for st in styles], linewidth=1.0,
                               gid=f"stems:{metric}")
@@ -402,7 +405,7 @@ def plot_bars(report, attributes=None):
                 ax.set_xticks(np.arange(len(groups)), [_text(g) for g in groups],
                               rotation=90 if many else 30 if len(groups) > 3 else 0,
                               ha="center" if many or len(groups) <= 3 else "right", fontsize=6 if many else 8)
-                if metric in DOT_METRICS:
+                if shown[metric] == "dots":
                     _zoom(ax, values, reference, interval)
                 if overall is not None and math.isfinite(overall.get(metric, math.nan)):
                     ax.axhline(overall[metric], color="0.3", linestyle="--", linewidth=1,
@@ -417,7 +420,8 @@ def plot_bars(report, attributes=None):
             ax.tick_params(axis="y", labelsize=8)
     ci = getattr(report, "ci", None)
     level = ci.get("level") if isinstance(ci, dict) else None
-    whiskers = f"; whiskers: {level:.0%} bootstrap intervals" if level else "; whiskers: intervals"
+    kind = "bootstrap" if isinstance(ci, dict) and ci.get("by_group") is not None else "analytic"
+    whiskers = f"; whiskers: {level:.0%} {kind} intervals" if level else "; whiskers: intervals"
     title = "Metrics per group (dashed: all samples of the attribute"
     figure.suptitle(title + (whiskers if has_interval else "") + ")", fontsize=11)
     return figure
@@ -445,7 +449,8 @@ def _attribute_overall(report, attribute: str) -> dict[str, Any] | None:
 
 def plot_dice(report, attributes=None, metric="dice"):
     data = dice_by_group(report, attributes, metric)
-    label = "Dice" if metric == "dice" else metric.upper()
+    entry = _metric_registry.segmentation_metric(metric)
+    label = entry.display if entry is not None and metric == entry.name else metric.upper()
     figure, axes = _grid(len(data))
     for ax, (name, groups) in zip(axes, data):
         if not groups:
@@ -464,8 +469,9 @@ def plot_dice(report, attributes=None, metric="dice"):
                 gid="dice-mean")
         ax.set_xticks(positions, [f"{_text(g)}\n(n={len(v)})" for g, v in groups], fontsize=8)
         ax.set_ylabel(label)
-        if metric in ("dice", "nsd"):
-            ax.set_ylim(-0.03, 1.03)
+        if entry is not None and entry.limits is not None:  # a fixed range from the registry (Dice, NSD)
+            low, high = entry.limits
+            ax.set_ylim(low - 0.03 * (high - low), high + 0.03 * (high - low))
         ax.set_title(_text(name), fontsize=10)
         ax.legend(loc="lower right", fontsize=7)
     figure.suptitle(f"{label} per group (boxes: quartiles, diamonds: means)")

@@ -20,15 +20,14 @@ from typing import Any
 
 import numpy as np
 
-from . import _engine
-from ._metric_registry import optional_gaps
+from . import _engine, _metric_registry
 from ._progress import Progress
 from ._threads import executor, resolve_n_jobs
 
-#: Per-group metrics that get intervals (confusion counts do not).
-INTERVAL_METRICS = ("auc", "acc", "bce", "ece", "tpr", "tnr")
-#: Summary columns tested for a difference between groups; eod is higher-is-fairer.
-GAP_COLUMNS = ("auc-gap", "acc-gap", "bce-gap", "ece-gap", "eo", "eod")
+#: Per-group metrics that get intervals (confusion counts do not), from the registry.
+INTERVAL_METRICS = _metric_registry.interval_names()
+#: Summary columns tested for a difference between groups (eod is higher-is-fairer), from the registry.
+GAP_COLUMNS = tuple(_metric_registry.tested_columns())
 #: Accepted ``stratify`` and ``p_adjust`` values.
 STRATIFY = ("attribute", None)
 P_ADJUST = (None, "holm", "bonferroni")
@@ -166,14 +165,18 @@ class _Plan:
         return part, weights[:m]
 
 
+#: The per-slot sums that :class:`_Tallied` counts in each resample.
+TALLIED_SUMS = frozenset({"count", "positives", "negatives", "totals", "u2", "loss", "ece", "tp", "fp"})
+
+
 class _Tallied:
     """One attribute's resamples within its groups, measured by ``kernels.bootstrap`` from their
     draw counts: nothing is copied out, and the numbers are those of measuring the drawn samples
-    (:meth:`_Plan.drawn`), bit for bit. For ``stratify="attribute"`` without sample weights and
-    without opt-in metrics."""
+    (:meth:`_Plan.drawn`), bit for bit. For ``stratify="attribute"`` without sample weights, and
+    opt-in metrics finished from the sums it counts (:data:`TALLIED_SUMS`)."""
 
     def __init__(self, plan: _Plan, job: int, arranged: _engine.Arranged, log_loss: np.ndarray,
-                 fixed_best: float | None, blocks: tuple[np.ndarray, np.ndarray]):
+                 fixed_best: float | None, blocks: tuple[np.ndarray, np.ndarray], extra: Sequence[str] = ()):
         from .kernels import bootstrap as kernels
 
         (row,), (self.members, self.starts), self.seed = plan.jobs[job]
@@ -192,12 +195,13 @@ class _Tallied:
         self.stratum_cuts = np.array([[np.searchsorted(scores[a:b], t, "right") for t in values]
                                       for a, b in zip(self.starts[:-1], self.starts[1:])], np.int64
                                      ).reshape(len(self.starts) - 1, len(values))
-        self.keys = set(_engine.all_keys())
+        self.keys = {*_engine.all_keys(), *extra}
         self._local = threading.local()
 
     @staticmethod
     def applies(plan: _Plan, job: int, arranged: _engine.Arranged, extra: Sequence[str]) -> bool:
-        return not extra and arranged.weights is None and plan.strata[job] is not None
+        return (arranged.weights is None and plan.strata[job] is not None
+                and _metric_registry.finished_from(extra, TALLIED_SUMS))
 
     def measure(self, resample: int) -> list[_engine.Grouping]:
         """The grouping of one resample, as ``_engine.measure`` gives it for the drawn samples."""
@@ -272,7 +276,7 @@ def bootstrap(arranged: _engine.Arranged, names: Sequence[Any], valid_groups: li
     from .kernels import bootstrap as kernels
 
     blocks = kernels.tie_blocks(arranged.scores)  # once: the runs of equal scores of every resample
-    tallied = [_Tallied(plan, job, arranged, log_loss, fixed_best, blocks)
+    tallied = [_Tallied(plan, job, arranged, log_loss, fixed_best, blocks, extra)
                if _Tallied.applies(plan, job, arranged, extra) else None for job in range(len(plan.jobs))]
 
     def one(task: int) -> None:
@@ -323,8 +327,8 @@ def permutation_pvalues(arranged: _engine.Arranged, attribute: int, valid_groups
 
     row = arranged.codes[attribute]
     sizes = arranged.sizes[attribute:attribute + 1]
-    wanted = {"auc", "bce", "ece", "acc@best_f1", "tpr@best_f1", "tnr@best_f1", *extra}
-    columns = [*GAP_COLUMNS, *optional_gaps(extra)]
+    columns = _metric_registry.tested_columns(extra)
+    wanted = {*(key for column in columns for key in _metric_registry.SUMMARY[column].reads), *extra}
     draws = np.full((n_permutations, len(columns)), np.nan)
     keys = sorted(wanted)
     g = int(sizes[0])
@@ -359,8 +363,9 @@ def _p_values(draws: np.ndarray, columns: Sequence[str], observed: dict[str, flo
         if np.isnan(value) or column_draws.size == 0:
             out[column] = np.nan
             continue
-        if column == "eod":
-            extreme = (1 - column_draws) >= (1 - value) - 1e-12
+        fair = _metric_registry.fair_value(column)  # 0 for a gap; 1 for eod and ratios, which lie below it
+        if fair:
+            extreme = (fair - column_draws) >= (fair - value) - 1e-12
         else:
             extreme = column_draws >= value - 1e-12
         out[column] = float((1 + extreme.sum()) / (1 + column_draws.size))

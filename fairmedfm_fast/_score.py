@@ -118,7 +118,7 @@ def _classification(args, layout, sensitive, bins, label, scores, notes):
     if text is not None:
         y_true, score_column, label_info = text
         pos_label = None
-    from . import evaluate
+    from .evaluation import evaluate
 
     with step(f"scoring {table.num_rows:,} samples"):
         report = evaluate(y_true, y_score, attributes(layout, table, sensitive),
@@ -132,7 +132,7 @@ def _classification(args, layout, sensitive, bins, label, scores, notes):
 
 def _segmentation(args, layout, path, sensitive, bins, dice, pred_mask, true_mask, notes):
     try:
-        from . import evaluate_segmentation
+        from .segmentation import evaluate_segmentation
     except (ImportError, AttributeError):
         raise UsageError("this build of fairmedfm_fast cannot evaluate segmentation yet") from None
     columns = layout.columns

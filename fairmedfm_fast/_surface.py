@@ -14,12 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from . import _mask_files, _masks
+from . import _mask_files, _masks, _metric_registry
 
-#: Metrics that ``evaluate_segmentation(metrics=...)`` knows, in report order.
-METRICS = ("dice", "hd95", "hd", "assd", "nsd")
-#: Distances (lower is better, worst group is the largest mean).
-DISTANCES = ("hd95", "hd", "assd")
 #: Columns of the per-sample table: voxel counts, then the metrics of non-empty pairs, then the
 #: image diagonal (for ``empty_distance="diagonal"``).
 _COLUMNS = ("n_pred", "n_true", "n_both", "hd95", "hd", "assd", "nsd", "diagonal")
@@ -43,13 +39,17 @@ def check_options(metrics: Any, percentile: Any, nsd_tolerance: Any, hd_definiti
     """The requested metrics as a list, after checking every option (ValueError naming it)."""
     if isinstance(metrics, str):
         metrics = [metrics]
+    names = [metric.name for metric in _metric_registry.SEGMENTATION]  # the registry's, in report order
     try:
         wanted = [str(m).lower() for m in metrics]
     except TypeError:
-        raise ValueError(f"metrics={metrics!r} must be a list of metric names from {list(METRICS)}") from None
-    unknown = [m for m in wanted if m not in METRICS]
+        raise ValueError(f"metrics={metrics!r} must be a list of metric names from {names}") from None
+    unknown = [m for m in wanted if m not in names]
+    if unknown and _metric_registry.load_plugins():  # a metric of an installed plugin
+        names = [metric.name for metric in _metric_registry.SEGMENTATION]
+        unknown = [m for m in wanted if m not in names]
     if unknown or not wanted or len(set(wanted)) != len(wanted):
-        raise ValueError(f"metrics={metrics!r}: give distinct names from {list(METRICS)}, e.g. "
+        raise ValueError(f"metrics={metrics!r}: give distinct names from {names}, e.g. "
                          "metrics=['dice', 'hd95', 'assd', 'nsd']")
     if not (isinstance(percentile, (int, float, np.integer, np.floating)) and not isinstance(percentile, bool)
             and 0 <= percentile <= 100):
@@ -67,7 +67,7 @@ def check_options(metrics: Any, percentile: Any, nsd_tolerance: Any, hd_definiti
             and empty_distance >= 0)):
         raise ValueError(f"empty_distance={empty_distance!r} must be 'nan', 'inf', 'diagonal' or a distance >= 0: "
                          "the HD, HD95 and ASSD of a sample with exactly one empty mask")
-    return [m for m in METRICS if m in wanted]
+    return [m for m in names if m in wanted]
 
 
 def _file_spacing(true: np.ndarray, item: Any) -> tuple[float, ...] | None:
@@ -215,16 +215,23 @@ def finish(table: np.ndarray, metrics: list[str], empty_score: Any, empty_distan
     one = pred_empty ^ true_empty
     surface_scores = isinstance(empty_score, dict)
     if surface_scores:
-        unknown = sorted(set(empty_score) - set(METRICS))
+        names = [metric.name for metric in _metric_registry.SEGMENTATION]
+        unknown = sorted(set(empty_score) - set(names))
         if unknown:
-            raise ValueError(f"empty_score has unknown metrics {unknown}; use names from {list(METRICS)}")
+            raise ValueError(f"empty_score has unknown metrics {unknown}; use names from {names}")
     dice_empty = empty_score.get("dice", 1.0) if surface_scores else empty_score
     _masks.check_empty_score(dice_empty)
     values: dict[str, np.ndarray] = {}
     warnings: list[str] = []
     for metric in metrics:
+        entry = _metric_registry.segmentation_metric(metric)
         if metric == "dice":
             values[metric] = _masks.dice_from_counts(counts, dice_empty)
+            continue
+        if entry.from_counts is not None:  # a registered metric of the voxel counts
+            column = np.asarray(entry.from_counts(counts), np.float64).copy()
+            column[both] = float(empty_score.get(metric, 1.0)) if surface_scores else float(empty_score)
+            values[metric] = column
             continue
         column = table[:, _COLUMNS.index(metric)].copy()
         if metric == "nsd":
@@ -239,8 +246,9 @@ def finish(table: np.ndarray, metrics: list[str], empty_score: Any, empty_distan
             column[both] = float(empty_score[metric])
         values[metric] = column
     n_both, n_one = int(both.sum()), int(one.sum())
-    distances = [m for m in metrics if m in DISTANCES]
-    if n_both and [m for m in metrics if m != "dice" and not (surface_scores and m in empty_score)]:
+    distances = [m for m in metrics if _metric_registry.segmentation_metric(m).unit == "distance"]
+    if n_both and [m for m in metrics if _metric_registry.segmentation_metric(m).from_counts is None
+                   and not (surface_scores and m in empty_score)]:
         warnings.append(f"{n_both} samples have both masks empty: their surface distances are undefined (NaN) and "
                         "left out (set a value with empty_score={'hd95': 0.0, 'nsd': 1.0, ...})")
     if n_one and distances and empty_distance == "nan":

@@ -13,11 +13,12 @@ from typing import Any
 
 import numpy as np
 
-from . import _engine, _groups, _inputs, _metric_registry, _progress, _resample
+from . import _analytic, _engine, _groups, _inputs, _metric_registry, _progress, _resample
 from .evaluation import (
     as_python,
     attribute_result,
     check_count,
+    check_interval,
     check_min_group_size,
     check_resampling,
     check_threshold,
@@ -439,7 +440,7 @@ class FairnessAccumulator:
     def result(self, *, threshold: float | None = None, min_group_size: int | None = None, n_boot: int = 0,
                ci: float = 0.95, n_permutations: int = 0, random_state: Any = None,
                stratify: str | None = "attribute", p_adjust: str | None = None,
-               progress: bool | None = None) -> FairnessReport:
+               progress: bool | None = None, interval: str | None = None) -> FairnessReport:
         """The report of :func:`fairmedfm_fast.evaluate` on every batch added (the options as there).
 
         Point estimates equal ``evaluate``'s on the concatenated batches (counts, AUC and
@@ -447,13 +448,15 @@ class FairnessAccumulator:
         p-values are valid but drawn otherwise than ``evaluate``'s (their draws depend on the order
         of the samples); they expand the table to one row per sample, so they take the memory of
         the samples (with sample weights, samples of one score, label and group share their mean
-        weight there).
+        weight there). ``interval="analytic"`` gives ``evaluate``'s analytic intervals exactly (not
+        with sample weights); it reads one row per sample too.
         """
         threshold = check_threshold(threshold)
         min_group_size = check_min_group_size(min_group_size)
         n_boot = check_count(n_boot, "n_boot")
         n_permutations = check_count(n_permutations, "n_permutations")
         _resample.check_options(stratify, p_adjust)
+        check_interval(interval, True if self._weighted else None)
         progress = _progress.check(progress)
         if not (isinstance(ci, (float, int)) and 0 < ci < 1):
             raise ValueError(f"ci must be a coverage strictly between 0 and 1, such as 0.95; got {_inputs.shown(ci)}")
@@ -508,6 +511,11 @@ class FairnessAccumulator:
             samples = _expanded(self._scores, labels, rows, arranged.sizes, counts, weights)
         resample_into(report, samples, results, n_boot, ci, n_permutations, random_state, threshold, stratify,
                       p_adjust, progress, warnings, extra)
+        if interval == "analytic":  # the placement values count samples: one row per sample, unweighted
+            rows_of_samples = arranged if counts is None else _expanded(self._scores, labels, rows, arranged.sizes,
+                                                                        counts, None)
+            report.ci = {"level": float(ci), "n_boot": n_boot, **(report.ci or {}),
+                         "analytic": _analytic.intervals(rows_of_samples, results, float(ci), warnings, p_adjust)}
         return report
 
     def _attributes(self, cells: np.ndarray) -> list[_groups.Attribute]:

@@ -139,9 +139,13 @@ def build_parser() -> argparse.ArgumentParser:
     voxels.add_argument("--max-memory", metavar="SIZE", help="memory for the voxel records, e.g. 2GB")
 
     more = score.add_argument_group("beyond fairmedfm score")
+    from . import _metric_registry  # the opt-in metrics from their entries (no NumPy import)
+
+    opt_in = ", ".join(f"{m.name} ({m.display})" for m in _metric_registry.PER_GROUP if m.optional)
     more.add_argument("--metrics", nargs="+", metavar="M",
-                      help="classification: any of ap brier selection_rate fpr fnr beside fairmedfm's metrics; "
-                      "segmentation from masks: any of dice hd95 hd assd nsd, per group (e.g. --metrics dice "
+                      help=f"classification: any of {opt_in} beside fairmedfm's metrics; "
+                      f"segmentation from masks: any of {' '.join(m.name for m in _metric_registry.SEGMENTATION)}, "
+                      "per group (e.g. --metrics dice "
                       "hd95 nsd --nsd-tolerance 2); default: Dice only")
     more.add_argument("--pairwise", metavar="METRIC",
                       help="also print, per attribute, the difference of METRIC (e.g. auc) between every pair of "
@@ -158,11 +162,15 @@ def build_parser() -> argparse.ArgumentParser:
                       "for every summary metric")
     more.add_argument("--permutations", type=int, default=0, metavar="N",
                       help="N permutations of the group labels: a p-value for every gap")
+    more.add_argument("--interval", choices=["analytic"],
+                      help="classification: analytic 95%% intervals without resampling (DeLong for AUC, Wilson for "
+                      "rates, simultaneous intervals for auc-gap, acc-gap, eo and the TNR gap)")
     more.add_argument("--seed", type=int, metavar="S", help="random seed of --bootstrap and --permutations")
     more.add_argument("--min-group-size", type=int, metavar="N",
                       help="skip groups of fewer than N samples (reported, left out of the gaps)")
     more.add_argument("--p-adjust", choices=["holm", "bonferroni"],
-                      help="adjust the --permutations p-values over every gap and attribute")
+                      help="adjust the --permutations p-values over every gap and attribute (and the "
+                      "--interval analytic p-values of --pairwise over every pair)")
     more.add_argument("--plot", type=Path, metavar="FILE.png", help="also save a figure (see --plot-kind)")
     more.add_argument("--plot-kind", choices=["roc", "reliability", "bars", "dice"], metavar="KIND",
                       help="roc, reliability, bars or dice (default: roc for classification, dice for "
@@ -331,7 +339,8 @@ class _OutputError(Exception):
 def _render(report, form: str) -> str:
     """What goes to stdout: the summary per attribute, as JSON or as a table.
 
-    With --bootstrap or --permutations, each attribute also gets ``"ci"`` (metric -> [low, high])
+    With --bootstrap or --permutations, each attribute also gets ``"ci"`` (metric -> [low, high]),
+    with --interval analytic ``"ci_analytic"`` (gap -> [low, high])
     and ``"p_values"`` (gap -> p); without them the output is that of ``fairmedfm score``.
     """
     ci, p_values = getattr(report, "ci", None), getattr(report, "p_values", None)
@@ -340,8 +349,10 @@ def _render(report, form: str) -> str:
             return frame.to_string(float_format=lambda v: f"{v:.4f}") + "\n"
 
         text = table(report.summary)
-        if ci is not None:
+        if ci is not None and ci.get("summary") is not None:
             text += f"\n{ci['level']:.0%} bootstrap intervals ({ci['n_boot']} resamples)\n" + _intervals(ci["summary"])
+        if ci is not None and ci.get("analytic") is not None:
+            text += f"\n{ci['level']:.0%} analytic intervals\n" + _intervals(ci["analytic"]["summary"])
         if p_values is not None:
             text += "\npermutation p-values\n" + table(p_values)
         return text
@@ -350,10 +361,11 @@ def _render(report, form: str) -> str:
     result = report.to_dict()
     out = {name: entry["summary"] for name, entry in result["attributes"].items()}
     for name, summary in out.items():
-        if "ci" in result and name in result["ci"]["summary"]:
-            bounds = result["ci"]["summary"][name]
-            summary["ci"] = {key[:-3]: [bounds[key], bounds[key[:-3] + "_hi"]] for key in bounds
-                             if key.endswith("_lo")}
+        for key, part in (("ci", result.get("ci", {})), ("ci_analytic", result.get("ci", {}).get("analytic", {}))):
+            if name in part.get("summary", {}):
+                bounds = part["summary"][name]
+                summary[key] = {column[:-3]: [bounds[column], bounds[column[:-3] + "_hi"]] for column in bounds
+                                if column.endswith("_lo")}
         if "p_values" in result and name in result["p_values"]:
             summary["p_values"] = result["p_values"][name]
     return json.dumps(out, indent=2) + "\n"

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from . import _engine, _groups, _inputs, _metric_registry
+from . import _analytic, _engine, _groups, _inputs, _metric_registry, _resample, evaluation
 from ._progress import Progress, check
 from .evaluation import as_python, attribute_result, check_threshold, classification_report, transform_note
 from .report import FairnessReport
@@ -441,14 +441,25 @@ def _arrays(part: pd.DataFrame, names: list[str]) -> tuple[np.ndarray, np.ndarra
     return scores, labels, codes
 
 
+def _optional_sums(extra: Sequence[str], combine: str | None = None) -> tuple[str, ...]:
+    """The optional per-slot sums that the opt-in keys ``extra`` read (those combined by ``combine``)."""
+    needed = _metric_registry.optional_sums(frozenset(key.removesuffix(_engine.BEST) for key in extra))
+    return tuple(name for name in needed if combine is None or _metric_registry.SUM[name].combine == combine)
+
+
 def _first_pass(part: pd.DataFrame, names: list[str], sizes: np.ndarray, thresholds: list[float],
-                extra: Sequence[str] = ()) -> dict[str, Any]:
+                extra: Sequence[str] = (), analytic: bool = False) -> dict[str, Any]:
     """Order-free sums (counts above the fixed thresholds too) and the partition's own Mann-Whitney sums;
-    the summed squared errors with the opt-in "brier"."""
+    the optional sums that combine by addition (``_metric_registry.SUMS``) that the opt-in ``extra`` read;
+    the partition's placement sums (DeLong) with ``analytic``."""
     ranking, calibration, _ = _kernels()
     scores, labels, codes = _arrays(part, names)
     squared = {}
-    if "brier" in extra:
+    if analytic:
+        from .kernels import delong
+
+        squared["placement"] = delong.placement_sums(scores, labels, codes, sizes, 0, len(scores), False)
+    if "squared_error" in _optional_sums(extra, "add"):
         errors = np.square(labels - scores.astype(np.float64))
         squared["squared_error"] = calibration.slot_sums(errors, codes, sizes)
     count, positives, low, high = calibration.score_ranges(scores, labels, codes, sizes)
@@ -486,12 +497,12 @@ def _between(firsts: list[dict[str, Any]], sizes: np.ndarray) -> dict[str, Any]:
 def _second_pass(part: pd.DataFrame, names: list[str], sizes: np.ndarray, between: dict[str, Any],
                  index: int, sweep: bool, extra: Sequence[str] = ()) -> dict[str, Any]:
     """The partition's best-F1 candidates (counting the earlier partitions), counts above them, ECE bins;
-    the summed precision (counting the later partitions) with the opt-in "ap"."""
+    the optional sums that start from the partitions above (the summed precision) that ``extra`` read."""
     ranking, calibration, _ = _kernels()
     scores, labels, codes = _arrays(part, names)
     bins = calibration.binned_calibration(scores, labels, codes, sizes, between["edges"], False)
     ranked = {}
-    if "ap" in extra:
+    if "precision" in _optional_sums(extra, "add_above"):
         from .kernels import precision
 
         ranked["precision"] = precision.precision_sums(scores, labels, codes, sizes, between["pos_after"][index],
@@ -553,9 +564,9 @@ def _groupings(firsts: list[dict[str, Any]], seconds: list[dict[str, Any]], size
         fp_best[window] = seconds[chosen]["neg_above"][window] + negatives_by_part[chosen + 1:, window].sum(axis=0)
     ece = calibration.calibration_error(bin_count, bin_labels, bin_scores, 0)
     confusion = {"": (tp_half, fp_half), _engine.BEST: (tp_best, fp_best)}
-    sums = {name: sum(part[name] for part in parts) for name, parts in (("squared_error", firsts),
-                                                                           ("precision", seconds))
-            if name in parts[0]}  # the opt-in metrics' sums add up over partitions
+    # the optional sums add up over partitions (those "add_above" started from the partitions above)
+    sums = {name: sum(part[name] for part in (firsts if _metric_registry.SUM[name].combine == "add" else seconds))
+            for name in _optional_sums(extra)}
     return _engine.from_counts(sizes, count, positives, negatives, thresholds, {*_engine.all_keys(), *extra},
                                u2=u2, loss_sums=log_sums, ece=ece, confusion=confusion, extra=sums)
 
@@ -595,7 +606,8 @@ def _check_columns(ddf: Any, label: Any, score: Any, sensitive: Any, bins: Any) 
 def evaluate(ddf: Any, *, label: str, score: str, sensitive: str | Sequence[str], bins: _groups.Bins | None = None,
              intersectional: bool = False, pos_label: Any = None, score_type: str = "auto",
              threshold: float | None = None, npartitions: int | None = None,
-             progress: bool | None = None, metrics: Sequence[str] | None = None) -> FairnessReport:
+             progress: bool | None = None, metrics: Sequence[str] | None = None, interval: str | None = None,
+             ci: float = 0.95, p_adjust: str | None = None) -> FairnessReport:
     """Fairness of a binary classifier from a Dask DataFrame, exactly as :func:`fairmedfm_fast.evaluate`.
 
     Runs on the active Dask scheduler (a ``distributed.Client`` if one exists). Rows never leave the
@@ -632,6 +644,10 @@ def evaluate(ddf: Any, *, label: str, score: str, sensitive: str | Sequence[str]
     metrics : list of str, optional
         Opt-in metrics beside fairmedfm's (``"ap"``, ``"brier"``, ``"selection_rate"``, ``"fpr"``,
         ``"fnr"``), as in :func:`fairmedfm_fast.evaluate`.
+    interval, ci, p_adjust : optional
+        ``interval="analytic"``: DeLong, Wilson and simultaneous gap intervals at level ``ci`` in
+        ``report.ci["analytic"]``, as in :func:`fairmedfm_fast.evaluate` (each partition adds its
+        placement sums; ``p_adjust`` adjusts the pairwise p-values).
 
     Returns
     -------
@@ -643,11 +659,15 @@ def evaluate(ddf: Any, *, label: str, score: str, sensitive: str | Sequence[str]
     names, bins = _check_columns(ddf, label, score, sensitive, bins)
     threshold = check_threshold(threshold)
     metrics = _metric_registry.check_metrics(metrics)
+    evaluation.check_interval(interval, None)
+    _resample.check_options("attribute", p_adjust)
+    if not (isinstance(ci, (float, int)) and 0 < ci < 1):
+        raise ValueError(f"ci must be a coverage strictly between 0 and 1, such as 0.95; got {ci!r}")
     quantile = any(isinstance(spec, (int, np.integer)) for spec in bins.values())
     tasks = ddf.npartitions * (2 if quantile else 1) + 2 * (npartitions or ddf.npartitions)
     with _quiet(), Progress(tasks, "dask", check(progress), unit="task") as bar:
         return _evaluate(dask, ddf, label, score, names, bins, intersectional, pos_label, score_type, threshold,
-                         npartitions, bar, metrics)
+                         npartitions, bar, metrics, (float(ci), p_adjust) if interval else None)
 
 
 def _computed(dask: Any, items: list, bar: Progress) -> list:
@@ -675,7 +695,8 @@ def _computed(dask: Any, items: list, bar: Progress) -> list:
 
 def _evaluate(dask: Any, ddf: Any, label: str, score: str, names: list[str], bins: dict, intersectional: bool,
               pos_label: Any, score_type: str, threshold: float | None, npartitions: int | None,
-              bar: Progress, metrics: Sequence[str] = ()) -> FairnessReport:
+              bar: Progress, metrics: Sequence[str] = (), analytic: tuple[float, str | None] | None = None
+              ) -> FairnessReport:
     ddf = ddf[list(dict.fromkeys([label, score, *names]))]
     meta = ddf._meta
     quantile = [name for name, spec in bins.items() if isinstance(spec, (int, np.integer))]
@@ -700,7 +721,8 @@ def _evaluate(dask: Any, ddf: Any, label: str, score: str, names: list[str], bin
     parts = ordered.to_delayed()
     fixed = [0.5] if threshold is None else [0.5, threshold]
     extra = _metric_registry.optional_keys(metrics)
-    firsts = [dask.delayed(_first_pass)(part, code_names, sizes, fixed, extra) for part in parts]
+    firsts = [dask.delayed(_first_pass)(part, code_names, sizes, fixed, extra, analytic is not None)
+              for part in parts]
     between = dask.delayed(_between)(firsts, sizes)
     seconds = [dask.delayed(_second_pass)(part, code_names, sizes, between, p, threshold is None, extra)
                for p, part in enumerate(parts)]
@@ -711,10 +733,19 @@ def _evaluate(dask: Any, ddf: Any, label: str, score: str, names: list[str], bin
         metadata["threshold"] = threshold
     if metrics:
         metadata["metrics"] = list(metrics)
-    return _report(plan, groupings, metadata)
+    report, results = _report(plan, groupings, metadata)
+    if analytic is not None:
+        starts = np.concatenate(([0], np.cumsum(sizes + 1)))
+        variances = {k: _analytic.variances_of([f["placement"][starts[k]:starts[k + 1]] for f in firsts])
+                     for k, result in enumerate(results) if result.rows}
+        report.ci = {"level": analytic[0], "n_boot": 0,
+                     "analytic": _analytic.from_variances(variances, results, analytic[0], report.warnings,
+                                                          analytic[1])}
+    return report
 
 
-def _report(plan: _Plan, groupings: list[_engine.Grouping], metadata: dict[str, Any]) -> FairnessReport:
+def _report(plan: _Plan, groupings: list[_engine.Grouping], metadata: dict[str, Any]
+            ) -> tuple[FairnessReport, list]:
     """The report of ``fairmedfm_fast.evaluate`` from the groupings (its assembly, step by step)."""
     warnings = transform_note(metadata)
     n = metadata["n_samples"]
@@ -728,7 +759,7 @@ def _report(plan: _Plan, groupings: list[_engine.Grouping], metadata: dict[str, 
         k for k, grouping in enumerate(groupings) if int(grouping.count[-1]) == n)
     overall = {key: as_python(values[-1]) for key, values in groupings[complete].values.items()}
     results = [attribute_result(attribute, grouping, n, warnings) for attribute, grouping in zip(attributes, groupings)]
-    return classification_report(results, overall, warnings, metadata)
+    return classification_report(results, overall, warnings, metadata), results
 
 
 def read_parquet(path: str | os.PathLike, columns: Sequence[str] | None = None, **options: Any):
@@ -885,7 +916,7 @@ def evaluate_segmentation(ddf: Any, *, sensitive: str | Sequence[str], dice: str
     else:
         table = ddf[list(dict.fromkeys([*names, dice]))].compute()
         values = table[dice]
-    from . import evaluate_segmentation as in_memory
+    from .segmentation import evaluate_segmentation as in_memory  # not the package root: no circle
 
     report = in_memory(table[names].reset_index(drop=True), dice=values.to_numpy(), bins=bins,
                        intersectional=intersectional, **options)

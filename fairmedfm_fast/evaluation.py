@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _engine, _groups, _inputs, _metric_registry, _progress, _resample
+from . import _analytic, _engine, _groups, _inputs, _metric_registry, _progress, _resample
 from .report import FairnessReport, columns_frame, summary_frame
 
 __all__ = ["FairnessReport", "evaluate"]
@@ -207,10 +207,10 @@ def attribute_result(attribute: _groups.Attribute, grouping: _engine.Grouping, n
         overall = dict(zip(keys, rows[g]))
         # the groups' values of the metrics that summary columns read
         if len(valid) == g:  # every group evaluable: the first g slots
-            per_metric = {key: column[:g] for key, column in zip(keys, columns) if key in _SUMMARY_READS}
+            per_metric = {key: column[:g] for key, column in zip(keys, columns) if key in _metric_registry.SUMMARY_READS}
         else:
             per_metric = {key: [column[i] for i in valid] for key, column in zip(keys, columns)
-                          if key in _SUMMARY_READS}
+                          if key in _metric_registry.SUMMARY_READS}
         summary.update(summarize(overall, per_metric))
     group_counts = counts[:g] if grouping.count.dtype.kind in "iu" else [int(count) for count in counts[:g]]
     return AttributeResult(name, n, attribute.groups, group_counts, valid, skipped, overall, summary,
@@ -231,42 +231,15 @@ def check_min_group_size(min_group_size: Any) -> int | None:
     return int(min_group_size)
 
 
-#: Summary columns of the overall value of a per-group key, and gaps (largest minus smallest group
-#: value) of a per-group key, in report order (``worst-auc`` comes between them, ``eod`` and ``eo`` last).
-_OVERALL_COLUMNS = (("overall-auc", "auc"), ("overall-acc", "acc@best_f1"), ("overall-bce", "bce"),
-                    ("overall-ece", "ece"))
-_GAP_COLUMNS = (("auc-gap", "auc"), ("acc-gap", "acc@best_f1"), ("bce-gap", "bce"), ("ece-gap", "ece"))
-_OPTIONAL_READS = frozenset(key for summary in _metric_registry.SUMMARIES if summary.optional
-                            for key in summary.reads)
-#: Every per-group key that a summary column reads.
-_SUMMARY_READS = frozenset(key for summary in _metric_registry.SUMMARIES for key in summary.reads)
-
-
 def summarize(overall: Mapping[str, float], groups: Mapping[str, Sequence[float]]) -> dict[str, float]:
-    """The FairMedFM summary columns that the given metrics determine.
+    """The FairMedFM summary columns that the given metrics determine (see
+    :func:`_metric_registry.summarize`, which makes every column from its registry entry).
 
     Gaps are the largest minus the smallest group value; ``eo`` is the TPR gap and ``eod`` is
-    ``1 - (TPR gap + TNR gap) / 2``, both at the best-F1 threshold.
+    ``1 - (TPR gap + TNR gap) / 2``, both at the best-F1 threshold. A column over the groups is NaN
+    when a group's value is NaN.
     """
-    out = {column: float(overall[key]) for column, key in _OVERALL_COLUMNS if key in overall}
-    if "auc" in groups:
-        out["worst-auc"] = float(min(groups["auc"]))
-    for column, key in _GAP_COLUMNS:
-        if key in groups:
-            out[column] = _gap(groups[key])
-    if "tpr@best_f1" in groups:
-        tpr_gap = _gap(groups["tpr@best_f1"])
-        if "tnr@best_f1" in groups:
-            out["eod"] = float(1 - (tpr_gap + _gap(groups["tnr@best_f1"])) / 2)
-        out["eo"] = tpr_gap
-    if not _OPTIONAL_READS.isdisjoint(groups):
-        for column in _metric_registry.optional_gaps(groups):  # ap-gap, brier-gap, dp, ...: when asked for
-            out[column] = _gap(groups[_metric_registry.SUMMARY[column].reads[0]])
-    return out
-
-
-def _gap(values: Sequence[float]) -> float:
-    return float(max(values) - min(values))
+    return _metric_registry.summarize(overall, groups)
 
 
 def evaluate(y_true: Any, y_score: Any, sensitive_features: Any, *, pos_label: Any = None,
@@ -275,7 +248,7 @@ def evaluate(y_true: Any, y_score: Any, sensitive_features: Any, *, pos_label: A
              n_boot: int = 0, ci: float = 0.95, n_permutations: int = 0,
              random_state: Any = None, min_group_size: int | None = None, stratify: str | None = "attribute",
              p_adjust: str | None = None, progress: bool | None = None,
-             metrics: Sequence[str] | None = None) -> FairnessReport:
+             metrics: Sequence[str] | None = None, interval: str | None = None) -> FairnessReport:
     """Fairness of a binary classifier across the groups of one or more sensitive attributes.
 
     Parameters
@@ -335,6 +308,14 @@ def evaluate(y_true: Any, y_score: Any, sensitive_features: Any, *, pos_label: A
         ``"fpr"``, ``"fnr"`` (at 0.5 and ``@best_f1``); summary columns ``ap-gap``, ``brier-gap``,
         ``dp`` (demographic parity difference), ``fpr-gap``, ``fnr-gap``, the last three at the
         ``@best_f1`` threshold. None (default) gives exactly fairmedfm's columns.
+    interval : {None, "analytic"}
+        Extension: ``"analytic"`` adds intervals at level ``ci`` computed from the one sort, with no
+        resampling, in ``report.ci["analytic"]``: DeLong standard errors and intervals of each
+        group's AUC, Wilson intervals of accuracy, TPR and TNR (at 0.5 and ``@best_f1``),
+        simultaneous intervals of ``auc-gap``, ``acc-gap``, ``eo`` and the TNR gap (none for
+        ``eod``), and ``difference_se`` / ``p_value_analytic`` columns in
+        :meth:`~FairnessReport.pairwise`. Independent of ``n_boot`` (both may be asked for); not
+        with ``sample_weight``. The README's "Analytic intervals" section says what each assumes.
 
     Returns
     -------
@@ -354,6 +335,7 @@ def evaluate(y_true: Any, y_score: Any, sensitive_features: Any, *, pos_label: A
     min_group_size = check_min_group_size(min_group_size)
     _resample.check_options(stratify, p_adjust)
     progress = _progress.check(progress)
+    check_interval(interval, sample_weight)
     extra = _metric_registry.optional_keys(_metric_registry.check_metrics(metrics))
     if not (isinstance(ci, (float, int)) and 0 < ci < 1):
         raise ValueError(f"ci must be a coverage strictly between 0 and 1, such as 0.95; got {_inputs.shown(ci)}")
@@ -381,7 +363,19 @@ def evaluate(y_true: Any, y_score: Any, sensitive_features: Any, *, pos_label: A
                                    curve_data=(arranged, attributes, [result.threshold for result in results]))
     resample_into(report, arranged, results, n_boot, ci, n_permutations, random_state, threshold, stratify,
                   p_adjust, progress, warnings, extra)
+    if interval == "analytic":
+        report.ci = {"level": float(ci), "n_boot": n_boot, **(report.ci or {}),
+                     "analytic": _analytic.intervals(arranged, results, float(ci), warnings, p_adjust)}
     return report
+
+
+def check_interval(interval: Any, sample_weight: Any) -> None:
+    if not (interval is None or (isinstance(interval, str) and interval == "analytic")):
+        raise ValueError(f"interval must be None or 'analytic' (DeLong, Wilson and Newcombe intervals from the "
+                         f"one sort); got {_inputs.shown(interval)}")
+    if interval is not None and sample_weight is not None:
+        raise ValueError("interval='analytic' does not take sample_weight (DeLong's and Wilson's formulas count "
+                         "samples); leave sample_weight out, or use n_boot for bootstrap intervals with weights")
 
 
 def resample_into(report: FairnessReport, arranged: _engine.Arranged, results: list[AttributeResult], n_boot: int,
@@ -527,7 +521,7 @@ def _p_values(arranged, results: list[AttributeResult], n_permutations: int, see
                                                               n_permutations, stream, result.threshold, bar, kept,
                                                               extra)
             _keep(replicates, "perm", [result], {result.name: kept[0]})
-    columns = [*_resample.GAP_COLUMNS, *_metric_registry.optional_gaps(extra)]
+    columns = _metric_registry.tested_columns(extra)
     frame = pd.DataFrame.from_dict(rows, orient="index", columns=columns)
     frame.index.name = "attribute"
     return frame

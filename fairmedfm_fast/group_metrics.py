@@ -5,6 +5,10 @@ Each function computes only what its number needs (``auc_gap`` sorts and counts;
 not even sort). With several attribute columns in ``sensitive_features``, their combinations are
 the groups (e.g. ``"F & >=60"``). When the number cannot be computed (fewer than two groups with
 both labels) the result is NaN and the reasons are issued as ``UserWarning``.
+
+The functions are made from the summary columns' registry entries (``_metric_registry.SUMMARIES``,
+those with a ``function``): their signatures, docstrings and the column each returns. They are real
+functions (compiled from a template once, at import), so calls cost no more than a hand-written one.
 """
 from __future__ import annotations
 
@@ -14,12 +18,6 @@ from typing import Any
 
 from . import _engine, _groups, _metric_registry
 from .evaluation import assess, check_min_group_size, prepare, require_both_labels, transform_note
-
-__all__ = [
-    "auc_gap", "worst_group_auc", "accuracy_gap", "bce_gap", "ece_gap", "equal_opportunity_difference",
-    "equalized_odds_score",
-]
-
 
 
 def _classification(column: str, y_true: Any, y_score: Any, sensitive_features: Any, pos_label: Any,
@@ -46,94 +44,85 @@ def _classification(column: str, y_true: Any, y_score: Any, sensitive_features: 
     return float(value)
 
 
-def auc_gap(y_true: Any, y_score: Any, *, sensitive_features: Any, pos_label: Any = None, score_type: str = "auto",
-            score_column: int | None = None, bins: _groups.Bins | None = None, sample_weight: Any = None,
-            min_group_size: int | None = None) -> float:
-    """Largest minus smallest group ROC AUC (0 is fair).
+_PARAMETERS = """
+Parameters
+----------
+y_true : array-like of shape (n_samples,) or (n_samples, n_classes)
+    0/1, booleans, one-hot rows, or any labels with ``pos_label``.
+y_score : array-like of shape (n_samples,) or (n_samples, n_classes)
+    Probabilities, logits, or a per-class matrix (``predict_proba``, softmax or logits).
+sensitive_features : array-like, Series, DataFrame or dict
+    Group of each sample; several columns are combined into intersectional groups.
+pos_label, score_type, score_column, bins
+    As in :func:`fairmedfm_fast.evaluate`.
+sample_weight : array-like of shape (n_samples,), optional
+    Extension: a non-negative weight per sample.{threshold}
+min_group_size : int, optional
+    Extension: groups with fewer samples are left out (as in :func:`fairmedfm_fast.evaluate`).
 
-    Parameters
-    ----------
-    y_true : array-like of shape (n_samples,) or (n_samples, n_classes)
-        0/1, booleans, one-hot rows, or any labels with ``pos_label``.
-    y_score : array-like of shape (n_samples,) or (n_samples, n_classes)
-        Probabilities, logits, or a per-class matrix (``predict_proba``, softmax or logits).
-    sensitive_features : array-like, Series, DataFrame or dict
-        Group of each sample; several columns are combined into intersectional groups.
-    pos_label, score_type, score_column, bins
-        As in :func:`fairmedfm_fast.evaluate`.
-    sample_weight : array-like of shape (n_samples,), optional
-        Extension: a non-negative weight per sample.
-    min_group_size : int, optional
-        Extension: groups with fewer samples are left out (as in :func:`fairmedfm_fast.evaluate`).
+Returns
+-------
+float
+    NaN (with a ``UserWarning``) when fewer than two groups have both labels.
+"""
+_THRESHOLD = """
+threshold : float, optional
+    Extension: a fixed decision threshold (e.g. chosen on validation data) instead of the best-F1
+    threshold of these samples. Predictions are ``score > threshold``."""
 
-    Returns
-    -------
-    float
-        NaN (with a ``UserWarning``) when fewer than two groups have both labels.
-    """
-    return _classification("auc-gap", y_true, y_score, sensitive_features, pos_label, score_type, score_column,
-                           bins, sample_weight, None, min_group_size)
-
-
-def worst_group_auc(y_true: Any, y_score: Any, *, sensitive_features: Any, pos_label: Any = None,
-                    score_type: str = "auto", score_column: int | None = None,
-                    bins: _groups.Bins | None = None, sample_weight: Any = None,
-            min_group_size: int | None = None) -> float:
-    """Lowest group ROC AUC (higher is better). Parameters as in :func:`auc_gap`."""
-    return _classification("worst-auc", y_true, y_score, sensitive_features, pos_label, score_type, score_column,
-                           bins, sample_weight, None, min_group_size)
+_TEMPLATE = """
+def {name}(y_true: Any, y_score: Any, *, sensitive_features: Any, pos_label: Any = None,
+           score_type: str = "auto", score_column: int | None = None, bins: _groups.Bins | None = None,
+           sample_weight: Any = None,{threshold} min_group_size: int | None = None) -> float:
+    return _classification({column!r}, y_true, y_score, sensitive_features, pos_label, score_type,
+                           score_column, bins, sample_weight, {threshold_value}, min_group_size)
+"""
 
 
-def accuracy_gap(y_true: Any, y_score: Any, *, sensitive_features: Any, pos_label: Any = None,
-                 score_type: str = "auto", score_column: int | None = None,
-                 bins: _groups.Bins | None = None, sample_weight: Any = None, threshold: float | None = None,
-                 min_group_size: int | None = None) -> float:
-    """Largest minus smallest group accuracy at the best overall F1 threshold (0 is fair).
-
-    Parameters as in :func:`auc_gap`. Predictions are ``score > threshold``. Extension:
-    ``threshold=`` fixes the decision threshold (e.g. chosen on validation data) instead.
-    """
-    return _classification("acc-gap", y_true, y_score, sensitive_features, pos_label, score_type, score_column,
-                           bins, sample_weight, threshold, min_group_size)
-
-
-def bce_gap(y_true: Any, y_score: Any, *, sensitive_features: Any, pos_label: Any = None, score_type: str = "auto",
-            score_column: int | None = None, bins: _groups.Bins | None = None, sample_weight: Any = None,
-            min_group_size: int | None = None) -> float:
-    """Largest minus smallest group binary cross-entropy (0 is fair). Parameters as in :func:`auc_gap`."""
-    return _classification("bce-gap", y_true, y_score, sensitive_features, pos_label, score_type, score_column,
-                           bins, sample_weight, None, min_group_size)
+def _make(summary: _metric_registry.Summary, name: str | None = None):
+    """The one-number function of a summary column's entry, with its signature and docstring."""
+    at_threshold = summary.at_threshold
+    name = name or summary.function
+    source = _TEMPLATE.format(name=name, column=summary.column,
+                              threshold=" threshold: float | None = None," if at_threshold else "",
+                              threshold_value="threshold" if at_threshold else "None")
+    namespace: dict[str, Any] = {}
+    # compiled under this module's ``from __future__ import annotations``: the annotations stay text
+    exec(compile(source, f"<{__name__}.{name}>", "exec"), globals(), namespace)  # noqa: S102
+    function = namespace[name]
+    function.__doc__ = summary.doc + "\n" + _PARAMETERS.format(threshold=_THRESHOLD if at_threshold else "")
+    return function
 
 
-def ece_gap(y_true: Any, y_score: Any, *, sensitive_features: Any, pos_label: Any = None, score_type: str = "auto",
-            score_column: int | None = None, bins: _groups.Bins | None = None, sample_weight: Any = None,
-            min_group_size: int | None = None) -> float:
-    """Largest minus smallest group expected calibration error (0 is fair).
-
-    Parameters as in :func:`auc_gap`. Each group's 10 equal-width bins span its own score range.
-    """
-    return _classification("ece-gap", y_true, y_score, sensitive_features, pos_label, score_type, score_column,
-                           bins, sample_weight, None, min_group_size)
+_KIND_WORDS = {"gap": "Largest minus smallest group", "worst": "Smallest group", "best": "Largest group",
+               "ratio": "Smallest over largest group", "score": "1 minus the group gap of"}
 
 
-def equal_opportunity_difference(y_true: Any, y_score: Any, *, sensitive_features: Any, pos_label: Any = None,
-                                 score_type: str = "auto", score_column: int | None = None,
-                                 bins: _groups.Bins | None = None, sample_weight: Any = None, threshold: float | None = None,
-                 min_group_size: int | None = None) -> float:
-    """Largest minus smallest group true positive rate at the best-F1 threshold (``eo``; 0 is fair).
+def function_of(column: str):
+    """The one-number function of any summary column over the groups, opt-in and registered ones
+    included (e.g. ``function_of("ap-gap")``, or ``"npv-gap"`` of :func:`fairmedfm_fast.register_metric`):
+    made once from the column's registry entry, with the signature of :func:`auc_gap` (and
+    ``threshold=`` when the column reads ``@best_f1`` values)."""
+    summary = _metric_registry.SUMMARY.get(column)
+    if summary is None and _metric_registry.load_plugins():
+        summary = _metric_registry.SUMMARY.get(column)
+    if summary is None or summary.kind == "overall":
+        names = [s.column for s in _metric_registry.SUMMARIES if s.kind != "overall"]
+        raise ValueError(f"column={column!r} is not a summary column over the groups; choose from {names}")
+    name = summary.function or column.replace("-", "_").replace("@", "_at_")
+    function = FUNCTIONS.get(name) or _MADE.get(column)
+    if function is None:
+        if not summary.doc:  # a registered column: its docstring from its kind and the metric it reads
+            read = ", ".join(f"``{key}``" for key in summary.reads)
+            summary = _metric_registry.Summary(summary.column, summary.kind, summary.reads, summary.optional,
+                                               doc=f"{_KIND_WORDS[summary.kind]} {read} (``{column}``).")
+        function = _MADE[column] = _make(summary, name)
+        globals()[name] = function  # found by pickle (Dask, process pools) under its name
+    return function
 
-    Parameters as in :func:`auc_gap`; ``threshold=`` (extension) fixes the decision threshold.
-    """
-    return _classification("eo", y_true, y_score, sensitive_features, pos_label, score_type, score_column, bins, sample_weight, threshold, min_group_size)
 
-
-def equalized_odds_score(y_true: Any, y_score: Any, *, sensitive_features: Any, pos_label: Any = None,
-                         score_type: str = "auto", score_column: int | None = None,
-                         bins: _groups.Bins | None = None, sample_weight: Any = None, threshold: float | None = None,
-                 min_group_size: int | None = None) -> float:
-    """``1 - (TPR gap + TNR gap) / 2`` at the best-F1 threshold (``eod``; 1 is fair).
-
-    A score, not a difference: fairlearn's ``equalized_odds_difference`` is 0 when fair.
-    Parameters as in :func:`auc_gap`; ``threshold=`` (extension) fixes the decision threshold.
-    """
-    return _classification("eod", y_true, y_score, sensitive_features, pos_label, score_type, score_column, bins, sample_weight, threshold, min_group_size)
+#: The one-number functions, in the order of the summary columns they return.
+FUNCTIONS = {summary.function: _make(summary) for summary in _metric_registry.SUMMARIES if summary.function}
+globals().update(FUNCTIONS)
+_MADE: dict[str, Any] = {}  # by function_of, for the other columns
+__all__ = [*FUNCTIONS, "function_of"]

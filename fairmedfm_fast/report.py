@@ -57,6 +57,10 @@ class FairnessReport:
         With ``n_boot``: ``{"level", "n_boot", "summary", "by_group"}``, where ``summary`` and
         ``by_group`` are frames with the index of ``summary`` / ``by_group`` and a ``<column>_lo``
         and ``<column>_hi`` percentile bound for each metric. NaN where a metric is undefined.
+        With ``interval="analytic"`` it also holds ``"analytic"``: ``{"level", "by_group",
+        "summary", "p_adjust", "critical"}`` (DeLong, Wilson and simultaneous gap intervals; see
+        :func:`~fairmedfm_fast.evaluate`), and ``"summary"`` / ``"by_group"`` only when ``n_boot``
+        was given too.
     p_values : pandas.DataFrame or None
         With ``n_permutations``: per attribute, the permutation p-value of each gap (``auc-gap``,
         ``acc-gap``, ``bce-gap``, ``ece-gap``, ``eo``, and ``eod`` as ``1 - eod``).
@@ -126,10 +130,7 @@ class FairnessReport:
         out = {"fairmedfm_fast_version": __version__, "task": self.task, "metadata": _jsonable(self.metadata),
                "overall": _jsonable(self.overall), "attributes": attributes, "warnings": list(self.warnings)}
         if self.ci is not None:
-            out["ci"] = {"level": self.ci["level"], "n_boot": self.ci["n_boot"],
-                         "summary": _jsonable(self.ci["summary"].to_dict(orient="index")),
-                         "by_group": {f"{a}={g}": _jsonable(row) for (a, g), row in
-                                      self.ci["by_group"].to_dict(orient="index").items()}}
+            out["ci"] = _ci_dict(self.ci)
         if self.p_values is not None:
             out["p_values"] = _jsonable(self.p_values.to_dict(orient="index"))
         return out
@@ -205,7 +206,11 @@ class FairnessReport:
             the value of ``other`` over groups that are not skipped; ``difference_lo`` /
             ``difference_hi`` (bootstrap percentile interval) and ``p_value`` (permutation test)
             when :func:`~fairmedfm_fast.evaluate` or :func:`~fairmedfm_fast.evaluate_segmentation`
-            made the report with ``n_boot`` / ``n_permutations``. One attribute's matrix:
+            made the report with ``n_boot`` / ``n_permutations``; ``difference_se``,
+            ``p_value_analytic`` (z-test) and ``difference_lo_analytic`` / ``difference_hi_analytic``
+            for ``auc``, ``acc``, ``tpr`` and ``tnr`` (and their ``@best_f1``) when it was made with
+            ``interval="analytic"`` (``p_value_analytic_<p_adjust>`` beside them, adjusted over every
+            distinct pair of the frame, when ``p_adjust`` was given). One attribute's matrix:
             ``report.pairwise("auc").loc["race", "difference"].unstack()``.
         """
         from ._pairwise import pairwise
@@ -316,6 +321,21 @@ def _level(values: list[Any]) -> tuple[pd.Index, np.ndarray]:
     except TypeError:
         codes, unique = pd.factorize(array, sort=False)
     return unique, codes
+
+
+def _ci_dict(ci: dict[str, Any]) -> dict[str, Any]:
+    """``report.ci`` for JSON: the bootstrap frames (when there) and the analytic ones (when asked for)."""
+    out = {"level": ci["level"], "n_boot": ci["n_boot"]}
+    if ci.get("summary") is not None:
+        out["summary"] = _jsonable(ci["summary"].to_dict(orient="index"))
+        out["by_group"] = {f"{a}={g}": _jsonable(row) for (a, g), row in ci["by_group"].to_dict(orient="index").items()}
+    if ci.get("analytic") is not None:
+        analytic = ci["analytic"]
+        out["analytic"] = {"summary": _jsonable(analytic["summary"].to_dict(orient="index")),
+                           "by_group": {f"{a}={g}": _jsonable(row) for (a, g), row in
+                                        analytic["by_group"].to_dict(orient="index").items()},
+                           "critical": analytic["critical"]}
+    return out
 
 
 def _jsonable(values: Any) -> Any:

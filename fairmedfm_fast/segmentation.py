@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from . import _groups, _inputs
+from . import _groups, _inputs, _metric_registry
 from .report import FairnessReport, group_frame, summary_frame
 
 __all__ = [
@@ -422,12 +422,14 @@ def _column_name(metric: str, percentile: float) -> str:
 
 
 def _metric_summary(metric: str, mean: float, means: np.ndarray) -> dict[str, float]:
-    """``mean_<m>``, ``worst_<m>`` (largest group mean of a distance, smallest NSD), ``delta_<m>``
+    """``mean_<m>``, ``worst_<m>`` (the smallest group mean of a metric where higher is better, such
+    as NSD, the largest of a distance: from the registry), ``delta_<m>``
     and ``std_<m>`` (population standard deviation of the group means)."""
     low, high = float(np.min(means)), float(np.max(means))
     with np.errstate(invalid="ignore"):
         std = float(np.std(means))
-    return {f"mean_{metric}": mean, f"worst_{metric}": low if metric == "nsd" else high,
+    higher_is_better = _metric_registry.segmentation_metric(metric).higher_is_better
+    return {f"mean_{metric}": mean, f"worst_{metric}": low if higher_is_better else high,
             f"delta_{metric}": high - low if math.isfinite(high) else math.nan, f"std_{metric}": std}
 
 

@@ -171,7 +171,15 @@ def combine(tasks: dict[str, FairnessReport], skipped: dict[str, str], notes: li
                               {k: r.overall for k, r in tasks.items()}, {}, warnings, metadata, tasks=tasks)
     if first.ci is not None:
         combined.ci = {"level": first.ci["level"], "n_boot": first.ci["n_boot"],
-                       **{key: _stack({k: r.ci[key] for k, r in tasks.items()}) for key in ("summary", "by_group")}}
+                       **{key: _stack({k: r.ci[key] for k, r in tasks.items()}) for key in ("summary", "by_group")
+                          if first.ci.get(key) is not None}}
+        if first.ci.get("analytic") is not None:  # interval="analytic"
+            parts = {k: r.ci["analytic"] for k, r in tasks.items()}
+            combined.ci["analytic"] = {"level": first.ci["analytic"]["level"],
+                                       "p_adjust": first.ci["analytic"]["p_adjust"],
+                                       "critical": {k: part["critical"] for k, part in parts.items()},
+                                       **{key: _stack({k: part[key] for k, part in parts.items()})
+                                          for key in ("summary", "by_group")}}
     if first.p_values is not None:
         combined.p_values = _stack({k: r.p_values for k, r in tasks.items()})
     return combined

@@ -31,7 +31,7 @@ import warnings
 from collections.abc import Callable
 
 KERNEL_MODULES = ("_slots", "sorting", "sweeps", "ranking", "calibration", "curves", "resampling", "bootstrap",
-                  "segmentation", "surface", "voxels", "precision", "rank_sums", "coding")
+                  "segmentation", "surface", "voxels", "precision", "rank_sums", "coding", "delong")
 
 
 def _optional_metrics() -> list[str]:
@@ -94,6 +94,7 @@ def _classification(dtype: str, n_groups: int) -> Callable[[], None]:
                         metrics=_optional_metrics())
             fm.evaluate(y, scores, {"g": groups}, n_boot=2, random_state=0)  # kernels.bootstrap
             fm.evaluate(y, scores, {"g": groups, "sex": sex}, intersectional=True)
+            fm.evaluate(y, scores, {"g": groups, "sex": sex}, interval="analytic")  # kernels.delong
 
     return work
 
@@ -279,7 +280,7 @@ def _dask() -> None:
     with dask.config.set(scheduler="synchronous"):
         for scores in (p, p.astype(np.float32)):
             frame = dd.from_pandas(pd.DataFrame({"y": y, "p": scores, "g": groups}), npartitions=2)
-            fmd.evaluate(frame, label="y", score="p", sensitive="g", metrics=_optional_metrics())
+            fmd.evaluate(frame, label="y", score="p", sensitive="g", metrics=_optional_metrics(), interval="analytic")
 
 
 def _large_inputs() -> None:

@@ -26,6 +26,8 @@ Modules, one per kernel family:
   numbers: results depend on the seed only).
 - :mod:`.bootstrap`: the sums of one resample within a grouping's groups, from its draw counts
   (the drawn samples are not copied out).
+- :mod:`.delong`: per-slot sums of the AUC's placement values and of their squares (DeLong's
+  variance), one walk down the sorted order.
 
 Every kernel takes optional float64 ``weights`` (sample weights or bootstrap counts);
 :mod:`._weights` resolves ``weights=None`` at compile time.

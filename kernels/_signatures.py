@@ -61,6 +61,12 @@ SIGNATURES: dict[str, list[tuple]] = {
         (A(T.float64), A(T.uint8), A(T.int8, 2), A(T.int64), T.Omitted(None)),
         (A(T.float64, readonly=True), A(T.uint8), A(T.int8, 2), A(T.int64), T.none),
     ],
+    'delong.placement_sums': [
+        (A(T.float32), A(T.uint8), A(T.int16, 2), A(T.int64), T.int64, T.int64, T.boolean),
+        (A(T.float32), A(T.uint8), A(T.int8, 2), A(T.int64), T.int64, T.int64, T.boolean),
+        (A(T.float64), A(T.uint8), A(T.int16, 2), A(T.int64), T.int64, T.int64, T.boolean),
+        (A(T.float64), A(T.uint8), A(T.int8, 2), A(T.int64), T.int64, T.int64, T.boolean),
+    ],
     'ranking.rank_statistics': [
         (A(T.float64), A(T.uint8), A(T.int8, 2), A(T.int64), T.Omitted(None)),
     ],

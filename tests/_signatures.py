@@ -4,7 +4,8 @@ import inspect
 #: Extension parameters per public function: keyword-only, with defaults, after the oracle's.
 _TRUST = ("min_group_size", "stratify", "p_adjust", "progress")
 EXTENSIONS = {
-    "evaluate": ("threshold", "sample_weight", "n_boot", "ci", "n_permutations", "random_state", *_TRUST, "metrics"),
+    "evaluate": ("threshold", "sample_weight", "n_boot", "ci", "n_permutations", "random_state", *_TRUST, "metrics",
+                 "interval"),
     "evaluate_segmentation": ("n_boot", "ci", "n_permutations", "random_state", *_TRUST, "metrics", "spacing",
                               "percentile", "nsd_tolerance", "hd_definition", "empty_distance"),
     "FairnessReport": ("tasks", "curve_data", "dice_data", "metric_data"),

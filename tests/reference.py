@@ -251,3 +251,49 @@ def average_precision(scores, labels, weights=None) -> float:
         gained = sum(w for s, y, w in zip(scores, labels, weights) if s == t and y == 1)
         ap += gained / total * (tp / (tp + fp))
     return ap
+
+
+def delong_variance(scores, labels) -> float:
+    """DeLong, DeLong and Clarke-Pearson (1988): the variance of the AUC from the placement values,
+    with the kernel ``psi(x, y) = 1 if x > y, 1/2 if x == y, 0 otherwise`` over every (positive,
+    negative) pair, in exact fractions. For positive ``i``, ``V10_i`` = mean over negatives ``j`` of
+    ``psi(x_i, y_j)``; for negative ``j``, ``V01_j`` = mean over positives of the same; ``S10`` and
+    ``S01`` are their sample variances (divisor ``m - 1``, ``n - 1``) and the variance is
+    ``S10 / m + S01 / n``. NaN with fewer than two positives or two negatives."""
+    from fractions import Fraction
+
+    scores, labels = _as_lists(scores, labels)
+    positives = [s for s, y in zip(scores, labels) if y == 1]
+    negatives = [s for s, y in zip(scores, labels) if y == 0]
+    m, n = len(positives), len(negatives)
+    if m < 2 or n < 2:
+        return math.nan
+
+    def psi(x, y):
+        return Fraction(1) if x > y else Fraction(1, 2) if x == y else Fraction(0)
+
+    v10 = [sum(psi(x, y) for y in negatives) / n for x in positives]
+    v01 = [sum(psi(x, y) for x in positives) / m for y in negatives]
+    auc = sum(v10) / m
+    s10 = sum((v - auc) ** 2 for v in v10) / (m - 1)
+    s01 = sum((v - auc) ** 2 for v in v01) / (n - 1)
+    return float(s10 / m + s01 / n)
+
+
+def wilson_interval(successes: int, n: int, z: float) -> tuple[float, float]:
+    """Wilson's (1927) score interval in its textbook closed form:
+    ``(2 n p + z^2 -+ z sqrt(z^2 + 4 n p (1 - p))) / (2 (n + z^2))``."""
+    p = successes / n
+    root = z * math.sqrt(z * z + 4 * n * p * (1 - p))
+    return (2 * n * p + z * z - root) / (2 * (n + z * z)), (2 * n * p + z * z + root) / (2 * (n + z * z))
+
+
+def newcombe_interval(x1: int, n1: int, x2: int, n2: int, z: float) -> tuple[float, float]:
+    """Newcombe (1998), method 10: the hybrid score interval of ``p1 - p2`` from the two Wilson
+    intervals ``(l1, u1)``, ``(l2, u2)``: ``d - sqrt((p1 - l1)^2 + (u2 - p2)^2)`` to
+    ``d + sqrt((u1 - p1)^2 + (p2 - l2)^2)``."""
+    p1, p2 = x1 / n1, x2 / n2
+    l1, u1 = wilson_interval(x1, n1, z)
+    l2, u2 = wilson_interval(x2, n2, z)
+    d = p1 - p2
+    return d - math.sqrt((p1 - l1) ** 2 + (u2 - p2) ** 2), d + math.sqrt((u1 - p1) ** 2 + (p2 - l2) ** 2)

@@ -22,6 +22,7 @@ TINY = {
     "bootstrap_counts.py": ["3000", "3", "1"],
     "voxels_billion.py": ["memory", "4"],
     "surface_vs_medpy.py": ["24", "2", "16", "1"],
+    "analytic_intervals.py": ["3000", "1", "2"],
     "accumulator_batches.py": ["speed", "500", "4", "1"],
 }
 

@@ -316,6 +316,8 @@ REGISTRY: dict[str, Entry] = {
 NOT_METRICS = {
     "FairnessReport": "the result type; its methods are tested in test_api_surface.py",
     "MaskFileError": "the error type of unreadable mask files; tested in test_hardening.py",
+    "register_metric": "adds a metric to the registry; tested in test_extending.py",
+    "register_segmentation_metric": "adds a segmentation metric to the registry; tested in test_extending.py",
     "dask.read_parquet": "reads a Parquet dataset into a Dask frame; no metric",
 }
 

@@ -9,7 +9,7 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "fairmedfm_fast"
-CLASSIFICATION_KERNELS = {"ranking", "calibration", "sweeps", "sorting", "curves", "rank_sums"}
+CLASSIFICATION_KERNELS = {"ranking", "calibration", "sweeps", "sorting", "curves", "rank_sums", "delong"}
 ENGINE = {"_engine.py"}
 #: Still calling kernels themselves: the plots' curve data, the Dask backend, the
 #: fairmedfm-compatible metric functions (find_threshold, BCE, ECE with quantile bins), and the

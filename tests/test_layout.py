@@ -6,7 +6,9 @@
   the names inside them that other modules use are public.
 - No import circle among the package's modules, counting the imports inside functions too (a lazy
   import hides a circle from ``import`` but not from the reader). The package root
-  (``fairmedfm_fast/__init__.py``, the facade that re-exports the public names) is left out.
+  (``fairmedfm_fast/__init__.py``, the facade that re-exports the public names) counts too: it
+  imports, lazily, every module its tables name (``_WHERE``, ``_SUBMODULES``), so a module that
+  imports a name from the root instead of from the module that defines it closes a circle.
 """
 from __future__ import annotations
 
@@ -74,6 +76,9 @@ def _imports(name: str, modules: dict = MODULES, root: Path = ROOT) -> tuple[set
         if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in aliases
                 and _private(node.attr) and f"{aliases[node.value.id]}.{node.attr}" not in modules):
             bad.append(f"{path.relative_to(root)}:{node.lineno}: {aliases[node.value.id]}.{node.attr}")
+    if is_package and name == PACKAGE:  # the root's lazy imports: module names in _WHERE and _SUBMODULES
+        targets |= {f"{name}.{node.value}" for node in ast.walk(tree)
+                    if isinstance(node, ast.Constant) and isinstance(node.value, str) and f"{name}.{node.value}" in modules}
     targets.discard(name)
     return targets, bad
 
@@ -89,7 +94,8 @@ def test_no_module_imports_a_private_name_of_another():
 
 
 def test_no_import_circle():
-    graph = {name: _imports(name)[0] - {PACKAGE} for name in MODULES if name != PACKAGE}
+    graph = {name: _imports(name)[0] for name in MODULES}
+    assert {f"{PACKAGE}.evaluation", f"{PACKAGE}.dask"} <= graph[PACKAGE]  # the root's lazy imports are seen
     state: dict[str, int] = {}  # 1: on the current path, 2: done
     circles: list[list[str]] = []
 

@@ -1,0 +1,79 @@
+"""Intervals for a gap (largest minus smallest group value) from simultaneous intervals over all pairs.
+
+The interval between the two groups that define the observed gap is not valid for the gap: which two
+groups those are is itself chosen by the data, and with no true difference it rejects far more often
+than its level says (12% of datasets with 3 groups, 37% with 6). Intervals for every pair
+*simultaneously*, ``d_ij +- c se_ij`` with ``c`` the quantile of the largest ``|z|`` over the pairs,
+all hold together with the stated probability; then every true ``|theta_i - theta_j|`` lies within
+``[max(0, |d_ij| - c se_ij), |d_ij| + c se_ij]``, and so does their maximum, the true gap.
+"""
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+from statistics import NormalDist
+
+import numpy as np
+
+#: Draws of the Monte-Carlo estimate of ``c``, and the largest number of pairs it handles (beyond,
+#: Bonferroni's bound, which is conservative).
+DRAWS = 10_000
+MOST_PAIRS = 2_000
+
+
+def simultaneous_interval(diffs, ses, c) -> tuple[float, float]:
+    """The gap's interval from every pair's difference ``diffs`` and standard error ``ses`` at critical
+    value ``c``: ``[max(0, max(|d| - c se)), max(|d| + c se)]``; it holds 0 exactly when no pair's
+    interval excludes 0. NaN when no pair is defined."""
+    d, s = np.abs(np.asarray(diffs, np.float64)), np.asarray(ses, np.float64)
+    return pair_bounds(d - c * s, d + c * s)
+
+
+def pair_bounds(lower, upper) -> tuple[float, float]:
+    """The gap's interval from simultaneous intervals ``[lower, upper]`` of the pairs' differences (any
+    sign, possibly asymmetric such as Newcombe's): the largest distance from 0 that each excludes, and
+    the largest ``|difference|`` that each allows."""
+    lower, upper = np.asarray(lower, np.float64), np.asarray(upper, np.float64)
+    keep = np.isfinite(lower) & np.isfinite(upper)
+    if not keep.any():
+        return math.nan, math.nan
+    lower, upper = lower[keep], upper[keep]
+    excluded = np.maximum(np.maximum(lower, -upper), 0.0)  # |difference| is at least this
+    return float(excluded.max()), float(np.maximum(np.abs(lower), np.abs(upper)).max())
+
+
+def normal_critical_value(variances, level: float, seed: int = 0) -> tuple[float, str]:
+    """``c``: the ``level`` quantile of ``max |z_ij|`` over the pairs of independent normal group
+    estimates with these ``variances`` (``z_ij = (x_i - x_j) / sqrt(v_i + v_j)``; pairs that share a
+    group are correlated), and how it was found: ``"exact"`` (one pair), ``"monte-carlo"``
+    (:data:`DRAWS` draws of the joint normal from ``seed``, up to :data:`MOST_PAIRS` pairs) or
+    ``"bonferroni"`` (the bound ``z_{1 - (1 - level) / (2 m)}`` over the ``m`` pairs: more pairs, or no
+    pair of positive variance). Pairs whose two variances are 0 are left out of the maximum."""
+    v = np.nan_to_num(np.asarray(variances, np.float64), nan=0.0)
+    i, j = np.triu_indices(len(v), 1)
+    if len(i) == 0:
+        return math.nan, "none"
+    random = v[i] + v[j] > 0
+    if len(i) == 1 and random.all():  # one pair: the plain two-sided normal quantile
+        return NormalDist().inv_cdf(0.5 + level / 2), "exact"
+    if len(i) > MOST_PAIRS or not random.any():
+        return NormalDist().inv_cdf(1 - (1 - level) / (2 * len(i))), "bonferroni"
+    normals = _normals(len(v), seed) * np.sqrt(v)[:, None]  # row g: DRAWS draws of group g's estimate
+    largest = np.zeros(DRAWS)
+    step = np.empty(DRAWS)
+    for a, b in zip(i[random].tolist(), j[random].tolist()):
+        np.subtract(normals[a], normals[b], out=step)
+        np.abs(step, out=step)
+        step *= 1 / math.sqrt(v[a] + v[b])
+        np.maximum(largest, step, out=largest)
+    k = min(DRAWS - 1, math.ceil(level * DRAWS) - 1)  # the level quantile: the k-th smallest of the draws
+    return float(np.partition(largest, k)[k]), "monte-carlo"
+
+
+@lru_cache(maxsize=16)
+def _normals(n_groups: int, seed: int) -> np.ndarray:
+    """``n_groups`` rows of :data:`DRAWS` standard normal values from ``seed`` (the same every call:
+    kept, read-only, for the next attribute or gap of as many groups)."""
+    normals = np.random.default_rng(seed).standard_normal((n_groups, DRAWS))
+    normals.flags.writeable = False
+    return normals
