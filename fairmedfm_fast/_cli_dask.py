@@ -116,7 +116,9 @@ def _client(scheduler: str | None):
         except OSError as error:
             raise UsageError(f"--scheduler {scheduler!r}: no Dask scheduler answered ({error}); give the "
                              "address that `dask scheduler` printed, e.g. tcp://10.0.0.5:8786") from None
-    cluster = distributed.LocalCluster(threads_per_worker=1, processes=True, dashboard_address=None)
+    # A free port for the scheduler's HTTP server: it starts even without a dashboard, and on a taken
+    # default port (8787, another cluster) distributed would print a UserWarning with the new link.
+    cluster = distributed.LocalCluster(threads_per_worker=1, processes=True, dashboard_address=":0")
     return distributed.Client(cluster)
 
 

@@ -19,10 +19,12 @@ README section "Dask and out-of-core data" for running on a cluster.
 """
 from __future__ import annotations
 
+import contextlib
 import glob
+import logging
 import math
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,6 +45,9 @@ _SKETCH = 64
 #: Distinct values of an attribute with quantile bins that the exact quantiles may gather.
 _QUANTILE_VALUES = 1_000_000
 _SCORE, _LABEL = "score", "label"
+#: Loggers of ``distributed`` that note every shuffle at WARNING ("Shuffle ... initialized by task ...",
+#: "... deactivated due to stimulus ..."): routine for our sort, so raised to ERROR during our calls.
+_ROUTINE_LOGGERS = ("distributed.shuffle",)
 
 
 def _dask():
@@ -53,6 +58,22 @@ def _dask():
         raise ImportError("fairmedfm_fast.dask needs dask and distributed: pip install 'dask[dataframe]' "
                           "distributed (or pip install '.[dask]' in a clone of fairmedfm_fast)") from None
     return dask, dd
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """Within the block, :data:`_ROUTINE_LOGGERS` log only errors (in this process: the scheduler of a
+    ``LocalCluster``, and the workers of one without processes); their levels are restored after it.
+    Other loggers, and these outside our calls, are left as the user set them."""
+    loggers = [logging.getLogger(name) for name in _ROUTINE_LOGGERS]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(max(logger.getEffectiveLevel(), logging.ERROR))
+    try:
+        yield
+    finally:
+        for logger, level in zip(loggers, levels):
+            logger.setLevel(level)
 
 
 def _kernels():
@@ -644,7 +665,7 @@ def evaluate(ddf: Any, *, label: str, score: str, sensitive: str | Sequence[str]
         raise ValueError(f"ci must be a coverage strictly between 0 and 1, such as 0.95; got {ci!r}")
     quantile = any(isinstance(spec, (int, np.integer)) for spec in bins.values())
     tasks = ddf.npartitions * (2 if quantile else 1) + 2 * (npartitions or ddf.npartitions)
-    with Progress(tasks, "dask", check(progress), unit="task") as bar:
+    with _quiet(), Progress(tasks, "dask", check(progress), unit="task") as bar:
         return _evaluate(dask, ddf, label, score, names, bins, intersectional, pos_label, score_type, threshold,
                          npartitions, bar, metrics, (float(ci), p_adjust) if interval else None)
 
@@ -785,11 +806,8 @@ def _default_dice() -> DiceFunction:
     return dice_scores
 
 
-def _partition_dice(part: pd.DataFrame, pred_mask: str, true_mask: str, base: str | None,
-                    dice_function: DiceFunction | None, options: dict[str, Any]) -> pd.Series:
-    """Dice of one partition's mask pairs, computed where the partition lives."""
-    if len(part) == 0:
-        return pd.Series(np.empty(0), index=part.index, dtype=np.float64)
+def _mask_paths(part: pd.DataFrame, pred_mask: str, true_mask: str, base: str | None) -> list[list[str]]:
+    """The predicted and ground-truth mask paths of one partition's rows."""
     paths = []
     for column in (pred_mask, true_mask):
         values = part[column].tolist()
@@ -798,6 +816,32 @@ def _partition_dice(part: pd.DataFrame, pred_mask: str, true_mask: str, base: st
                 raise ValueError(f"column {column!r} has {value!r} where a mask file path should be; every "
                                  "sample needs both mask files")
         paths.append([value if base is None else os.path.join(base, value) for value in values])
+    return paths
+
+
+def _partition_measures(part: pd.DataFrame, names: list[str], pred_mask: str, true_mask: str, base: str | None,
+                        label: Any, mask_threshold: float, options: Any) -> pd.DataFrame:
+    """The attributes ``names`` of one partition's rows beside the per-sample table of
+    :func:`fairmedfm_fast._surface.measure` (voxel counts, surface distances, NSD, diagonal) of its
+    mask pairs, computed where the partition lives."""
+    from . import _surface
+
+    columns = [f"__{column}__" for column in _surface._COLUMNS]
+    if len(part) == 0:
+        table = np.empty((0, len(columns)))
+    else:
+        paths = _mask_paths(part, pred_mask, true_mask, base)
+        table = _surface.measure(paths[0], paths[1], label=label, mask_threshold=mask_threshold, options=options,
+                                 n_jobs=1)
+    return part[names].assign(**dict(zip(columns, table.T)))
+
+
+def _partition_dice(part: pd.DataFrame, pred_mask: str, true_mask: str, base: str | None,
+                    dice_function: DiceFunction | None, options: dict[str, Any]) -> pd.Series:
+    """Dice of one partition's mask pairs, computed where the partition lives."""
+    if len(part) == 0:
+        return pd.Series(np.empty(0), index=part.index, dtype=np.float64)
+    paths = _mask_paths(part, pred_mask, true_mask, base)
     function = dice_function or _default_dice()
     if dice_function is None:
         options = {**options, "n_jobs": 1}  # one task per worker thread already
@@ -838,7 +882,9 @@ def evaluate_segmentation(ddf: Any, *, sensitive: str | Sequence[str], dice: str
     **options
         Passed on to :func:`fairmedfm_fast.evaluate_segmentation` (e.g. ``n_boot``, ``ci``,
         ``n_permutations``, ``random_state``, ``progress``: also a line with the time spent reading
-        the masks on the workers).
+        the masks on the workers). ``metrics=`` beyond Dice (``"hd95"``, ``"hd"``, ``"assd"``,
+        ``"nsd"``) are measured on the workers too (8 numbers a sample come back); ``spacing=`` is
+        then one size per axis, or None for each ground-truth NIfTI header's zooms.
 
     Returns
     -------
@@ -862,6 +908,9 @@ def evaluate_segmentation(ddf: Any, *, sensitive: str | Sequence[str], dice: str
     unknown = [name for name in names if name not in columns]
     if unknown:
         raise ValueError(f"sensitive={unknown[0]!r} is not a column of ddf; its columns are {columns[:30]}")
+    if dice is None and _beyond_dice(options, empty_score):
+        return _surface_report(ddf, names, pred_mask, true_mask, base, label, mask_threshold, empty_score, bins,
+                               intersectional, dice_function, options)
     if dice is None:
         reading = {"label": label, "mask_threshold": mask_threshold, "empty_score": empty_score}
         scores = ddf.map_partitions(_partition_dice, pred_mask, true_mask, base, dice_function, reading,
@@ -879,6 +928,49 @@ def evaluate_segmentation(ddf: Any, *, sensitive: str | Sequence[str], dice: str
     if dice is None:  # what the in-memory function records when it reads the masks itself
         report.metadata.update({"dice_from_masks": True, "empty_score": empty_score, "label": label})
     return report
+
+
+def _beyond_dice(options: dict[str, Any], empty_score: Any) -> bool:
+    """Whether ``metrics=`` asks for more than the Dice scores (as the in-memory function decides)."""
+    if options.get("metrics") is None:
+        return False
+    from . import _surface
+
+    wanted = _surface.check_options(options["metrics"], options.get("percentile", 95.0), options.get("nsd_tolerance"),
+                                    options.get("hd_definition", "medpy"), options.get("empty_distance", "nan"))
+    return wanted != ["dice"] or isinstance(empty_score, dict)
+
+
+def _surface_report(ddf: Any, names: list[str], pred_mask: str, true_mask: str, base: str | None, label: Any,
+                    mask_threshold: float, empty_score: Any, bins: Any, intersectional: bool,
+                    dice_function: DiceFunction | None, options: dict[str, Any]) -> FairnessReport:
+    """``metrics=`` beyond Dice: each worker measures its partition's pairs (voxel counts, surface
+    distances, NSD: one row of 8 numbers per sample), and the client makes the in-memory report of
+    those rows, so every metric, warning and empty-mask rule is the in-memory one."""
+    from . import _surface
+    from . import evaluate_segmentation as in_memory
+
+    if dice_function is not None:
+        raise ValueError("dice_function= gives Dice only; drop it to get metrics= beyond Dice from the masks")
+    spacing = options.get("spacing")
+    if spacing is not None and np.ndim(spacing) != 1:
+        raise ValueError(f"spacing has shape {np.shape(spacing)}; on Dask pass one size per axis (or none: each "
+                         "ground-truth NIfTI header's zooms are read on the workers)")
+    nsd_tolerance = options.get("nsd_tolerance")
+    measuring = _surface.Options(float(options.get("percentile", 95.0)),
+                                 math.nan if nsd_tolerance is None else float(nsd_tolerance),
+                                 options.get("hd_definition", "medpy"), spacing)
+    columns = [f"__{column}__" for column in _surface._COLUMNS]
+    meta = ddf._meta[names].assign(**{name: np.empty(0) for name in columns})
+    ddf = ddf[list(dict.fromkeys([*names, pred_mask, true_mask]))]
+    measures = ddf.map_partitions(_partition_measures, names, pred_mask, true_mask, base, label, mask_threshold,
+                                  measuring, meta=meta)
+    with Progress(None, "dask: reading masks", check(options.get("progress"))):
+        table = measures.compute()
+    measured = _surface.Measured(table[columns].to_numpy(np.float64))
+    return in_memory(table[names].reset_index(drop=True), pred_masks=measured, true_masks=measured, label=label,
+                     mask_threshold=mask_threshold, empty_score=empty_score, bins=bins, intersectional=intersectional,
+                     **options)
 
 
 # ---------------------------------------------------------------------------------------------

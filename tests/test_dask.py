@@ -6,6 +6,7 @@ partition-merging logic is also checked on the synchronous scheduler over many r
 """
 from __future__ import annotations
 
+import logging
 import math
 
 import numpy as np
@@ -152,6 +153,47 @@ def test_parquet_dataset(client, tmp_path):
     assert_same_report(got, fm.evaluate(table["y"], table["p"], table[["sex", "site", "ward"]]))
     assert list(got.by_group.loc["ward"].index) == ["b", "a"]
     assert fdask.read_parquet(str(tmp_path / "part-*.parquet")).npartitions == 3
+
+
+class _Records(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.INFO)
+        self.records = []
+
+    def emit(self, record):
+        self.records.append(record)
+
+
+def _loaded(message):
+    """distributed's notes of a busy machine (a loaded CI runner), not of the call itself."""
+    return "Event loop was unresponsive" in message or "memory use is high" in message
+
+
+def test_a_call_logs_nothing_from_distributed(client, capfd):
+    # Nothing on stdout or stderr (no shuffle notes, no dashboard link, no bar off a terminal).
+    # distributed's loggers do not propagate to the root (caplog would miss them): a handler on
+    # "distributed" itself, at INFO, sees what the scheduler of this LocalCluster (in this process)
+    # logs; the workers' own records come back through client.get_worker_logs().
+    ddf = dd.from_pandas(tied_frame(3000, 20), npartitions=3)
+    shuffle = logging.getLogger("distributed.shuffle")
+    records, before = _Records(), shuffle.level
+    workers = {address: len(lines) for address, lines in client.get_worker_logs().items()}
+    logging.getLogger("distributed").addHandler(records)
+    try:
+        for _ in range(2):
+            fdask.evaluate(ddf, label="y", score="p", sensitive=["sex", "site"])
+    finally:
+        logging.getLogger("distributed").removeHandler(records)
+    assert [f"{r.name}: {r.getMessage()}" for r in records.records if not _loaded(r.getMessage())] == []
+    assert [line for line in capfd.readouterr().err.splitlines() if not _loaded(line)] == []
+    new = {address: [line for _, line in lines[:len(lines) - workers.get(address, 0)] if not _loaded(line)]
+           for address, lines in client.get_worker_logs().items()}  # newest first
+    assert {address: lines for address, lines in new.items() if lines} == {}
+    assert shuffle.level == before  # the user's setting is back
+    # without our call, the shuffle's notes are as distributed makes them (nothing silenced for good)
+    with fdask._quiet():
+        assert shuffle.getEffectiveLevel() == logging.ERROR
+    assert shuffle.level == before
 
 
 # ---------------------------------------------------------------------------------------------
@@ -304,6 +346,44 @@ def test_segmentation_dice_on_the_workers(client, tmp_path):
                                         true_masks=[tmp_path / p for p in table["true"]], empty_score=0.5,
                                         intersectional=True)
     assert_same_report(got, expected)
+
+
+@pytest.mark.parametrize("options", [
+    {"metrics": ["dice", "hd95", "hd", "assd", "nsd"], "nsd_tolerance": 1.0, "spacing": [0.5, 2.0],
+     "empty_distance": "diagonal", "n_boot": 10, "random_state": 1},
+    {"metrics": ["nsd", "hd95"], "nsd_tolerance": 0.5, "percentile": 90, "hd_definition": "monai",
+     "empty_score": {"dice": 0.0, "hd95": 0.0, "nsd": 1.0}},
+])
+def test_segmentation_surface_metrics_on_the_workers(client, tmp_path, options):
+    pytest.importorskip("fairmedfm_fast.segmentation")
+    table = mask_table(tmp_path, 60, 21)
+    for i in range(3, 60, 13):  # exactly one empty mask: the empty-distance rule
+        np.save(tmp_path / f"pred-{i}.npy", np.zeros((6, 7), bool))
+    got = fdask.evaluate_segmentation(dd.from_pandas(table, npartitions=3), sensitive=["sex", "site"],
+                                      pred_mask="pred", true_mask="true", base=str(tmp_path), intersectional=True,
+                                      **options)
+    expected = fm.evaluate_segmentation(table[["sex", "site"]], pred_masks=[tmp_path / p for p in table["pred"]],
+                                        true_masks=[tmp_path / p for p in table["true"]], intersectional=True,
+                                        **options)
+    assert_same_report(got, expected)
+    assert {"mean_nsd", "delta_nsd"} <= set(got.summary.columns)  # beyond Dice
+    assert got._metric_data.keys() == expected._metric_data.keys()
+    for key, values in expected._metric_data.items():
+        np.testing.assert_array_equal(got._metric_data[key], values)
+    if options.get("n_boot"):
+        pd.testing.assert_frame_equal(got.ci["summary"], expected.ci["summary"])
+
+
+def test_segmentation_surface_metrics_bad_arguments(sync, tmp_path):
+    pytest.importorskip("fairmedfm_fast.segmentation")
+    ddf = dd.from_pandas(mask_table(tmp_path, 4, 22), npartitions=1)
+    common = {"sensitive": "sex", "pred_mask": "pred", "true_mask": "true", "base": str(tmp_path)}
+    with pytest.raises(ValueError, match="on Dask pass one size per axis"):
+        fdask.evaluate_segmentation(ddf, metrics=["hd95"], spacing=np.ones((4, 2)), **common)
+    with pytest.raises(ValueError, match="dice_function= gives Dice only"):
+        fdask.evaluate_segmentation(ddf, metrics=["hd95"], dice_function=lambda *a, **k: None, **common)
+    with pytest.raises(ValueError, match="nsd"):
+        fdask.evaluate_segmentation(ddf, metrics=["nsd"], **common)  # no tolerance: the in-memory message
 
 
 def test_segmentation_dice_function_hook(sync, tmp_path):
