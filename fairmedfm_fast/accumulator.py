@@ -24,6 +24,7 @@ from .evaluation import (
     check_resampling,
     check_threshold,
     classification_report,
+    range_conversion,
     resample_into,
     sample_weights,
     transform_note,
@@ -421,9 +422,7 @@ class FairnessAccumulator:
         span = getattr(self, "_logit_range", None)
         if span is None:
             return {}
-        low, high = span
-        return {"score_type": self.score_type, "percent": self.score_type == "auto" and low >= 0 and 1 < high <= 100,
-                "unit": low >= 0 and high <= 1, "tied": 0}
+        return range_conversion(self.score_type, *span)
 
     def __getstate__(self) -> dict:
         self._flush()

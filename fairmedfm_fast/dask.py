@@ -33,7 +33,14 @@ import pandas as pd
 
 from . import _analytic, _engine, _findings, _groups, _inputs, _metric_registry, _resample, evaluation
 from ._progress import Progress, check
-from .evaluation import as_python, attribute_result, check_threshold, classification_report, transform_note
+from .evaluation import (
+    as_python,
+    attribute_result,
+    check_threshold,
+    classification_report,
+    range_conversion,
+    transform_note,
+)
 from .report import FairnessReport
 
 __all__ = ["evaluate", "evaluate_segmentation", "read_parquet"]
@@ -219,6 +226,7 @@ class _Plan:
     combined: list[tuple[int, ...]] = field(default_factory=list)  # intersectional groups as code tuples
     code_dtype: np.dtype = field(default_factory=lambda: np.dtype(np.intp))
     all_samples: bool = False  # add a grouping of every sample (no attribute is complete)
+    conversion: dict = field(default_factory=dict)  # facts of a sigmoid conversion, for transform_note
 
 
 def _check_labels(surveys: list[dict], columns: _Columns) -> tuple[dict[str, Any], int]:
@@ -254,6 +262,14 @@ def _score_decision(surveys: list[dict], columns: _Columns, score_type: str) -> 
     if score_type == "logit" or not probability:
         return "logit", np.dtype(np.float64), {"score_transform": "sigmoid"}
     return "probability", np.dtype(np.float32 if raw_dtype == np.float32 else np.float64), {}
+
+
+def _conversion(surveys: list[dict], score_type: str, mode: str) -> dict[str, Any]:
+    """What the in-memory ``evaluate`` knows of a sigmoid conversion, from the survey's range (ties that
+    the sigmoid makes between logits are not counted here: that needs the sorted scores)."""
+    if mode != "logit":
+        return {}
+    return range_conversion(score_type, min(s["score_low"] for s in surveys), max(s["score_high"] for s in surveys))
 
 
 def _quantile_cut_points(counts: list[pd.Series], quantiles: int, name: str) -> list[float]:
@@ -317,7 +333,7 @@ def _plan(surveys: list[dict], columns: _Columns, meta: pd.DataFrame, score_type
         combined = sorted(tuple(position[j][g] for j, g in enumerate(cell)) for cell in cells)
         sizes.append(len(combined))
     plan = _Plan(columns, mode, dtype, groups, combined, _engine.code_dtype(max(sizes, default=1)),
-                 all_samples=all(m > 0 for m in missing))
+                 all_samples=all(m > 0 for m in missing), conversion=_conversion(surveys, score_type, mode))
     return plan, {**label_info, **score_info, "n_samples": n}
 
 
@@ -747,7 +763,7 @@ def _evaluate(dask: Any, ddf: Any, label: str, score: str, names: list[str], bin
 def _report(plan: _Plan, groupings: list[_engine.Grouping], metadata: dict[str, Any]
             ) -> tuple[FairnessReport, list]:
     """The report of ``fairmedfm_fast.evaluate`` from the groupings (its assembly, step by step)."""
-    warnings = transform_note(metadata)
+    warnings = transform_note(metadata, plan.conversion)
     n = metadata["n_samples"]
     attributes = [_groups.Attribute(name, np.empty(0, np.intp), groups)
                   for name, groups in zip(plan.columns.sensitive, plan.groups)]

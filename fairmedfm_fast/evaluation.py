@@ -66,6 +66,13 @@ def prepare(y_true: Any, y_score: Any, sensitive_features: Any, pos_label: Any, 
     return prepared, paired[2]
 
 
+def range_conversion(score_type: str, low: float, high: float) -> dict[str, Any]:
+    """The facts of a sigmoid conversion that :func:`transform_note` reads, from the scores' range
+    alone (for backends that never hold every score: the logits that the sigmoid ties are not counted)."""
+    return {"score_type": score_type, "percent": score_type == "auto" and low >= 0 and 1 < high <= 100,
+            "unit": low >= 0 and high <= 1, "tied": 0}
+
+
 def transform_note(metadata: Mapping[str, Any], conversion: Mapping[str, Any] | None = None) -> list[str]:
     """The warning about scores read as logits (one message), with what ``conversion`` (of
     :func:`prepare`) knows: scores that look like percentages, logits that the sigmoid tied."""
