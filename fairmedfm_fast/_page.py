@@ -118,6 +118,15 @@ def findings(report) -> str:
     return "".join(parts)
 
 
+def _interval_table(report, part: str):
+    """``report.ci[part]`` (bootstrap, with ``n_boot``), else the analytic one (``interval="analytic"``),
+    else None: the page shows whichever intervals the report has."""
+    ci = report.ci or {}
+    if ci.get(part) is not None:
+        return ci[part]
+    return (ci.get("analytic") or {}).get(part)
+
+
 def _alpha(report) -> float:
     return 1 - float(report.metadata.get("ci", 0.95))
 
@@ -148,7 +157,7 @@ def glossary() -> str:
 
 def summary_table(report) -> str:
     """One row per (attribute, summary column): value, interval, p-value."""
-    ci = report.ci["summary"] if report.ci else None
+    ci = _interval_table(report, "summary")
     p_values = report.p_values
     suffix = report.metadata.get("p_adjust")
     body = []
@@ -174,7 +183,7 @@ def summary_table(report) -> str:
 def group_tables(report) -> str:
     """One table per attribute: n, the flags and each per-group metric with its interval beneath."""
     frame = report.by_group
-    ci = report.ci["by_group"] if report.ci else None
+    ci = _interval_table(report, "by_group")
     metrics = [m for m in PER_GROUP if m in frame.columns]
     out = []
     for attribute in dict.fromkeys(frame.index.get_level_values(0)):

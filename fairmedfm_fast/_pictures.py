@@ -761,9 +761,12 @@ def _findings_page(report, kinds: Sequence[str], dpi: int, notes: Sequence[str])
     parts += _notes_and_warnings(report, notes)
     ci = report.ci
     about = ""
-    if ci:
+    if ci and ci.get("summary") is not None:
         about = (f"Intervals: {ci['level']:.0%} from {ci['n_boot']} bootstrap resamples (percentile for the "
                  "values, simultaneous over the pairs of groups for the gaps). ")
+    elif ci and ci.get("analytic") is not None:
+        about = (f"Intervals: {ci['level']:.0%} analytic (DeLong for the AUC, Wilson for the rates; "
+                 "simultaneous over the pairs of groups for the gaps, none for eod). ")
     parts += ["<h2>Summary</h2>", f'<p class="note">{html.escape(about)}JSON and CSV outputs hold every '
               "column; per group, the confusion counts are left out here.</p>", _page.summary_table(report)]
     parts += ["<h2>Per group</h2>", _page.group_tables(report)]

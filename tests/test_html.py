@@ -111,6 +111,19 @@ def test_page_holds_intervals_and_p_values():
     assert f"<td>{first['auc-gap']:.4f}</td>" in text
 
 
+def test_page_holds_analytic_intervals_without_a_bootstrap():
+    """interval="analytic" alone: the page shows the DeLong and Wilson intervals and the analytic gap
+    interval where the bootstrap's would be (it raised a KeyError on report.ci["summary"] before)."""
+    rng = np.random.default_rng(3)
+    y = rng.integers(0, 2, 300)
+    made = fairmedfm_fast.evaluate(y, rng.random(300), {"sex": rng.choice(["F", "M"], 300)}, interval="analytic")
+    text = made.to_html(figures=["bars"])
+    analytic = made.ci["analytic"]
+    assert "Intervals: 95% analytic" in text
+    assert f"[{analytic['by_group'].loc[('sex', 'F'), 'auc_lo']:.3f}, " in text
+    assert f"{analytic['summary'].loc['sex', 'auc-gap_hi']:.3f}]" in text
+
+
 def test_segmentation_page():
     from test_plots import _seg_report
 
