@@ -4,7 +4,8 @@ first calls compile nothing, write nothing and warn of nothing.
 The wheel is ``$FAIRMEDFM_FAST_WHEEL`` when set (``.ci/run`` builds one wheel, installs it and points
 here, so CI builds it once); else this test builds one with ``pip wheel`` (which compiles every
 listed signature: minutes on two cores). The virtual environment has no pip and no packages of its
-own but the wheel; a ``.pth`` file lends it this environment's dependencies.
+own but the wheel; a ``.pth`` file lends it this environment's dependencies (the oracle, fairmedfm 0.4.2,
+among them: the oracle comparisons of ``tests/_wheel_oracle.py`` run against the installed wheel).
 """
 import json
 import os
@@ -117,3 +118,21 @@ def test_a_stale_shipped_cache_compiles_with_one_notice(venv, tmp_path):
     assert len(lines) == 1 and "another CPU" in lines[0] and "fairmedfm-fast warmup" in lines[0], done.stderr
     assert str(tmp_path / "cache") in lines[0]
     assert list((tmp_path / "cache").rglob("*.nbc"))
+
+
+def test_installed_wheel_matches_the_oracle(venv, tmp_path):
+    """A subset of the oracle comparisons (evaluate, the one-number functions, evaluate_segmentation on
+    seeded inputs, to 1e-9) against the package installed from the wheel, started outside the checkout:
+    the numbers of the shipped machine code, which compiles nothing for them."""
+    environment = {key: value for key, value in os.environ.items()
+                   if not key.startswith(("NUMBA_", "PYTHON", "FAIRMEDFM_FAST_"))}
+    environment.update(HOME=str(tmp_path))
+    done = subprocess.run([str(venv / "bin" / "python"), str(ROOT / "tests" / "_wheel_oracle.py")],
+                          capture_output=True, text=True, env=environment, cwd=tmp_path, timeout=600)
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout.splitlines()[-1])
+    assert Path(seen["module"]).is_relative_to(venv) and seen["oracle"] == "0.4.2"
+    assert seen["checked"] == 27
+    assert seen["compiled"] == []
+    assert done.stderr == ""
+
