@@ -9,6 +9,7 @@ among them: the oracle comparisons of ``tests/_wheel_oracle.py`` run against the
 """
 import json
 import os
+import shutil
 import site
 import subprocess
 import sys
@@ -136,3 +137,29 @@ def test_installed_wheel_matches_the_oracle(venv, tmp_path):
     assert seen["compiled"] == []
     assert done.stderr == ""
 
+
+def test_a_helper_edit_stales_the_shipped_entries_that_inline_it(venv, tmp_path):
+    """calibration.log_loss_into inlines _bits.py's helpers: with _bits.py edited in a copy of the
+    installed package, its shipped entry (saved under the old stamp) is not loaded, it compiles."""
+    package = tmp_path / "site" / "fairmedfm_fast"
+    shutil.copytree(next((venv / "lib").glob("python*/site-packages/fairmedfm_fast")), package)
+    environment = {key: value for key, value in os.environ.items()
+                   if not key.startswith(("NUMBA_", "PYTHON", "FAIRMEDFM_FAST_"))}
+    environment.update(HOME=str(tmp_path), NUMBA_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=str(package.parent))
+    code = ("import numpy as np, fairmedfm_fast; from fairmedfm_fast.kernels import calibration as c; "
+            f"assert fairmedfm_fast.__file__.startswith({str(package)!r}); "
+            "c.log_loss_into(np.full(3, 0.25), np.array([0, 1, 1], np.uint8), np.empty(3)); "
+            "print(sum(c.log_loss_into.stats.cache_misses.values()), sum(c.log_loss_into.stats.cache_hits.values()))")
+
+    def misses_and_hits():
+        done = subprocess.run([str(venv / "bin" / "python"), "-c", code], capture_output=True, text=True,
+                              env=environment, cwd=tmp_path, timeout=600)
+        assert done.returncode == 0, done.stderr
+        return tuple(map(int, done.stdout.split())), done.stderr
+
+    assert misses_and_hits() == ((0, 1), "")  # the copy's shipped cache serves
+    with open(package / "kernels" / "_bits.py", "a") as handle:
+        handle.write("\n# an edit\n")
+    counts, stderr = misses_and_hits()
+    assert counts == (1, 0)
+    assert "other kernel sources" in stderr
