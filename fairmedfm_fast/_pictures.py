@@ -575,6 +575,8 @@ def _pair_details(table) -> tuple[tuple[str, str] | None, str | None, str]:
 
 #: Up to this many groups each cell of the heat map holds its numbers.
 PAIRWISE_CELL_TEXT_MAX = 12
+#: The largest side of one heat-map panel, in inches (many groups: smaller cells).
+PAIRWISE_SIDE_MAX = 12.0
 
 
 def plot_pairwise(report, attributes=None, metric: str | None = None):
@@ -596,7 +598,7 @@ def plot_pairwise(report, attributes=None, metric: str | None = None):
     most = max((len(set(table.xs(name, level="attribute").index.get_level_values("group")))
                 for name in names if name in present), default=2)
     cell = (0.95 if detailed else 0.55) if most <= PAIRWISE_CELL_TEXT_MAX else 0.22
-    side = max(3.6, cell * most + 1.4)  # room for the cells and the tick labels
+    side = min(max(3.6, cell * most + 1.4), PAIRWISE_SIDE_MAX)  # room for the cells and the tick labels
     figure, axes = _grid(len(names), width=side, height=side + 0.4)
     figure.get_layout_engine().set(h_pad=0.1, w_pad=0.1)  # inches around each panel: the labels stay inside
     limit = float(np.nanmax(np.abs(table["difference"].to_numpy()))) if len(table) else 0.0

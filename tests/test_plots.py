@@ -571,3 +571,18 @@ def test_pairwise_heat_map_without_intervals_holds_the_differences_alone():
     table = report.pairwise("auc").loc["hospital"]
     values = {t.get_text() for t in texts if t.get_text().startswith(("+", "-"))}
     assert values == {f"{d:+.3f}" for (g, o), d in table["difference"].items() if g != o}
+
+
+def test_pairwise_heat_map_of_many_groups_stays_bounded_with_its_labels_inside():
+    rng = np.random.default_rng(2)
+    n = 4000
+    y = (rng.random(n) < 0.4).astype(np.int8)
+    site = np.array([f"site{i:02d}" for i in range(60)])[rng.integers(0, 60, n)]
+    report = fairmedfm_fast.evaluate(y, rng.random(n), {"site": site})
+    figure = _pictures.plot_pairwise(report)
+    assert figure.get_size_inches()[0] <= _pictures.PAIRWISE_SIDE_MAX + 2  # the colour bar beside it
+    renderer, texts = _drawn_texts(figure)
+    assert not [t for t in texts if t.get_text().startswith(("+", "-"))]  # no numbers in 60 x 60 cells
+    for text in texts:
+        box = text.get_window_extent(renderer)
+        assert box.x0 >= 0 and box.y0 >= 0 and box.x1 <= figure.bbox.width and box.y1 <= figure.bbox.height
