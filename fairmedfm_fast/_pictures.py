@@ -553,9 +553,38 @@ def plot_dice(report, attributes=None, metric="dice"):
     return figure
 
 
+def _pair_details(table) -> tuple[tuple[str, str] | None, str | None, str]:
+    """The interval and p-value columns of a :func:`~._pairwise.pairwise` table the heat map shows:
+    the bootstrap interval and the permutation p-value when the report has them, else the analytic
+    ones (the adjusted analytic p-value when the report asked for an adjustment); and their words."""
+    columns = set(table.columns)
+    interval = next((pair for pair in (("difference_lo", "difference_hi"),
+                                       ("difference_lo_analytic", "difference_hi_analytic"))
+                     if set(pair) <= columns), None)
+    adjusted = sorted(c for c in columns if c.startswith("p_value_analytic_"))
+    p = "p_value" if "p_value" in columns else (adjusted[0] if adjusted else
+                                                 "p_value_analytic" if "p_value_analytic" in columns else None)
+    words = []
+    if interval is not None:
+        words.append("[bootstrap interval]" if interval[0] == "difference_lo" else "[analytic interval]")
+    if p is not None:
+        words.append("p: permutation" if p == "p_value" else "p: analytic" + (
+            f", {p.rsplit('_', 1)[-1]}-adjusted" if p != "p_value_analytic" else ""))
+    return interval, p, "; ".join(words)
+
+
+#: Up to this many groups each cell of the heat map holds its numbers.
+PAIRWISE_CELL_TEXT_MAX = 12
+#: The largest side of one heat-map panel, in inches (many groups: smaller cells).
+PAIRWISE_SIDE_MAX = 12.0
+
+
 def plot_pairwise(report, attributes=None, metric: str | None = None):
     """Heat map per attribute of the difference of ``metric`` between every pair of groups (row
-    group minus column group), from :meth:`FairnessReport.pairwise`; a star marks p < 0.05."""
+    group minus column group), from :meth:`FairnessReport.pairwise`. With up to
+    :data:`PAIRWISE_CELL_TEXT_MAX` groups each cell holds the difference and, when the report has
+    them, its interval (bootstrap percentile, else analytic) and p-value (permutation, else
+    analytic); a star marks p < 0.05 and bold type an interval that excludes 0."""
     from ._pairwise import default_metric, pairwise
 
     metric = default_metric(report.task) if metric is None else metric
@@ -563,40 +592,65 @@ def plot_pairwise(report, attributes=None, metric: str | None = None):
     names = [str(name) for name in report.summary.index]
     if attributes is not None:
         names = _select_names(names, attributes)
-    figure, axes = _grid(len(names), width=4.6, height=4.2)
+    interval, p_column, words = _pair_details(table)
+    detailed = interval is not None or p_column is not None
     present = set(table.index.get_level_values("attribute"))
+    most = max((len(set(table.xs(name, level="attribute").index.get_level_values("group")))
+                for name in names if name in present), default=2)
+    cell = (0.95 if detailed else 0.55) if most <= PAIRWISE_CELL_TEXT_MAX else 0.22
+    side = min(max(3.6, cell * most + 1.4), PAIRWISE_SIDE_MAX)  # room for the cells and the tick labels
+    figure, axes = _grid(len(names), width=side, height=side + 0.4)
+    figure.get_layout_engine().set(h_pad=0.1, w_pad=0.1)  # inches around each panel: the labels stay inside
     limit = float(np.nanmax(np.abs(table["difference"].to_numpy()))) if len(table) else 0.0
     limit = limit if math.isfinite(limit) and limit > 0 else 1.0
     image = None
     for ax, name in zip(axes, names):
+        ax.set_title(_text(name), fontsize=10)
         if name not in present:
             _empty(ax, "fewer than two evaluable groups")
-            ax.set_title(_text(name), fontsize=10)
             continue
         rows = table.xs(name, level="attribute")
-        matrix = rows["difference"].unstack()
         order = list(dict.fromkeys(rows.index.get_level_values("group")))
-        matrix = matrix.reindex(index=order, columns=order)
-        image = ax.imshow(matrix.to_numpy(dtype=np.float64), cmap="RdBu_r", vmin=-limit, vmax=limit)
+
+        def square(column, rows=rows, order=order):
+            return rows[column].unstack().reindex(index=order, columns=order).to_numpy(dtype=np.float64)
+
+        matrix = square("difference")
+        image = ax.imshow(matrix, cmap="RdBu_r", vmin=-limit, vmax=limit)
         ticks = np.arange(len(order))
-        small = 8 if len(order) <= 12 else 6
+        small = 8 if len(order) <= PAIRWISE_CELL_TEXT_MAX else 6
         ax.set_xticks(ticks, [_text(g) for g in order], rotation=90, fontsize=small)
         ax.set_yticks(ticks, [_text(g) for g in order], fontsize=small)
-        if len(order) <= 12:
-            stars = rows["p_value"].unstack().reindex(index=order, columns=order) if "p_value" in rows else None
-            for i in range(len(order)):
-                for j in range(len(order)):
-                    value = matrix.iat[i, j]
-                    if i == j or not math.isfinite(value):  # the diagonal is 0
-                        continue
-                    star = "*" if stars is not None and stars.iat[i, j] < 0.05 else ""
-                    shade = "white" if abs(value) > 0.6 * limit else "black"  # legible on dark cells
-                    ax.text(j, i, f"{value:+.3f}{star}", ha="center", va="center", fontsize=7, color=shade)
-        ax.set_title(_text(name), fontsize=10)
+        if len(order) > PAIRWISE_CELL_TEXT_MAX:
+            continue
+        lo, hi = (square(c) for c in interval) if interval is not None else (None, None)
+        p = square(p_column) if p_column is not None else None
+        for i in range(len(order)):
+            for j in range(len(order)):
+                value = matrix[i, j]
+                if i == j or not math.isfinite(value):  # the diagonal is 0
+                    continue
+                lines = [f"{value:+.3f}" + ("*" if p is not None and p[i, j] < 0.05 else "")]
+                excludes = False
+                if lo is not None and math.isfinite(lo[i, j]) and math.isfinite(hi[i, j]):
+                    lines.append(f"[{lo[i, j]:+.3f}, {hi[i, j]:+.3f}]")
+                    excludes = lo[i, j] > 0 or hi[i, j] < 0
+                if p is not None and math.isfinite(p[i, j]):
+                    lines.append(f"p={p[i, j]:.2g}")
+                shade = "white" if abs(value) > 0.6 * limit else "black"  # legible on dark cells
+                ax.text(j, i, "\n".join(lines), ha="center", va="center", fontsize=6 if detailed else 7,
+                        color=shade, fontweight="bold" if excludes else "normal", linespacing=1.1)
     if image is not None:
-        figure.colorbar(image, ax=axes, shrink=0.8, label=f"{metric}: row group minus column group")
-    tested = " (* permutation p < 0.05)" if "p_value" in table.columns else ""
-    figure.suptitle(f"Pairwise differences of {metric}{tested}", fontsize=11)
+        figure.colorbar(image, ax=axes, shrink=0.8, label=f"{metric}: row minus column group")
+    marks = []
+    if p_column is not None:
+        marks.append("* p < 0.05")
+    if interval is not None:
+        marks.append("bold: interval excludes 0")
+    title = f"Pairwise differences of {metric}, row minus column group"
+    if detailed:
+        title += f"\n{words}" + (f" ({', '.join(marks)})" if marks else "")
+    figure.suptitle(title, fontsize=10)
     return figure
 
 
@@ -797,7 +851,8 @@ _CAPTIONS = {
     "bars": "Per-group metrics (at the best-F1 threshold where it applies); dashed: all samples of the "
             "attribute.",
     "dice": "Distribution of per-sample Dice in each group.",
-    "pairwise": "Difference of the metric between every pair of groups (row group minus column group).",
+    "pairwise": "Difference of the metric between every pair of groups (row group minus column group), with its "
+                "interval and p-value when the report has them (* p < 0.05; bold: the interval excludes 0).",
     "forest": "Each group's value with its interval, one panel per metric on its own scale; dashed: all samples "
               "of the attribute; hollow dots: small groups.",
 }

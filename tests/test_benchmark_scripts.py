@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SCRIPTS = ROOT / "benchmarks" / "scripts"
 
 #: script -> tiny arguments. Scripts that read prepared files or console scripts (cli_*.py,
-#: dask_workers.py) are left out.
+#: dask_workers.py, dask_lower_bound.py: a folder of Parquet files and a local cluster) are left out.
 TINY = {
     "strata.py": ["3000", "2", "1"],
     "tasks_vs_separate.py": ["3e3", "2", "1"],
@@ -24,12 +24,13 @@ TINY = {
     "surface_vs_medpy.py": ["24", "2", "16", "1"],
     "analytic_intervals.py": ["3000", "1", "2"],
     "accumulator_batches.py": ["speed", "500", "4", "1"],
+    "gap_power.py": ["2", "300", "20"],
 }
 
 
 def test_every_script_is_listed_or_needs_files():
     assert {path.name for path in SCRIPTS.glob("*.py")} == {
-        *TINY, "cli_make_data.py", "cli_vs_fairmedfm.py", "dask_workers.py"}
+        *TINY, "cli_make_data.py", "cli_vs_fairmedfm.py", "dask_workers.py", "dask_lower_bound.py"}
 
 
 @pytest.mark.parametrize("script", list(TINY))

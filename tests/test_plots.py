@@ -2,6 +2,7 @@
 the report's own numbers, and the structure of every figure kind rendered with real matplotlib."""
 import math
 import sys
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -504,3 +505,84 @@ def test_forest_plot_one_panel_per_metric_with_every_group_and_its_interval():
             hollow = points.get_facecolors()[:, :3].min(axis=1) == 1  # white: a small group
             assert list(hollow) == list(report.by_group.loc[attribute, "small_group"])
     assert report.by_group.loc[("site", "tiny"), "small_group"]
+
+
+def _pairwise_report(**options):
+    rng = np.random.default_rng(11)
+    n = 2400
+    y = (rng.random(n) < 0.3).astype(np.int8)
+    hospital = rng.choice(["hospA", "hospB", "hospC", "hospD"], n)
+    age = rng.choice(["0-40", "40-60", "60-80", "80+"], n)
+    scores = 1 / (1 + np.exp(-(rng.normal(size=n) + (1.2 + 0.6 * (hospital == "hospA")) * y)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return fairmedfm_fast.evaluate(y, scores, {"hospital": hospital, "age": age}, **options)
+
+
+def _drawn_texts(figure):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.text import Text
+
+    FigureCanvasAgg(figure)
+    figure.canvas.draw()
+    renderer = figure.canvas.get_renderer()
+    return renderer, [t for t in figure.findobj(Text) if t.get_visible() and t.get_text()]
+
+
+@pytest.mark.parametrize("options, lo, hi, p", [
+    ({"n_boot": 40, "n_permutations": 40, "random_state": 0}, "difference_lo", "difference_hi", "p_value"),
+    ({"interval": "analytic"}, "difference_lo_analytic", "difference_hi_analytic", "p_value_analytic"),
+])
+def test_pairwise_heat_map_cells_hold_intervals_and_p_values_inside_the_figure(options, lo, hi, p):
+    report = _pairwise_report(**options)
+    table = report.pairwise("auc")
+    figure = _pictures.plot_pairwise(report)
+    renderer, texts = _drawn_texts(figure)
+    cells = [t for t in texts if t.get_text().startswith(("+", "-"))]  # one per cell off the diagonal
+    assert len(cells) == 2 * 4 * 3
+    for (attribute, group, other), row in table.iterrows():
+        if group == other:
+            continue
+        star = "*" if row[p] < 0.05 else ""
+        expected = f"{row['difference']:+.3f}{star}\n[{row[lo]:+.3f}, {row[hi]:+.3f}]\np={row[p]:.2g}"
+        assert expected in [t.get_text() for t in cells], (attribute, group, other, expected)
+    bold = [t for t in cells if t.get_fontweight() == "bold"]
+    excluded = table[(table[lo] > 0) | (table[hi] < 0)]
+    assert len(bold) == len(excluded) > 0  # the bold cells are those whose interval excludes 0
+    # Every label within the figure (the bottom labels were clipped: "ospA"), and the figure title
+    # clear of the panel titles.
+    width, height = figure.bbox.width, figure.bbox.height
+    for text in texts:
+        box = text.get_window_extent(renderer)
+        assert box.x0 >= 0 and box.y0 >= 0 and box.x1 <= width and box.y1 <= height, (text.get_text(), box)
+    labels = {t.get_text() for ax in figure.axes for t in ax.get_xticklabels()}
+    assert {"hospA", "hospD", "80+"} <= labels
+    title = figure._suptitle
+    assert ("analytic" in title.get_text()) == ("interval" in options)
+    panel_titles = [ax.title for ax in figure.axes if ax.title.get_text()]
+    assert [t.get_text() for t in panel_titles] == ["hospital", "age"]
+    for panel in panel_titles:
+        assert not panel.get_window_extent(renderer).overlaps(title.get_window_extent(renderer))
+
+
+def test_pairwise_heat_map_without_intervals_holds_the_differences_alone():
+    report = _pairwise_report()
+    _, texts = _drawn_texts(_pictures.plot_pairwise(report, attributes="hospital"))
+    table = report.pairwise("auc").loc["hospital"]
+    values = {t.get_text() for t in texts if t.get_text().startswith(("+", "-"))}
+    assert values == {f"{d:+.3f}" for (g, o), d in table["difference"].items() if g != o}
+
+
+def test_pairwise_heat_map_of_many_groups_stays_bounded_with_its_labels_inside():
+    rng = np.random.default_rng(2)
+    n = 4000
+    y = (rng.random(n) < 0.4).astype(np.int8)
+    site = np.array([f"site{i:02d}" for i in range(60)])[rng.integers(0, 60, n)]
+    report = fairmedfm_fast.evaluate(y, rng.random(n), {"site": site})
+    figure = _pictures.plot_pairwise(report)
+    assert figure.get_size_inches()[0] <= _pictures.PAIRWISE_SIDE_MAX + 2  # the colour bar beside it
+    renderer, texts = _drawn_texts(figure)
+    assert not [t for t in texts if t.get_text().startswith(("+", "-"))]  # no numbers in 60 x 60 cells
+    for text in texts:
+        box = text.get_window_extent(renderer)
+        assert box.x0 >= 0 and box.y0 >= 0 and box.x1 <= figure.bbox.width and box.y1 <= figure.bbox.height
