@@ -41,6 +41,7 @@ SIGNATURES: dict[str, list[tuple]] = {
     ],
     'calibration.binned_calibration': [
         (A(T.float32), A(T.uint8), A(T.int8, 2), A(T.int64), A(T.float64, 2), T.boolean, T.none),
+        (A(T.float64), A(T.uint8), A(T.int8, 2), A(T.int64), A(T.float64, 2), T.boolean, T.none),
         (A(T.float64, readonly=True), A(T.uint8), A(T.int8, 2), A(T.int64), A(T.float64, 2), T.boolean, T.none),
     ],
     'calibration.calibration_error': [
@@ -59,7 +60,11 @@ SIGNATURES: dict[str, list[tuple]] = {
         (A(T.float32), A(T.uint8), A(T.int8, 2), A(T.int64), T.Omitted(None)),
         (A(T.float32), A(T.uint8), A(T.int8, 2), A(T.int64), T.none),
         (A(T.float64), A(T.uint8), A(T.int8, 2), A(T.int64), T.Omitted(None)),
+        (A(T.float64), A(T.uint8), A(T.int8, 2), A(T.int64), T.none),
         (A(T.float64, readonly=True), A(T.uint8), A(T.int8, 2), A(T.int64), T.none),
+    ],
+    'coding.text_codes': [
+        (A(T.int64), A(T.uint8), T.int64),
     ],
     'delong.placement_sums': [
         (A(T.float32), A(T.uint8), A(T.int16, 2), A(T.int64), T.int64, T.int64, T.boolean),
@@ -87,6 +92,7 @@ SIGNATURES: dict[str, list[tuple]] = {
         (A(T.float32), A(T.uint8), A(T.int8, 2), A(T.int64), A(T.float64), A(T.int64), T.UniTuple(A(T.int64), 3), T.int64, T.int64, T.int64, A(T.float64)),
         (A(T.float64), A(T.uint8), A(T.int8, 2), A(T.int64), A(T.float64), A(T.int64), T.UniTuple(A(T.int64), 3), T.int64, T.int64, T.int64, A(T.float64)),
         (A(T.float64), A(T.uint8), A(T.int8, 2), A(T.int64), A(T.float64), A(T.int64), T.UniTuple(A(T.int64), 3), T.int64, T.int64, T.int64, T.none),
+        (A(T.float64), A(T.uint8), A(T.int8, 2), A(T.int64), T.none, A(T.int64), T.none, T.int64, T.int64, T.int64, T.none),
     ],
     'sweeps.score_ends': [
         (A(T.float32), A(T.int8, 2), A(T.int64), A(T.float64)),

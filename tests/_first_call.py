@@ -6,7 +6,8 @@ line: the compilations (``module.name`` and argument types), the argument types 
 samples with 1 attribute, ``auc_gap``, ``evaluate_segmentation`` on 8 small mask pairs,
 ``evaluate_voxels`` and ``fairmedfm-fast score`` of a 1,000-row CSV. With ``--cache``, the
 kernels' writable cache folders too. With ``--all``, more of the API:
-float32 and read-only scores, weights, several attributes, memory-mapped masks, Dice scores.
+float32 and read-only scores, weights, several attributes, a DataFrame of strings, the one-number
+functions, memory-mapped masks, Dice scores.
 """
 import contextlib
 import io
@@ -70,6 +71,12 @@ with warnings.catch_warnings(record=True) as caught:
                 fm.evaluate(y, scores, {"sex": sex, "site": site}, sample_weight=weights)
                 fm.ece_gap(y, scores, sensitive_features=site)
             fm.evaluate(y, p, {"sex": sex}, n_boot=5, random_state=0)
+            import pandas as pd
+
+            frame = pd.DataFrame({"sex": sex, "site": site})  # pandas' default str columns: Arrow-backed
+            fm.evaluate(y, p, frame)
+            for name in ("auc_gap", "worst_group_auc", "accuracy_gap", "ece_gap", "equalized_odds_score"):
+                getattr(fm, name)(y, p, sensitive_features=frame["site"])
             fm.evaluate_segmentation(groups, dice=rng.random(8))
             paths = {"pred": [], "true": []}
             for i in range(2):

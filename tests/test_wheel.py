@@ -4,10 +4,12 @@ first calls compile nothing, write nothing and warn of nothing.
 The wheel is ``$FAIRMEDFM_FAST_WHEEL`` when set (``.ci/run`` builds one wheel, installs it and points
 here, so CI builds it once); else this test builds one with ``pip wheel`` (which compiles every
 listed signature: minutes on two cores). The virtual environment has no pip and no packages of its
-own but the wheel; a ``.pth`` file lends it this environment's dependencies.
+own but the wheel; a ``.pth`` file lends it this environment's dependencies (the oracle, fairmedfm 0.4.2,
+among them: the oracle comparisons of ``tests/_wheel_oracle.py`` run against the installed wheel).
 """
 import json
 import os
+import shutil
 import site
 import subprocess
 import sys
@@ -117,3 +119,47 @@ def test_a_stale_shipped_cache_compiles_with_one_notice(venv, tmp_path):
     assert len(lines) == 1 and "another CPU" in lines[0] and "fairmedfm-fast warmup" in lines[0], done.stderr
     assert str(tmp_path / "cache") in lines[0]
     assert list((tmp_path / "cache").rglob("*.nbc"))
+
+
+def test_installed_wheel_matches_the_oracle(venv, tmp_path):
+    """A subset of the oracle comparisons (evaluate, the one-number functions, evaluate_segmentation on
+    seeded inputs, to 1e-9) against the package installed from the wheel, started outside the checkout:
+    the numbers of the shipped machine code, which compiles nothing for them."""
+    environment = {key: value for key, value in os.environ.items()
+                   if not key.startswith(("NUMBA_", "PYTHON", "FAIRMEDFM_FAST_"))}
+    environment.update(HOME=str(tmp_path))
+    done = subprocess.run([str(venv / "bin" / "python"), str(ROOT / "tests" / "_wheel_oracle.py")],
+                          capture_output=True, text=True, env=environment, cwd=tmp_path, timeout=600)
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout.splitlines()[-1])
+    assert Path(seen["module"]).is_relative_to(venv) and seen["oracle"] == "0.4.2"
+    assert seen["checked"] == 27
+    assert seen["compiled"] == []
+    assert done.stderr == ""
+
+
+def test_a_helper_edit_stales_the_shipped_entries_that_inline_it(venv, tmp_path):
+    """calibration.log_loss_into inlines _bits.py's helpers: with _bits.py edited in a copy of the
+    installed package, its shipped entry (saved under the old stamp) is not loaded, it compiles."""
+    package = tmp_path / "site" / "fairmedfm_fast"
+    shutil.copytree(next((venv / "lib").glob("python*/site-packages/fairmedfm_fast")), package)
+    environment = {key: value for key, value in os.environ.items()
+                   if not key.startswith(("NUMBA_", "PYTHON", "FAIRMEDFM_FAST_"))}
+    environment.update(HOME=str(tmp_path), NUMBA_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=str(package.parent))
+    code = ("import numpy as np, fairmedfm_fast; from fairmedfm_fast.kernels import calibration as c; "
+            f"assert fairmedfm_fast.__file__.startswith({str(package)!r}); "
+            "c.log_loss_into(np.full(3, 0.25), np.array([0, 1, 1], np.uint8), np.empty(3)); "
+            "print(sum(c.log_loss_into.stats.cache_misses.values()), sum(c.log_loss_into.stats.cache_hits.values()))")
+
+    def misses_and_hits():
+        done = subprocess.run([str(venv / "bin" / "python"), "-c", code], capture_output=True, text=True,
+                              env=environment, cwd=tmp_path, timeout=600)
+        assert done.returncode == 0, done.stderr
+        return tuple(map(int, done.stdout.split())), done.stderr
+
+    assert misses_and_hits() == ((0, 1), "")  # the copy's shipped cache serves
+    with open(package / "kernels" / "_bits.py", "a") as handle:
+        handle.write("\n# an edit\n")
+    counts, stderr = misses_and_hits()
+    assert counts == (1, 0)
+    assert "other kernel sources" in stderr
