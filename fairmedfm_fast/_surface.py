@@ -18,7 +18,7 @@ from . import _mask_files, _masks, _metric_registry
 
 #: Columns of the per-sample table: voxel counts, then the metrics of non-empty pairs, then the
 #: image diagonal (for ``empty_distance="diagonal"``).
-_COLUMNS = ("n_pred", "n_true", "n_both", "hd95", "hd", "assd", "nsd", "diagonal")
+COLUMNS = ("n_pred", "n_true", "n_both", "hd95", "hd", "assd", "nsd", "diagonal")
 _DEFINITIONS = ("medpy", "monai")
 
 
@@ -146,10 +146,10 @@ def _as_volumes(i: int, pred: np.ndarray, true: np.ndarray, spacing: np.ndarray)
 
 def measure_pair(i: int, pred: np.ndarray, true: np.ndarray, item: Any, label: Any, threshold: Any,
                  options: Options) -> np.ndarray:
-    """The row of ``_COLUMNS`` for one sample (metrics NaN when a mask is empty)."""
+    """The row of ``COLUMNS`` for one sample (metrics NaN when a mask is empty)."""
     from .kernels import surface
 
-    row = np.full(len(_COLUMNS), np.nan)
+    row = np.full(len(COLUMNS), np.nan)
     given = true
     pred, p_low, p_high = _foreground(pred, label, threshold, prediction=True)
     true, t_low, t_high = _foreground(true, label, threshold, prediction=False)
@@ -179,7 +179,7 @@ class Measured:
 
 def measure(pred_masks: Any, true_masks: Any, *, label: Any, mask_threshold: Any, options: Options,
             n_jobs: Any = None, progress: bool | None = None) -> np.ndarray:
-    """One row of ``_COLUMNS`` per sample, float64 array of shape (n_samples, 8)."""
+    """One row of ``COLUMNS`` per sample, float64 array of shape (n_samples, 8)."""
     if isinstance(pred_masks, Measured):
         return pred_masks.table
     spacing = options.spacing
@@ -193,7 +193,7 @@ def measure(pred_masks: Any, true_masks: Any, *, label: Any, mask_threshold: Any
     if spacing is not None and np.ndim(spacing) == 2 and len(spacing) != len(rows):
         raise ValueError(f"spacing has {len(spacing)} rows but there are {len(rows)} samples; pass one row per "
                          "sample or one size per axis")
-    return np.array(rows, np.float64).reshape(len(rows), len(_COLUMNS))
+    return np.array(rows, np.float64).reshape(len(rows), len(COLUMNS))
 
 
 @dataclass
@@ -233,13 +233,13 @@ def finish(table: np.ndarray, metrics: list[str], empty_score: Any, empty_distan
             column[both] = float(empty_score.get(metric, 1.0)) if surface_scores else float(empty_score)
             values[metric] = column
             continue
-        column = table[:, _COLUMNS.index(metric)].copy()
+        column = table[:, COLUMNS.index(metric)].copy()
         if metric == "nsd":
             column[one] = 0.0  # no boundary point of either mask lies within the tolerance
         elif empty_distance == "inf":
             column[one] = np.inf
         elif empty_distance == "diagonal":
-            column[one] = table[one, _COLUMNS.index("diagonal")]
+            column[one] = table[one, COLUMNS.index("diagonal")]
         elif empty_distance != "nan":
             column[one] = float(empty_distance)
         if surface_scores and metric in empty_score:

@@ -842,7 +842,7 @@ def _partition_measures(part: pd.DataFrame, names: list[str], pred_mask: str, tr
     mask pairs, computed where the partition lives."""
     from . import _surface
 
-    columns = [f"__{column}__" for column in _surface._COLUMNS]
+    columns = [f"__{column}__" for column in _surface.COLUMNS]
     if len(part) == 0:
         table = np.empty((0, len(columns)))
     else:
@@ -964,7 +964,7 @@ def _surface_report(ddf: Any, names: list[str], pred_mask: str, true_mask: str, 
     distances, NSD: one row of 8 numbers per sample), and the client makes the in-memory report of
     those rows, so every metric, warning and empty-mask rule is the in-memory one."""
     from . import _surface
-    from . import evaluate_segmentation as in_memory
+    from .segmentation import evaluate_segmentation as in_memory  # not the package root: no circle
 
     if dice_function is not None:
         raise ValueError("dice_function= gives Dice only; drop it to get metrics= beyond Dice from the masks")
@@ -976,7 +976,7 @@ def _surface_report(ddf: Any, names: list[str], pred_mask: str, true_mask: str, 
     measuring = _surface.Options(float(options.get("percentile", 95.0)),
                                  math.nan if nsd_tolerance is None else float(nsd_tolerance),
                                  options.get("hd_definition", "medpy"), spacing)
-    columns = [f"__{column}__" for column in _surface._COLUMNS]
+    columns = [f"__{column}__" for column in _surface.COLUMNS]
     meta = ddf._meta[names].assign(**{name: np.empty(0) for name in columns})
     ddf = ddf[list(dict.fromkeys([*names, pred_mask, true_mask]))]
     measures = ddf.map_partitions(_partition_measures, names, pred_mask, true_mask, base, label, mask_threshold,

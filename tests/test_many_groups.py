@@ -109,4 +109,5 @@ def test_column_built_frame_equals_the_row_built_one():
             evaluation._by_group_frame = made
         rows = [{"attribute": r.name, "group": g, "n": r.counts[i], **r.by_group.get(i, {}), "skipped": r.skipped.get(i)}
                 for r in captured[0] for i, g in enumerate(r.groups)]
-        pd.testing.assert_frame_equal(frame, group_frame(rows))
+        # small_group is added after the frame is built (evaluation._with_small_groups)
+        pd.testing.assert_frame_equal(frame.drop(columns="small_group"), group_frame(rows))
