@@ -43,10 +43,23 @@ def small_groups(result) -> dict[int, tuple[float, float]]:
     return out
 
 
+#: Small groups named in an attribute's warning; the rest are counted (by_group["small_group"] has all).
+NAMED_SMALL = 5
+
+
 def small_group_warnings(result, flagged: Mapping[int, tuple[float, float]]) -> list[str]:
-    return [f"{result.name}={result.groups[i]}: small_group, {_count(p)} positives and {_count(n)} negatives "
-            f"(fewer than {SMALL_CLASS} of a class): its AUC, TPR and TNR rest on few samples, and a gap it "
-            "defines may be chance" for i, (p, n) in flagged.items()]
+    """One warning per attribute (thousands of scanners must not give thousands of lines): the first
+    :data:`NAMED_SMALL` small groups with their class counts, and how many more there are."""
+    if not flagged:
+        return []
+    named = [f"{result.groups[i]} ({_count(p)} positives, {_count(n)} negatives)"
+             for i, (p, n) in list(flagged.items())[:NAMED_SMALL]]
+    more = len(flagged) - len(named)
+    listed = ", ".join(named) + (f" and {more} more" if more else "")
+    which = "group has" if len(flagged) == 1 else f"{len(flagged)} groups have"
+    return [f"{result.name}: small_group, {which} fewer than {SMALL_CLASS} positives or negatives: {listed}; "
+            "their AUC, TPR and TNR rest on few samples, and a gap they define may be chance "
+            "(by_group['small_group'] flags them)"]
 
 
 def _count(value: float) -> str:

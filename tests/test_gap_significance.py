@@ -154,8 +154,9 @@ def test_a_group_of_two_samples_is_flagged_and_named_behind_the_gap():
     assert report.by_group.loc[("site", "tiny"), "small_group"]
     assert not report.by_group.loc[("site", "a"), "small_group"]
     assert [w for w in report.warnings if "small_group" in w] == [
-        f"site=tiny: small_group, 1 positives and 1 negatives (fewer than {_findings.SMALL_CLASS} of a class): "
-        "its AUC, TPR and TNR rest on few samples, and a gap it defines may be chance"]
+        f"site: small_group, group has fewer than {_findings.SMALL_CLASS} positives or negatives: tiny (1 "
+        "positives, 1 negatives); their AUC, TPR and TNR rest on few samples, and a gap they define may be "
+        "chance (by_group['small_group'] flags them)"]
     gaps = report.gaps.loc["site"]
     assert gaps.loc["worst-auc", "low_group"] == "tiny" and gaps.loc["worst-auc", "small_group"]
     assert gaps.loc["auc-gap", "low_group"] == "tiny" and gaps.loc["auc-gap", "value"] == report.summary.loc[
