@@ -720,6 +720,17 @@ def _format(value: Any) -> str:
     return str(value)
 
 
+def _figure_html(report, kind: str, caption: str, dpi: int) -> str:
+    """One figure of the page as an inlined PNG with its caption, or a note saying why it cannot be drawn."""
+    try:
+        figure = plot(report, kind)
+    except ValueError as error:
+        return f'<p class="note">{html.escape(kind)}: {html.escape(str(error))}</p>'
+    encoded = base64.b64encode(png_bytes(figure, dpi)).decode("ascii")
+    return (f'<figure><img src="data:image/png;base64,{encoded}" alt="{html.escape(caption)}">'
+            f"<figcaption>{html.escape(caption)}</figcaption></figure>")
+
+
 def render_html(report, figures: bool | Iterable[str] = True, dpi: int = 100, notes: Sequence[str] = ()) -> str:
     """The report as one HTML page: ``notes`` (what the command line said about its input),
     warnings, tables and PNG figures inlined as base64."""
@@ -762,16 +773,8 @@ def render_html(report, figures: bool | Iterable[str] = True, dpi: int = 100, no
     # A report of several tasks draws each task's figures under the task's name.
     sources = list(report.tasks.items()) if getattr(report, "tasks", None) else [(None, report)]
     for (name, source), kind in ((source, kind) for source in sources for kind in kinds):
-        try:
-            figure = plot(source, kind)
-        except ValueError as error:
-            parts.append(f'<p class="note">{html.escape(kind)}: {html.escape(str(error))}</p>')
-            continue
-        encoded = base64.b64encode(png_bytes(figure, dpi)).decode("ascii")
         caption = _CAPTIONS.get(kind, f"Distribution of per-sample {kind.upper()} in each group.")
-        caption = caption if name is None else f"Task {name}: {caption}"
-        parts.append(f'<figure><img src="data:image/png;base64,{encoded}" alt="{html.escape(caption)}">'
-                     f"<figcaption>{html.escape(caption)}</figcaption></figure>")
+        parts.append(_figure_html(source, kind, caption if name is None else f"Task {name}: {caption}", dpi))
     if report.metadata:
         parts += ["<h2>Input</h2>", _pairs_table(report.metadata)]
     parts += ["</body>", "</html>"]
@@ -829,15 +832,7 @@ def _findings_page(report, kinds: Sequence[str], dpi: int, notes: Sequence[str])
     if kinds:
         parts.append("<h2>Figures</h2>")
     for kind in kinds:
-        try:
-            figure = plot(report, kind)
-        except ValueError as error:
-            parts.append(f'<p class="note">{html.escape(kind)}: {html.escape(str(error))}</p>')
-            continue
-        encoded = base64.b64encode(png_bytes(figure, dpi)).decode("ascii")
-        caption = _CAPTIONS.get(kind, kind)
-        parts.append(f'<figure><img src="data:image/png;base64,{encoded}" alt="{html.escape(caption)}">'
-                     f"<figcaption>{html.escape(caption)}</figcaption></figure>")
+        parts.append(_figure_html(report, kind, _CAPTIONS.get(kind, kind), dpi))
     parts.append(_page.glossary())
     parts += ["<h2>Settings</h2>", _page.settings_table(report.metadata), "</body>", "</html>"]
     return "\n".join(parts) + "\n"
