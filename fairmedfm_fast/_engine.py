@@ -188,16 +188,20 @@ def _sweeps():
 _ALL_KEYS = frozenset(all_keys())
 
 
+@_metric_registry.derived
 @lru_cache(maxsize=256)
-def _plan(keys: frozenset[str]) -> tuple[frozenset[str], bool, bool, bool, bool]:
-    """What the metric ``keys`` need: their base names, whether any is at the plain threshold or at
-    BEST, and whether they need the sort without and with a fixed BEST threshold."""
+def _plan(keys: frozenset[str]) -> tuple[frozenset[str], bool, bool, bool, bool, tuple]:
+    """What the metric ``keys`` need: the kernel passes that make their sums (keys of
+    ``_metric_registry.PASSES``: what this module runs, whatever the metrics are called), whether
+    any is at the plain threshold or at BEST, whether they need the sort without and with a fixed
+    BEST threshold, and the entries of the optional sums they read."""
     base = frozenset(key.removesuffix(BEST) for key in keys)
     at_threshold = _metric_registry.THRESHOLD_NAMES  # read here: register_metric adds to it
     at_half = any(key in at_threshold for key in keys)
     at_best = any(key.endswith(BEST) and key.removesuffix(BEST) in at_threshold for key in keys)
-    return (base, at_half, at_best, _metric_registry.needs_sort(set(keys), None),
-            _metric_registry.needs_sort(set(keys), 0.5))
+    optional = tuple(_metric_registry.SUM[name] for name in _metric_registry.optional_sums(base))
+    return (_metric_registry.passes(base), at_half, at_best, _metric_registry.needs_sort(set(keys), None),
+            _metric_registry.needs_sort(set(keys), 0.5), optional)
 
 
 def _key_set(wanted: set[str] | None) -> frozenset[str]:
@@ -330,20 +334,21 @@ def arrange(scores: np.ndarray, labels: np.ndarray, code_rows: list[np.ndarray],
     return Arranged(scores, labels, codes, sizes, weights, sort)
 
 
-#: The per-slot sums that :mod:`kernels.rank_sums` gives without sorting the samples.
-RANK_SUMS = frozenset({"count", "positives", "negatives", "totals", "u2"})
+#: The passes whose sums :mod:`kernels.rank_sums` (and ``ranking.rank_statistics`` alone) give.
+RANK_PASSES = frozenset({"counts", "ranks"})
 
 
 def _ranks_only(wanted: set[str] | None) -> bool:
-    """Whether every metric in ``wanted`` is finished from :data:`RANK_SUMS` (AUC alone)."""
+    """Whether every metric in ``wanted`` is finished from the sums of :data:`RANK_PASSES` (AUC alone)."""
     return bool(wanted) and _keys_ranks_only(frozenset(wanted))
 
 
+@_metric_registry.derived
 @lru_cache(maxsize=256)
 def _keys_ranks_only(wanted: frozenset[str]) -> bool:
     metrics = [_metric_registry.BY_NAME.get(key.removesuffix(BEST)) for key in wanted]
-    return all(metric is not None and not metric.at_threshold and set(metric.sums) <= RANK_SUMS
-               for metric in metrics)
+    return all(metric is not None and not metric.at_threshold for metric in metrics) and \
+        _metric_registry.passes(frozenset(metric.name for metric in metrics)) <= RANK_PASSES
 
 
 def _rank_groupings(scores: np.ndarray, labels: np.ndarray, code_rows: list[np.ndarray], n_groups: list[int],
@@ -415,33 +420,34 @@ def measure(arranged: Arranged, wanted: set[str] | None = None, threshold: float
         when more than one thread is allowed (callers already running in a thread pool pass False).
     """
     keys = _key_set(wanted)
-    base, at_half, at_best, sorted_free, sorted_fixed = _plan(keys)
+    passes, at_half, at_best, sorted_free, sorted_fixed, optional = _plan(keys)
     if (sorted_free if fixed_best is None else sorted_fixed) and not arranged.is_sorted:
         raise RuntimeError("internal error: these metrics need the samples sorted by score")
     weights = arranged.weights if weights is None else weights
     if arranged.is_sorted:
-        return _sweep(arranged, keys, base, at_half, at_best, threshold, fixed_best, weights, sample_counts,
-                      _n_threads(len(arranged.scores)) if parallel else 1)
+        return _sweep(arranged, keys, passes, at_half, at_best, threshold, fixed_best, weights, sample_counts,
+                      _n_threads(len(arranged.scores)) if parallel else 1, optional)
     ranking, calibration = _kernels()
     scores, labels, codes, sizes = arranged.scores, arranged.labels, arranged.codes, arranged.sizes
     slot_starts = arranged.slot_starts
 
     # Calibration (score ranges, ECE bins) and ranking (AUC, BCE sums, the best-F1 sweep) are
     # independent passes: on large inputs the first runs on another thread beside the second.
-    need_ranges = "ece" in base or "auc" not in base
+    ranks, with_ece = "ranks" in passes, "ece_bins" in passes
+    need_ranges = with_ece or not ranks
 
     def calibrate() -> tuple[tuple[np.ndarray, ...] | None, np.ndarray | None]:
         ranges = calibration.score_ranges(scores, labels, codes, sizes, weights) if need_ranges else None
-        if "ece" not in base:
+        if not with_ece:
             return ranges, None
         edges = calibration.equal_width_edges(ranges[2], ranges[3], ECE_BINS)
         sums = calibration.binned_calibration(scores, labels, codes, sizes, edges, False, weights)
         return ranges, calibration.calibration_error(*sums, 0)
 
-    calibrated = _Background(calibrate, parallel and "auc" in base and "ece" in base and _threaded(len(scores)))
+    calibrated = _Background(calibrate, parallel and ranks and with_ece and _threaded(len(scores)))
     u2 = loss_sums = None
     confusion: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-    if "auc" in base:
+    if ranks:
         totals = ranking.rank_statistics(scores, labels, codes, sizes, weights)
         u2 = totals[2]
     else:  # the score ranges hold the counts
@@ -451,7 +457,7 @@ def measure(arranged: Arranged, wanted: set[str] | None = None, threshold: float
     count = totals[0]
     if weights is not None and sample_counts:
         count = calibration.score_ranges(scores, labels, codes, sizes)[0]
-    if "bce" in base:
+    if "log_loss" in passes:
         loss_sums = calibration.slot_sums(arranged.log_loss_terms(), codes, sizes, weights)
     overall = slot_starts[1:] - 1
     thresholds = np.full(len(sizes), np.nan if fixed_best is None else float(fixed_best))
@@ -467,12 +473,12 @@ def measure(arranged: Arranged, wanted: set[str] | None = None, threshold: float
         confusion = {suffix: (pos_above[:, j], neg_above[:, j]) for j, (suffix, _) in enumerate(columns)}
     ece = calibrated.result()[1]
     return from_counts(sizes, count, positives, negatives, thresholds, keys, u2=u2, loss_sums=loss_sums,
-                       ece=ece, confusion=confusion, totals=totals[0], extra=_optional_sums(arranged, _metric_registry.optional_sums(base), weights))
+                       ece=ece, confusion=confusion, totals=totals[0], extra=_optional_sums(arranged, optional, weights))
 
 
-def _sweep(arranged: Arranged, keys: set[str], base: set[str], at_half: bool, at_best: bool, threshold: float,
+def _sweep(arranged: Arranged, keys: set[str], passes: frozenset[str], at_half: bool, at_best: bool, threshold: float,
            fixed_best: float | None, weights: np.ndarray | None, sample_counts: bool,
-           n_threads: int = 1) -> list[Grouping]:
+           n_threads: int = 1, optional: tuple = ()) -> list[Grouping]:
     """:func:`measure` on samples sorted by score: one fused pass (``kernels.sweeps.ranked_sums``) over
     the complete groupings together and one over each grouping with missing values, each followed by
     its best-F1 sweep when no shared one serves it; the passes shared among ``n_threads`` threads.
@@ -492,16 +498,17 @@ def _sweep(arranged: Arranged, keys: set[str], base: set[str], at_half: bool, at
     if at_best and fixed_best is not None:
         fixed[BEST] = int(scores.searchsorted(fixed_best, "right"))
     positions = sorted(set(fixed.values()))
-    with_ece, sweep_f1 = "ece" in base, at_best and fixed_best is None
+    with_ece, sweep_f1 = "ece_bins" in passes, at_best and fixed_best is None
+    with_loss = "log_loss" in passes
     # which groupings have every sample (one grouping never shares a best-F1 sweep: no need to look)
     complete = [False] if len(codes) == 1 else (codes.min(axis=1, initial=0) >= 0).tolist()
     if sweep_f1 and n_threads > 1:  # the shared best-F1 sweep runs beside the BCE terms
         job = _Background(lambda: _shared_best_f1(arranged, weights, complete), True)
-        loss_terms = arranged.log_loss_terms() if "bce" in base else None
+        loss_terms = arranged.log_loss_terms() if with_loss else None
         shared = job.result()
     else:
         shared = _shared_best_f1(arranged, weights, complete) if sweep_f1 else None
-        loss_terms = arranged.log_loss_terms() if "bce" in base else None
+        loss_terms = arranged.log_loss_terms() if with_loss else None
     if shared is not None:  # the complete groupings' counts at it: prefix counts of the pass
         positions = sorted({*positions, shared[1]})
     cuts = np.array(positions, np.int64)
@@ -534,11 +541,9 @@ def _sweep(arranged: Arranged, keys: set[str], base: set[str], at_half: bool, at
         confusion[BEST] = (positives - pos_at, negatives - neg_at)
     else:
         thresholds = [math.nan if fixed_best is None else float(fixed_best)] * len(sizes)
-    needed = _metric_registry.optional_sums(base)
-    extra = _optional_sums(arranged, needed, weights) if needed else None
-    return from_counts(sizes, count, positives, negatives, thresholds, keys, u2=u2 if "auc" in base else None,
-                       loss_sums=loss if "bce" in base else None, ece=ece if with_ece else None,
-                       confusion=confusion, totals=totals, extra=extra)
+    return from_counts(sizes, count, positives, negatives, thresholds, keys, u2=u2 if "ranks" in passes else None,
+                       loss_sums=loss if with_loss else None, ece=ece if with_ece else None,
+                       confusion=confusion, totals=totals, extra=_optional_sums(arranged, optional, weights))
 
 
 
@@ -676,23 +681,47 @@ def _overall_slots(sizes: np.ndarray) -> np.ndarray:
     return np.array(slots, np.intp)
 
 
-def _optional_sums(arranged: Arranged, needed: tuple[str, ...], weights: np.ndarray | None
-                   ) -> dict[str, np.ndarray]:
-    """The optional per-slot sums ``needed`` (``_metric_registry.SUMS``): summed squared errors (Brier)
-    in a streaming pass, and summed precision (average precision) in one pass down the sorted order."""
+def _optional_sums(arranged: Arranged, entries: tuple, weights: np.ndarray | None) -> dict[str, np.ndarray] | None:
+    """The optional per-slot sums of ``entries`` over ``arranged`` (see :func:`optional_sums`); None for none."""
+    if not entries:
+        return None
+    return optional_sums(arranged.scores, arranged.labels, arranged.codes, arranged.sizes, entries, weights)
+
+
+def optional_sums(scores: np.ndarray, labels: np.ndarray, codes: np.ndarray, sizes: np.ndarray, entries: tuple,
+                  weights: np.ndarray | None = None, above: tuple[np.ndarray, np.ndarray] | None = None
+                  ) -> dict[str, np.ndarray]:
+    """Per-slot sums of the registry ``entries`` (``_metric_registry.Sum``), each by the pass it
+    names: "slot_sums" adds up the entry's per-sample term (in any order); "precision_sums" walks
+    the samples, sorted by score, from the top, starting from ``above`` (each slot's positives and
+    negatives scoring above all of these: the partitions above, in a distributed sort; default none).
+    Shared by :func:`measure` and the distributed backend (which adds up per-partition sums)."""
     sums: dict[str, np.ndarray] = {}
-    if "squared_error" in needed:
-        from .kernels import calibration
+    for entry in entries:
+        if entry.made_by == "slot_sums":
+            from .kernels import calibration
 
-        errors = np.square(arranged.labels - arranged.scores.astype(np.float64))
-        sums["squared_error"] = calibration.slot_sums(errors, arranged.codes, arranged.sizes, weights)
-    if "precision" in needed:
-        from .kernels import precision
+            sums[entry.name] = calibration.slot_sums(term_values(entry, labels, scores), codes, sizes, weights)
+        elif entry.made_by == "precision_sums":
+            from .kernels import precision
 
-        none = np.empty(0, np.int64 if weights is None else np.float64)  # no counts above: the counters' type
-        sums["precision"] = precision.precision_sums(arranged.scores, arranged.labels, arranged.codes,
-                                                     arranged.sizes, none, none, weights)
+            if above is None:  # no counts above: empty arrays of the counters' type
+                above = (np.empty(0, np.int64 if weights is None else np.float64),) * 2
+            sums[entry.name] = precision.precision_sums(scores, labels, codes, sizes, *above, weights)
+        else:  # pragma: no cover - a table entry without a maker here
+            raise RuntimeError(f"internal error: no pass {entry.made_by!r} for the sum {entry.name!r}")
     return sums
+
+
+def term_values(entry, labels: np.ndarray, scores: np.ndarray) -> np.ndarray:
+    """The per-sample values of the sum ``entry``'s term, as float64; a ValueError when the term
+    does not give one number per sample."""
+    values = np.ascontiguousarray(entry.term(labels, scores), dtype=np.float64)
+    if values.shape != scores.shape:
+        raise ValueError(f"the term of the sum {entry.name!r} gave an array of shape {values.shape} for "
+                         f"{len(scores)} samples; it must return one number per sample (NumPy arithmetic on "
+                         "labels and scores)")
+    return values
 
 
 def from_counts(sizes: np.ndarray, count: np.ndarray, positives: np.ndarray, negatives: np.ndarray,
@@ -735,6 +764,7 @@ def from_counts(sizes: np.ndarray, count: np.ndarray, positives: np.ndarray, neg
     return groupings
 
 
+@_metric_registry.derived
 @lru_cache(maxsize=256)
 def _report_keys(keys: frozenset[str], sums: frozenset[str]) -> tuple[tuple[str, ...], frozenset[str]]:
     """The keys of ``keys`` whose metric the per-slot ``sums`` (or confusion counts) determine, in
@@ -776,3 +806,56 @@ def placement_sums(arranged: Arranged, rows: list[int]) -> dict[int, list[np.nda
             out[k].append(sums[start:start + int(sizes[k]) + 1])
             start += int(sizes[k]) + 1
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# One-grouping statistics for fairmedfm's legacy functions (``metrics.py``) and the bins of
+# backends that count their own (``voxels.py``): the same kernels as :func:`measure`, so that
+# their numbers stay bit-identical to evaluate's.
+# ---------------------------------------------------------------------------------------------
+
+def best_f1_threshold(scores: np.ndarray, labels: np.ndarray) -> float:
+    """The threshold of the best F1 over all samples (``ranking.best_f1_thresholds``: the lowest
+    among ties, a sample positive at ``score >= threshold``)."""
+    ranking = _kernels()[0]
+    order, sorted_scores = sort_scores(scores)
+    codes = np.zeros((1, len(scores)), np.int8)
+    positives = np.array([int(np.count_nonzero(labels))], np.int64)
+    negatives = np.array([len(labels)], np.int64) - positives
+    return float(ranking.best_f1_thresholds(sorted_scores, labels[order], codes, positives, negatives)[0][0])
+
+
+def log_loss_sum(scores: np.ndarray, labels: np.ndarray) -> float:
+    """The summed BCE terms of all samples (``labels`` may be soft, float64)."""
+    calibration = _kernels()[1]
+    codes = np.zeros((1, len(scores)), np.int8)
+    return float(calibration.slot_sums(calibration.log_loss_terms(scores, labels), codes, np.array([1], np.int64))[0])
+
+
+def calibration_error_of(scores: np.ndarray, labels: np.ndarray, n_bins: int, variant: int,
+                         quantile_edges: np.ndarray | None = None) -> float:
+    """ECE of all samples over ``n_bins`` equal-width bins of the scores' range, or over the bins
+    of ``quantile_edges`` (the lowest edge included, as ``pandas.qcut``); ``variant`` as in
+    :func:`calibration_error`."""
+    calibration = _kernels()[1]
+    codes = np.zeros((1, len(scores)), np.intp)
+    sizes = np.array([1], np.int64)
+    if quantile_edges is None:
+        _, _, low, high = calibration.score_ranges(scores, np.zeros(len(scores), np.uint8), codes, sizes)
+        edges = calibration.equal_width_edges(low, high, int(n_bins))
+    else:
+        edges = np.tile(quantile_edges, (2, 1))
+    bins = calibration.binned_calibration(scores, labels, codes, sizes, edges, quantile_edges is not None)
+    return float(calibration.calibration_error(*bins, variant)[0])
+
+
+def ece_edges(low: np.ndarray, high: np.ndarray, n_bins: int = ECE_BINS) -> np.ndarray:
+    """Per slot, the edges of ``n_bins`` equal-width ECE bins over [low, high] (NaN where empty)."""
+    return _kernels()[1].equal_width_edges(low, high, n_bins)
+
+
+def calibration_error(count: np.ndarray, label_sum: np.ndarray, score_sum: np.ndarray, variant: int = 0
+                      ) -> np.ndarray:
+    """Per slot, the ECE from its bin sums (``variant`` 0 absolute, 1 squared, 2 root of squared
+    differences); NaN for an empty slot."""
+    return _kernels()[1].calibration_error(count, label_sum, score_sum, variant)

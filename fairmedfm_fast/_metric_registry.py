@@ -35,8 +35,8 @@ class PerGroup:
     ``display``: its name in prose (the CLI help).
     ``at_threshold``: computed at a decision threshold; exists with and without BEST.
     ``optional``: computed only when asked for (``metrics=[...]``): not one of fairmedfm's columns.
-    ``ranked``: its sums need the samples sorted by score.
     ``interval``: gets bootstrap intervals (confusion counts do not).
+    ``integer``: a count of samples (an integer without sample weights).
     ``shown``: how the plots' bar chart shows it: "bars" (from 0), "dots" (around the value of all
     samples, on a zoomed axis: for values near 1 whose gaps would vanish on bars) or None (not shown).
     It is shown at BEST when ``at_threshold``.
@@ -48,9 +48,14 @@ class PerGroup:
     finish: Callable[[Mapping[str, np.ndarray]], np.ndarray]
     at_threshold: bool = False
     optional: bool = False
-    ranked: bool = False
     interval: bool = True
     shown: str | None = "bars"
+    integer: bool = False
+
+    @property
+    def ranked(self) -> bool:
+        """Whether its sums need the samples sorted by score (a pass of :data:`SORTED_PASSES`)."""
+        return any(SUM[need].made_by in SORTED_PASSES for need in self.sums)
 
     @property
     def shown_key(self) -> str:
@@ -58,16 +63,36 @@ class PerGroup:
         return self.name + BEST if self.at_threshold else self.name
 
 
+#: The kernel passes that make the per-slot sums, by the key a :class:`Sum` names in ``made_by``.
+#: A backend runs the passes whose sums the requested metrics read; none asks which metric.
+PASSES = {
+    "counts": "calibration.score_ranges or ranking.rank_statistics (every backend runs it)",
+    "ranks": "the Mann-Whitney sums of score-ordered samples: ranking.rank_statistics, sweeps.ranked_sums, "
+             "rank_sums.rank_sums, bootstrap, voxels.sweep_buckets",
+    "log_loss": "calibration.slot_sums of calibration.log_loss_terms",
+    "ece_bins": "calibration.binned_calibration on the equal-width edges of all partitions, then calibration_error",
+    "confusion": "ranking.confusion_above or the best-F1 sweep (at each threshold)",
+    "slot_sums": "calibration.slot_sums of the entry's per-sample ``term`` (order-free: every backend makes it)",
+    "precision_sums": "precision.precision_sums, from the top of the score order",
+}
+
+
+#: The passes that read the samples in score order.
+SORTED_PASSES = frozenset({"ranks", "precision_sums"})
+
+
 @dataclass(frozen=True)
 class Sum:
     """A per-slot sum that metrics are finished from (in the spirit of flox's ``Aggregation``).
 
-    ``made_by``: the kernel pass that makes it. ``combine``: how the sums of score-ordered
-    partitions give the whole's: "add" (each partition on its own, then added) or "add_above"
-    (each partition starts from the counts of the partitions scoring above it, then added: the
-    Mann-Whitney and precision sums). ``empty``: its value for a group without samples.
+    ``made_by``: the kernel pass that makes it (a key of :data:`PASSES`). ``combine``: how the sums
+    of score-ordered partitions give the whole's: "add" (each partition on its own, then added) or
+    "add_above" (each partition starts from the counts of the partitions scoring above it, then
+    added: the Mann-Whitney and precision sums). ``empty``: its value for a group without samples.
     ``optional``: made only when a requested metric reads it (the other sums are made for
-    fairmedfm's metrics anyway).
+    fairmedfm's metrics anyway). ``term``: for the "slot_sums" pass, the per-sample values it adds
+    up, ``term(labels, scores)`` (0/1 labels, float scores) -> float64 array; with sample weights,
+    each weighted.
     """
 
     name: str
@@ -75,20 +100,27 @@ class Sum:
     combine: str = "add"
     empty: float = 0.0
     optional: bool = False
+    term: Callable[[np.ndarray, np.ndarray], np.ndarray] | None = None
+
+
+def _squared_error(labels, scores):
+    import numpy as np
+
+    return np.square(labels - scores.astype(np.float64))
 
 
 SUMS: tuple[Sum, ...] = (
-    Sum("count", "calibration.score_ranges or ranking.rank_statistics"),
-    Sum("positives", "calibration.score_ranges or ranking.rank_statistics"),
-    Sum("negatives", "count - positives"),
-    Sum("totals", "the weighted count, beside count"),
-    Sum("u2", "ranking.rank_statistics", "add_above"),
-    Sum("loss", "calibration.slot_sums of calibration.log_loss_terms"),
-    Sum("ece", "calibration.binned_calibration on edges of all partitions, then calibration_error"),
-    Sum("tp", "ranking.confusion_above or the best-F1 sweep"),
-    Sum("fp", "ranking.confusion_above or the best-F1 sweep"),
-    Sum("squared_error", "calibration.slot_sums of (y - p)^2", optional=True),
-    Sum("precision", "precision.precision_sums", "add_above", optional=True),
+    Sum("count", "counts"),
+    Sum("positives", "counts"),
+    Sum("negatives", "counts"),
+    Sum("totals", "counts"),  # the weighted count
+    Sum("u2", "ranks", "add_above"),  # twice the Mann-Whitney U
+    Sum("loss", "log_loss"),
+    Sum("ece", "ece_bins", empty=math.nan),
+    Sum("tp", "confusion"),
+    Sum("fp", "confusion"),
+    Sum("squared_error", "slot_sums", optional=True, term=_squared_error),
+    Sum("precision", "precision_sums", "add_above", optional=True),
 )
 SUM = {entry.name: entry for entry in SUMS}
 
@@ -98,6 +130,18 @@ def optional_sums(names: frozenset[str]) -> tuple[str, ...]:
     """The optional sums (in table order) that the metrics ``names`` (base names, no BEST) read."""
     read = {need for name in names if name in BY_NAME for need in BY_NAME[name].sums}
     return tuple(entry.name for entry in SUMS if entry.optional and entry.name in read)
+
+
+@lru_cache(maxsize=256)
+def passes(names: frozenset[str]) -> frozenset[str]:
+    """The kernel passes (keys of :data:`PASSES`) that make the sums the metrics ``names`` (base
+    names, no BEST) read: what a backend runs for them."""
+    return frozenset(SUM[need].made_by for name in names if name in BY_NAME for need in BY_NAME[name].sums)
+
+
+def sums_made_by(made_by: str, names: frozenset[str]) -> tuple[Sum, ...]:
+    """The sum entries, in table order, made by the pass ``made_by`` that the metrics ``names`` read."""
+    return tuple(SUM[name] for name in optional_sums(names) if SUM[name].made_by == made_by)
 
 
 def _auc(s):
@@ -119,20 +163,19 @@ def _average_precision(s):
 
 
 PER_GROUP: tuple[PerGroup, ...] = (
-    PerGroup("auc", "AUC", ("u2", "positives", "negatives"), _auc, ranked=True, shown="dots"),
+    PerGroup("auc", "AUC", ("u2", "positives", "negatives"), _auc, shown="dots"),
     PerGroup("acc", "accuracy", ("tp", "fp", "positives", "negatives"),
              lambda s: (s["tp"] + (s["negatives"] - s["fp"])) / (s["positives"] + s["negatives"]), True),
     PerGroup("bce", "BCE", ("loss", "totals"), lambda s: s["loss"] / s["totals"]),
     PerGroup("ece", "ECE", ("ece",), lambda s: s["ece"]),
     PerGroup("tpr", "TPR", ("tp", "positives"), lambda s: s["tp"] / s["positives"], True),
     PerGroup("tnr", "TNR", ("fp", "negatives"), lambda s: (s["negatives"] - s["fp"]) / s["negatives"], True),
-    PerGroup("tn", "TN", ("fp", "negatives"), lambda s: s["negatives"] - s["fp"], True, interval=False, shown=None),
-    PerGroup("fp", "FP", ("fp",), lambda s: s["fp"], True, interval=False, shown=None),
-    PerGroup("fn", "FN", ("tp", "positives"), lambda s: s["positives"] - s["tp"], True, interval=False, shown=None),
-    PerGroup("tp", "TP", ("tp",), lambda s: s["tp"], True, interval=False, shown=None),
+    PerGroup("tn", "TN", ("fp", "negatives"), lambda s: s["negatives"] - s["fp"], True, interval=False, shown=None, integer=True),
+    PerGroup("fp", "FP", ("fp",), lambda s: s["fp"], True, interval=False, shown=None, integer=True),
+    PerGroup("fn", "FN", ("tp", "positives"), lambda s: s["positives"] - s["tp"], True, interval=False, shown=None, integer=True),
+    PerGroup("tp", "TP", ("tp",), lambda s: s["tp"], True, interval=False, shown=None, integer=True),
     # Opt-in metrics (metrics=[...]), after fairmedfm's columns.
-    PerGroup("ap", "average precision", ("precision", "positives"), _average_precision, optional=True,
-             ranked=True),
+    PerGroup("ap", "average precision", ("precision", "positives"), _average_precision, optional=True),
     PerGroup("brier", "Brier score", ("squared_error", "totals"), lambda s: s["squared_error"] / s["totals"],
              optional=True),
     PerGroup("selection_rate", "selection rate", ("tp", "fp", "positives", "negatives"),
@@ -147,6 +190,8 @@ NAMES = tuple(metric.name for metric in PER_GROUP if not metric.optional)
 THRESHOLD_NAMES = frozenset(metric.name for metric in PER_GROUP if metric.at_threshold)
 #: The opt-in metrics; those at a threshold also exist with the suffix BEST, the others do not.
 OPTIONAL_NAMES = tuple(metric.name for metric in PER_GROUP if metric.optional)
+#: The metrics that count samples (integers without sample weights).
+INTEGER_NAMES = frozenset(metric.name for metric in PER_GROUP if metric.integer)
 
 
 def all_keys() -> list[str]:
@@ -193,9 +238,9 @@ def finished_from(keys, sums) -> bool:
 def needs_sort(keys: set[str], fixed_best: float | None = None) -> bool:
     """Whether these keys need the samples sorted by score: a ranked metric (AUC, AP), or the
     best-F1 sweep for a threshold metric at BEST without a fixed threshold."""
-    base = {key.removesuffix(BEST) for key in keys}
+    base = frozenset(key.removesuffix(BEST) for key in keys)
     at_best = any(key.endswith(BEST) and key.removesuffix(BEST) in THRESHOLD_NAMES for key in keys)
-    return any(BY_NAME[name].ranked for name in base if name in BY_NAME) or (at_best and fixed_best is None)
+    return bool(passes(base) & SORTED_PASSES) or (at_best and fixed_best is None)
 
 
 def finish(sums: Mapping[str, np.ndarray], keys: set[str], suffixes: Mapping[str, Mapping[str, np.ndarray]]
@@ -474,7 +519,8 @@ def load_plugins() -> bool:
 
 def register_metric(name: str, finish: Callable[[Mapping[str, np.ndarray]], np.ndarray], sums: Sequence[str], *,
                     display: str | None = None, at_threshold: bool = False,
-                    summaries: Mapping[str, str] | None = None, shown: str | None = "bars") -> None:
+                    summaries: Mapping[str, str] | None = None, shown: str | None = "bars",
+                    terms: Mapping[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] | None = None) -> None:
     """Add an opt-in classification metric, computed with ``metrics=[name]`` everywhere.
 
     Parameters
@@ -489,8 +535,10 @@ def register_metric(name: str, finish: Callable[[Mapping[str, np.ndarray]], np.n
     sums : list of str
         The sums ``finish`` reads, from :data:`BASIC_SUMS`: "count" (samples), "positives",
         "negatives", "totals" (weighted count), and with ``at_threshold`` "tp" and "fp" (positives
-        and negatives predicted positive, ``score > threshold``). With sample weights every sum is
-        weighted.
+        and negatives predicted positive, ``score > threshold``); or a sum of the table
+        (:data:`SUMS`: "u2", twice the Mann-Whitney U; "loss", summed BCE terms; "squared_error";
+        "precision", average precision times the positives); or a name of ``terms``. With sample
+        weights every sum is weighted.
     display : str, optional
         Its name in prose (the CLI help); default ``name``.
     at_threshold : bool
@@ -501,21 +549,36 @@ def register_metric(name: str, finish: Callable[[Mapping[str, np.ndarray]], np.n
         They read the ``@best_f1`` value when ``at_threshold``. Default ``{name + "-gap": "gap"}``.
     shown : {"bars", "dots", None}
         How ``report.plot("bars")`` shows it.
+    terms : dict, optional
+        New sums, name -> ``term(labels, scores)``: the per-sample values (from 0/1 labels and
+        float scores, arithmetic only, a float64 array) that every backend adds up per group, as
+        it does the squared errors of the Brier score. Define them at the top level of a module.
 
     A module can reach the command line and Dask workers by declaring itself in the
     ``fairmedfm_fast.metrics`` entry-point group of its distribution (``[project.entry-points."
     fairmedfm_fast.metrics"] npv = "my_metrics"``): the module is imported the first time a name
     is not known. Registering the same name again from the same function is a no-op.
     """
-    global PER_GROUP, SUMMARIES
+    global PER_GROUP, SUMMARIES, SUMS
     if not isinstance(name, str) or not name.isidentifier():
         raise ValueError(f"name must be a metric name made of letters, digits and underscores, got {name!r}")
     if not callable(finish):
         raise ValueError(f"finish must be a function of the per-slot sums, got {type(finish).__name__}")
     sums = tuple(sums)
-    allowed = BASIC_SUMS if at_threshold else BASIC_SUMS[:4]
+    terms = dict(terms or {})
+    for term_name, term in terms.items():
+        if not isinstance(term_name, str) or not term_name.isidentifier() or not callable(term):
+            raise ValueError(f"terms={terms!r}: map each new sum's name to a function term(labels, scores)")
+        existing_sum = SUM.get(term_name)
+        if existing_sum is not None and (getattr(existing_sum.term, "__module__", None),
+                                         getattr(existing_sum.term, "__qualname__", None)) != (
+                getattr(term, "__module__", None), getattr(term, "__qualname__", None)):
+            raise ValueError(f"terms: {term_name!r} is already a sum; choose another name")
+    confusion = {entry.name for entry in SUMS if entry.made_by == "confusion"}
+    allowed = [entry.name for entry in SUMS if at_threshold or entry.name not in confusion]
+    allowed += [term_name for term_name in terms if term_name not in allowed]
     if not sums or any(sum_ not in allowed for sum_ in sums):
-        raise ValueError(f"sums={list(sums)!r}: name the sums finish reads, from {list(allowed)}"
+        raise ValueError(f"sums={list(sums)!r}: name the sums finish reads, from {allowed}"
                          + ("" if at_threshold else " ('tp' and 'fp' need at_threshold=True)"))
     if shown not in ("bars", "dots", None):
         raise ValueError(f"shown must be 'bars', 'dots' or None, got {shown!r}")
@@ -538,22 +601,40 @@ def register_metric(name: str, finish: Callable[[Mapping[str, np.ndarray]], np.n
     key = name + BEST if at_threshold else name
     PER_GROUP = (*PER_GROUP, metric)
     SUMMARIES = (*SUMMARIES, *(Summary(column, kind, (key,), optional=True) for column, kind in summaries.items()))
+    SUMS = (*SUMS, *(Sum(term_name, "slot_sums", optional=True, term=term) for term_name, term in terms.items()
+                     if term_name not in SUM and term_name in sums))
     _rebuild()
+
+
+#: The cache_clear functions of the backends' caches derived from these tables (see :func:`derived`).
+_DERIVED: list[Callable[[], None]] = []
+
+
+def derived(cached):
+    """Register the ``functools.lru_cache`` function ``cached`` (of a backend) as derived from these
+    tables: :func:`register_metric` clears it. Returns it (a decorator)."""
+    _DERIVED.append(cached.cache_clear)
+    return cached
 
 
 def _rebuild() -> None:
     """The tables derived from PER_GROUP and SUMMARIES, and the caches that read them."""
-    global BY_NAME, THRESHOLD_NAMES, OPTIONAL_NAMES, KEY_ORDER, SUMMARY, SUMMARY_READS
+    global BY_NAME, THRESHOLD_NAMES, OPTIONAL_NAMES, INTEGER_NAMES, KEY_ORDER, SUMMARY, SUMMARY_READS, SUM
     BY_NAME = {metric.name: metric for metric in PER_GROUP}
     THRESHOLD_NAMES = frozenset(metric.name for metric in PER_GROUP if metric.at_threshold)
     OPTIONAL_NAMES = tuple(metric.name for metric in PER_GROUP if metric.optional)
+    INTEGER_NAMES = frozenset(metric.name for metric in PER_GROUP if metric.integer)
+    SUM = {entry.name: entry for entry in SUMS}
     KEY_ORDER = (*all_keys(), *optional_keys())
     SUMMARY = {summary.column: summary for summary in SUMMARIES}
     SUMMARY_READS = frozenset(key for summary in SUMMARIES for key in summary.reads)
     _PLANS.clear()
+    for clear in _DERIVED:
+        clear()
     _finish_plan.cache_clear()
     needs.cache_clear()
     optional_sums.cache_clear()
+    passes.cache_clear()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -165,8 +165,10 @@ class _Plan:
         return part, weights[:m]
 
 
-#: The per-slot sums that :class:`_Tallied` counts in each resample.
-TALLIED_SUMS = frozenset({"count", "positives", "negatives", "totals", "u2", "loss", "ece", "tp", "fp"})
+#: The passes (``_metric_registry.PASSES``) whose sums :class:`_Tallied` counts in each resample.
+TALLIED_PASSES = frozenset({"counts", "ranks", "log_loss", "ece_bins", "confusion"})
+#: The per-slot sums that :class:`_Tallied` counts: those the registry says these passes make.
+TALLIED_SUMS = frozenset(entry.name for entry in _metric_registry.SUMS if entry.made_by in TALLIED_PASSES)
 
 
 class _Tallied:

@@ -73,13 +73,7 @@ def find_threshold(prob: Any, label: Any) -> float:
     _same_length(scores, labels)
     if np.isnan(scores).any():
         raise ValueError("prob has missing values (NaN or null); drop or fix those samples")
-    from .kernels import ranking
-
-    order, sorted_scores = _engine.sort_scores(scores)
-    codes = np.zeros((1, len(scores)), np.int8)
-    positives = np.array([int(np.count_nonzero(labels))], np.int64)
-    negatives = np.array([len(labels)], np.int64) - positives
-    return float(ranking.best_f1_thresholds(sorted_scores, labels[order], codes, positives, negatives)[0][0])
+    return _engine.best_f1_threshold(scores, labels)
 
 
 def binary_cross_entropy(prob: Any, label: Any) -> float:
@@ -90,11 +84,7 @@ def binary_cross_entropy(prob: Any, label: Any) -> float:
     scores = _floats(prob, "prob")
     labels = np.ascontiguousarray(np.asarray(label, dtype=np.float64).ravel())
     _same_length(scores, labels)
-    from .kernels import calibration
-
-    codes = np.zeros((1, len(scores)), np.int8)
-    sums = calibration.slot_sums(calibration.log_loss_terms(scores, labels), codes, np.array([1], np.int64))
-    return float(sums[0] / len(scores))
+    return _engine.log_loss_sum(scores, labels) / len(scores)
 
 
 def _quantile_edges(scores: np.ndarray, num_bins: int) -> np.ndarray:
@@ -134,17 +124,8 @@ def expected_calibration_error(prob: Any, label: Any, num_bins: int = 10, metric
         raise ValueError("prob has missing values (NaN or null); drop or fix those samples")
     if np.isinf(scores).any():
         raise ValueError("prob contains infinite values; equal-width bins need a finite range")
-    from .kernels import calibration
-
-    codes = np.zeros((1, len(scores)), np.intp)
-    sizes = np.array([1], np.int64)
-    if quantile_bins:
-        edges = np.tile(_quantile_edges(scores, int(num_bins)), (2, 1))
-    else:
-        _, _, low, high = calibration.score_ranges(scores, np.zeros(len(scores), np.uint8), codes, sizes)
-        edges = calibration.equal_width_edges(low, high, int(num_bins))
-    bins = calibration.binned_calibration(scores, labels, codes, sizes, edges, bool(quantile_bins))
-    return float(calibration.calibration_error(*bins, _VARIANTS[metric_variant])[0])
+    edges = _quantile_edges(scores, int(num_bins)) if quantile_bins else None
+    return _engine.calibration_error_of(scores, labels, int(num_bins), _VARIANTS[metric_variant], edges)
 
 
 def _report_values(grouping: _engine.Grouping, index: int, suffix: str, keys: Sequence[str]) -> dict[str, Any]:

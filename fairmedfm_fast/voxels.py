@@ -11,12 +11,12 @@ from __future__ import annotations
 import os
 import threading
 import warnings as _warnings
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
-from . import _engine, _groups, _inputs, _mask_files
+from . import _engine, _groups, _inputs, _mask_files, _metric_registry
 from ._progress import Progress
 from ._threads import executor, resolve_n_jobs
 from .evaluation import attribute_result, check_threshold, classification_report
@@ -44,9 +44,48 @@ _PARALLEL_SWEEP = 1 << 20
 
 
 def _kernels():
-    from .kernels import calibration, voxels
+    from .kernels import voxels
 
-    return voxels, calibration
+    return voxels
+
+
+#: The passes (``_metric_registry.PASSES``) whose sums this backend makes: those of the bucket
+#: sweep, and the order-free sums of a per-sample term (added up per image as each map is read).
+PASSES = frozenset({"counts", "ranks", "log_loss", "ece_bins", "confusion", "slot_sums"})
+
+
+def check_metrics(metrics: Any) -> tuple[str, ...]:
+    """The validated opt-in ``metrics`` (as :func:`fairmedfm_fast.evaluate` takes them) whose sums
+    this backend makes; a ValueError names any other."""
+    names = _metric_registry.check_metrics(metrics)
+    for name in names:
+        missing = sorted(_metric_registry.passes(frozenset({name})) - PASSES)
+        if missing:
+            raise ValueError(f"metrics={name!r} is not available in evaluate_voxels: it needs "
+                             f"{_metric_registry.PASSES[missing[0]]}, which the bucket sweep does not make; leave "
+                             "it out, or pass the voxels as samples to fairmedfm_fast.evaluate")
+    return names
+
+
+def _term_entries(metrics: tuple[str, ...]) -> tuple:
+    """The registry entries of the per-sample-term sums that ``metrics`` read."""
+    return _metric_registry.sums_made_by("slot_sums", frozenset(metrics))
+
+
+def _image_term_sums(entries: tuple, bits: np.ndarray, mode: int, truth: np.ndarray, roi: np.ndarray) -> list[float]:
+    """One image's sum of each entry's per-sample term over its voxels (those of its ROI)."""
+    scores, labels = _score_values(bits, mode), (truth != 0).view(np.uint8)
+    if len(roi):
+        inside = roi != 0
+        scores, labels = scores[inside], labels[inside]
+    return [float(np.sum(_engine.term_values(entry, labels, scores))) for entry in entries]
+
+
+def _score_values(bits: np.ndarray, mode: int) -> np.ndarray:
+    """The scores of key ``bits`` as :func:`fairmedfm_fast.evaluate` would read the voxels."""
+    if mode == _UINT8:
+        return bits / 255.0
+    return bits.view(np.float32 if mode == _FLOAT32 else np.float64)
 
 
 def parse_memory(max_memory: Any) -> int:
@@ -140,6 +179,8 @@ class VoxelAccumulator:
         As in :func:`fairmedfm_fast.evaluate`; quantile ``bins`` are quantiles over images.
     n_jobs : int, optional
         Threads of :meth:`result`'s preparation (default: all cores).
+    metrics : list of str, optional
+        Opt-in metrics, as in :func:`evaluate_voxels`.
 
     Notes
     -----
@@ -150,10 +191,16 @@ class VoxelAccumulator:
     """
 
     def __init__(self, sensitive_features: Any, *, bins: _groups.Bins | None = None, intersectional: bool = False,
-                 threshold: float | None = None, n_jobs: int | None = None, _window: tuple[int, int] | None = None,
-                 _capacity: int = 0, _reuse: np.ndarray | None = None, _stage_records: int | None = None):
+                 threshold: float | None = None, n_jobs: int | None = None, metrics: Any = None,
+                 _window: tuple[int, int] | None = None, _capacity: int = 0, _reuse: np.ndarray | None = None,
+                 _stage_records: int | None = None, _terms: bool = True):
+        self.metrics = check_metrics(metrics)
         self._layout = _Layout(sensitive_features, bins, intersectional)
         self.threshold = check_threshold(threshold)
+        # per image, the sums of the per-sample terms that the opt-in metrics read (made as each map
+        # is read: by one accumulator of a windowed evaluation, ``_terms``)
+        self._terms = _term_entries(self.metrics) if _terms else ()
+        self.image_sums = np.zeros((self._layout.n_images, len(self._terms)))
         self.n_jobs = resolve_n_jobs(n_jobs)
         self._window = _window
         self._mode: int | None = None
@@ -190,7 +237,9 @@ class VoxelAccumulator:
         roi_mask : array-like or path of the same shape, optional; only its nonzero voxels count
         """
         index = self._image_index(image_index)
-        self._encode(index, *self._prepare(index, score_map, true_mask, roi_mask))
+        prepared = self._prepare(index, score_map, true_mask, roi_mask)
+        self._add_terms(index, *prepared)
+        self._encode(index, *prepared)
 
     def update(self, score_map: Any, true_mask: Any, image_index: int, roi_mask: Any = None) -> None:
         """Add the voxels of one image: :meth:`add` under the name torchmetrics and
@@ -223,11 +272,16 @@ class VoxelAccumulator:
         roi = np.empty(0, np.uint8) if roi is None else _nonzero_bytes(roi, f"roi_mask of image {index}")
         return bits, truth, roi
 
+    def _add_terms(self, index: int, bits: np.ndarray, truth: np.ndarray, roi: np.ndarray) -> None:
+        """The image's sums of each per-sample term of ``self._terms`` (over its ROI)."""
+        if self._terms and self._mode is not None:
+            self.image_sums[index] = _image_term_sums(self._terms, bits, self._mode, truth, roi)
+
     def _add_all(self, items: list[tuple[int, Any, Any, Any]], n_jobs: int, done: Callable[[], None]) -> None:
         """Add maps that can be read twice, in two passes and no staging: count the voxels of each
         bucket, then write every record straight into its bucket. Blocks of consecutive images
         run on ``n_jobs`` threads, each block with its own part of every bucket."""
-        voxels, _ = _kernels()
+        voxels = _kernels()
         blocks = [block for block in np.array_split(np.arange(len(items)), n_jobs) if len(block)]
         if not blocks:
             return
@@ -239,6 +293,7 @@ class VoxelAccumulator:
             for j in block.tolist():
                 index = items[j][0]
                 bits, truth, roi = self._prepare(*items[j])
+                self._add_terms(index, bits, truth, roi)
                 if histogram is None:
                     histogram = np.zeros(_N_BUCKETS[self._mode], np.int64)
                 voxels.count_map(bits, truth, roi, self._mode, _LOW_BITS[self._mode], histogram, self.totals[index])
@@ -296,7 +351,7 @@ class VoxelAccumulator:
         return self._window or (0, _N_BUCKETS[self._mode])
 
     def _encode(self, index: int, bits: np.ndarray, truth: np.ndarray, roi: np.ndarray) -> None:
-        voxels, _ = _kernels()
+        voxels = _kernels()
         stage = self._stage()
         lo, hi = self._bounds()
         payload = int(self._layout.image_cells[index]) << 1
@@ -313,7 +368,7 @@ class VoxelAccumulator:
 
     def _flush(self, stage: _Stage) -> None:
         if stage.fill:
-            voxels, _ = _kernels()
+            voxels = _kernels()
             lo, hi = self._bounds()
             with self._room:  # claim a part of the arena; it moves (grows) only while no flush writes
                 self._reserve(stage.fill, stage.record.dtype)
@@ -357,6 +412,9 @@ class VoxelAccumulator:
         if other._layout.n_images != self._layout.n_images or other._window != self._window:
             raise ValueError("other accumulator was made for different images; merge accumulators made "
                              "with the same sensitive_features")
+        if other.metrics != self.metrics:
+            raise ValueError(f"other accumulator computes metrics={list(other.metrics)}, this one "
+                             f"{list(self.metrics)}; merge accumulators made with the same metrics")
         if other._mode is not None:
             if self._mode is None:
                 self._mode = other._mode
@@ -372,6 +430,7 @@ class VoxelAccumulator:
                 self._starts.extend(starts + self._used for starts in other._starts)
                 self._used += other._used
         self.totals[:, :2] += other.totals[:, :2]
+        self.image_sums += other.image_sums
         self.totals[:, 2] = np.minimum(self.totals[:, 2], other.totals[:, 2])
         self.totals[:, 3] = np.maximum(self.totals[:, 3], other.totals[:, 3])
         return self
@@ -396,9 +455,14 @@ class VoxelAccumulator:
         if self._window is not None:
             raise RuntimeError("internal error: a windowed accumulator is swept by evaluate_voxels")
         sweep = _Sweep(self._layout, self._mode if self._mode is not None else _FLOAT32, self.totals,
-                       self.threshold)
+                       self.threshold, self._optional())
         sweep.window(*self._records(), 0, self.n_jobs)
         return sweep.report({})
+
+    def _optional(self) -> tuple:
+        """What the report needs of the opt-in metrics: their names, and each per-sample-term
+        sum's entry with its per-image sums."""
+        return self.metrics, tuple(zip(self._terms, self.image_sums.T))
 
     def _records(self) -> tuple[np.ndarray | None, list[np.ndarray]]:
         """The staged records and the bucket starts of each chunk of them."""
@@ -472,9 +536,10 @@ class _Sweep:
     samples (for example the "all" slot of every grouping without missing values) share one state,
     copied to the others at the end."""
 
-    def __init__(self, layout: _Layout, mode: int, totals: np.ndarray, threshold: float | None):
-        _, calibration = _kernels()
+    def __init__(self, layout: _Layout, mode: int, totals: np.ndarray, threshold: float | None,
+                 optional: tuple = ((), ())):
         self.layout, self.mode, self.threshold = layout, mode, threshold
+        self.metrics, self.term_sums = optional
         self.totals = totals
         member = layout.slot_matrix()
         cell_totals = np.zeros((layout.n_cells, 2), np.int64)
@@ -492,7 +557,7 @@ class _Sweep:
             if cells.any():
                 low[s] = self.value_of(smallest[cells].min())
                 high[s] = self.value_of(largest[cells].max())
-        self.edges = calibration.equal_width_edges(low, high, _engine.ECE_BINS)
+        self.edges = _engine.ece_edges(low, high)
         self._canonical(member)
         k_count = len(layout.sizes)
         self.fixed = np.array([0.5] if threshold is None else sorted({0.5, threshold}))
@@ -566,7 +631,7 @@ class _Sweep:
         states combined."""
         if not starts:
             return
-        voxels, _ = _kernels()
+        voxels = _kernels()
         starts = np.stack(starts)
         layout = self.layout
         ranges = _split(starts, n_jobs if len(records) >= _PARALLEL_SWEEP else 1)
@@ -631,7 +696,6 @@ class _Sweep:
         return count, positives, sums
 
     def report(self, metadata: dict[str, Any], notes: tuple[str, ...] = ()) -> FairnessReport:
-        _, calibration = _kernels()
         layout = self.layout
         n_voxels = int(self.totals[:, 0].sum())
         n_positive = int(self.totals[:, 1].sum())
@@ -646,7 +710,7 @@ class _Sweep:
         canon = self.canon
         state, at_or_below = self.state[canon], self.at_or_below[:, canon]
         bin_count, bin_positives, bin_sums = self._bins()
-        ece = calibration.calibration_error(bin_count, bin_positives.astype(np.float64), bin_sums, 0)
+        ece = _engine.calibration_error(bin_count, bin_positives.astype(np.float64), bin_sums)
         loss = self.slot_sums[2:].sum(axis=0)[canon]
         above = {}
         for f, value in enumerate(self.fixed.tolist()):  # thresholds the sweep never passed: every score below
@@ -659,9 +723,14 @@ class _Sweep:
             thresholds = np.full(len(layout.sizes), self.threshold)
             best = above[self.threshold]
         confusion = {"": above[0.5], _engine.BEST: best}
-        groupings = _engine.from_counts(layout.sizes, count, positives, negatives, thresholds,
-                                        set(_engine.all_keys()), u2=state[:, 2], loss_sums=loss, ece=ece,
-                                        confusion=confusion)
+        member = layout.slot_matrix().astype(np.float64) if self.term_sums else None
+        extra = {}
+        for entry, per_image in self.term_sums:  # the images' sums added up per slot
+            cells = np.bincount(layout.image_cells, weights=per_image, minlength=layout.n_cells)
+            extra[entry.name] = np.where(count > 0, cells @ member, entry.empty)
+        keys = {*_engine.all_keys(), *_metric_registry.optional_keys(self.metrics)}
+        groupings = _engine.from_counts(layout.sizes, count, positives, negatives, thresholds, keys,
+                                        u2=state[:, 2], loss_sums=loss, ece=ece, confusion=confusion, extra=extra)
         warnings: list[str] = list(notes)
         results = [attribute_result(attribute, grouping, n_voxels, warnings)
                    for attribute, grouping in zip(layout.attributes, groupings)]
@@ -670,6 +739,8 @@ class _Sweep:
                     **metadata}
         if self.threshold is not None:
             metadata["threshold"] = self.threshold
+        if self.metrics:
+            metadata["metrics"] = list(self.metrics)
         return classification_report(results, overall, warnings, metadata)
 
 
@@ -846,7 +917,8 @@ def _add(accumulator: VoxelAccumulator, source: _Source, n_images: int, n_jobs: 
 
 def evaluate_voxels(score_maps: Any, true_masks: Any, sensitive_features: Any, *, roi_masks: Any = None,
                     bins: _groups.Bins | None = None, intersectional: bool = False, threshold: float | None = None,
-                    max_memory: Any = None, n_jobs: int | None = None, progress: Any = None) -> FairnessReport:
+                    max_memory: Any = None, n_jobs: int | None = None, progress: Any = None,
+                    metrics: Sequence[str] | None = None) -> FairnessReport:
     """Voxel-level fairness: :func:`fairmedfm_fast.evaluate` on every voxel of every map, exactly.
 
     Parameters
@@ -869,6 +941,11 @@ def evaluate_voxels(score_maps: Any, true_masks: Any, sensitive_features: Any, *
         Threads that read and stage maps (default: all cores).
     progress : bool, optional
         Show a progress bar per read of the maps (needs tqdm).
+    metrics : list of str, optional
+        Opt-in metrics beside fairmedfm's, as in :func:`fairmedfm_fast.evaluate`: ``"brier"``,
+        ``"selection_rate"``, ``"fpr"``, ``"fnr"`` and registered metrics whose sums the bucket
+        sweep makes (the confusion counts, or a per-sample term, added up per image as each map
+        is read); not ``"ap"`` (its precision sums walk the voxels from the top score down).
 
     Returns
     -------
@@ -884,14 +961,16 @@ def evaluate_voxels(score_maps: Any, true_masks: Any, sensitive_features: Any, *
     # to the budget.
     stage = 0 if known is not None else _stage_records(budget, jobs)
     accumulator = VoxelAccumulator(sensitive_features, bins=bins, intersectional=intersectional,
-                                   threshold=threshold, n_jobs=jobs, _capacity=known or 0, _stage_records=stage)
+                                   threshold=threshold, n_jobs=jobs, metrics=metrics, _capacity=known or 0,
+                                   _stage_records=stage)
     n_images = accumulator.n_images
     if source.length is not None and source.length != n_images:
         raise ValueError(f"score_maps has {source.length} maps but sensitive_features has {n_images} rows; pass one "
                          "row of attributes per image")
     if source.one_shot or (known is not None and known <= _window_records(budget, jobs, source.record_bytes(), False)):
         _add(accumulator, source, n_images, jobs, progress)
-        sweep = _Sweep(accumulator._layout, _mode_of(accumulator), accumulator.totals, accumulator.threshold)
+        sweep = _Sweep(accumulator._layout, _mode_of(accumulator), accumulator.totals, accumulator.threshold,
+                       accumulator._optional())
         sweep.window(*accumulator._records(), 0, jobs)
         return sweep.report({"windows": 1})
     # Count the voxels per bucket first, then read the maps once per window of buckets.
@@ -900,7 +979,7 @@ def evaluate_voxels(score_maps: Any, true_masks: Any, sensitive_features: Any, *
     lock = threading.Lock()
 
     def count(i: int, score_map: Any, true_mask: Any, roi: Any) -> None:
-        voxels, _ = _kernels()
+        voxels = _kernels()
         scores = _mask_files.load_mask(score_map, f"score_map of image {i}")
         bits, mode = _score_bits(scores, f"score_map of image {i}")
         roi_bytes = np.empty(0, np.uint8)
@@ -919,6 +998,13 @@ def evaluate_voxels(score_maps: Any, true_masks: Any, sensitive_features: Any, *
             raise ValueError(f"score_map of image {i} has dtype {scores.dtype}, unlike earlier maps; pass every "
                              "map with one dtype (e.g. all float32)")
         voxels.count_buckets(bits, roi_bytes, mode, _LOW_BITS[mode], histogram)
+        if accumulator._terms:  # the opt-in metrics' per-image sums, on this first read
+            truth = _mask_files.load_mask(true_mask, f"true_mask of image {i}")
+            if truth.size != bits.size:
+                raise ValueError(f"image {i}: score map shape {scores.shape} differs from true mask shape "
+                                 f"{truth.shape}; pass a mask of the map's shape")
+            truth = _nonzero_bytes(truth, f"true_mask of image {i}")
+            accumulator.image_sums[i] = _image_term_sums(accumulator._terms, bits, mode, truth, roi_bytes)
 
     _run_all(source, n_images, count, jobs, progress)
     mode = next(iter(modes.values()), _FLOAT32)
@@ -935,11 +1021,12 @@ def evaluate_voxels(score_maps: Any, true_masks: Any, sensitive_features: Any, *
     largest = max(int(histogram[lo:hi].sum()) for lo, hi in windows)
     for lo, hi in windows:
         part = VoxelAccumulator(sensitive_features, bins=bins, intersectional=intersectional, threshold=threshold,
-                                n_jobs=jobs, _window=(lo, hi), _capacity=largest, _reuse=arena, _stage_records=stage)
+                                n_jobs=jobs, metrics=metrics, _window=(lo, hi), _capacity=largest, _reuse=arena,
+                                _stage_records=stage, _terms=False)
         _add(part, source, n_images, jobs, progress)
         arena = part._arena
         if sweep is None:
-            sweep = _Sweep(part._layout, _mode_of(part), part.totals, part.threshold)
+            sweep = _Sweep(part._layout, _mode_of(part), part.totals, part.threshold, accumulator._optional())
         sweep.window(*part._records(), lo, jobs)
     for note in notes:
         _warnings.warn(note, UserWarning, stacklevel=2)

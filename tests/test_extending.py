@@ -39,6 +39,28 @@ fairmedfm_fast.register_metric("npv", npv, ["tp", "fp", "positives", "negatives"
                                summaries={"npv-gap": "gap", "worst-npv": "worst"})
 
 
+def absolute_error(labels, scores):
+    """A new per-sample term: every backend adds it up per group (no package file names it)."""
+    return np.abs(labels - scores.astype(np.float64))
+
+
+def mae(sums):
+    return sums["abs_error"] / sums["totals"]
+
+
+fairmedfm_fast.register_metric("mae", mae, ["abs_error", "totals"], display="mean absolute error",
+                               terms={"abs_error": absolute_error})
+
+
+def mean_precision(sums):
+    """Average precision under another name: it reads the table's optional "precision" sum."""
+    return sums["precision"] / sums["positives"]
+
+
+fairmedfm_fast.register_metric("mean_precision", mean_precision, ["precision", "positives"],
+                               summaries={"mean_precision-ratio": "ratio"})
+
+
 def iou(counts):
     """|P and T| / |P or T| per sample (NaN when both masks are empty)."""
     union = counts[:, 0] + counts[:, 1] - counts[:, 2]
@@ -59,7 +81,7 @@ def plugin(tmp_path_factory):
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: npv-plugin\nVersion: 1.0\n")
     (info / "entry_points.txt").write_text("[fairmedfm_fast.metrics]\nnpv = npv_plugin\n")
     saved = (_metric_registry.PER_GROUP, _metric_registry.SUMMARIES, _metric_registry._plugins_loaded,
-             _metric_registry.SEGMENTATION)
+             _metric_registry.SEGMENTATION, _metric_registry.SUMS)
     sys.path.insert(0, str(where))
     import npv_plugin  # noqa: F401 - registers the metric
 
@@ -68,7 +90,7 @@ def plugin(tmp_path_factory):
     del sys.modules["npv_plugin"]
     # the other test modules see the package's own metrics only
     (_metric_registry.PER_GROUP, _metric_registry.SUMMARIES, _metric_registry._plugins_loaded,
-     _metric_registry.SEGMENTATION) = saved
+     _metric_registry.SEGMENTATION, _metric_registry.SUMS) = saved
     _metric_registry._rebuild()
 
 
@@ -245,6 +267,93 @@ def test_dask_on_worker_processes(plugin):
                                memory.summary[["npv-gap", "worst-npv"]].to_numpy(np.float64), rtol=0, atol=1e-12)
 
 
+def _mae_and_ap(y, score, weights=None):
+    weights = np.ones(len(y)) if weights is None else weights
+    mae = float(np.sum(weights * np.abs(y - score)) / np.sum(weights))
+    from sklearn.metrics import average_precision_score
+
+    return mae, float(average_precision_score(y, score, sample_weight=weights))
+
+
+def test_a_metric_of_a_new_sum_in_every_backend(plugin):
+    """A registered per-sample term ("abs_error") and a metric reading the table's optional
+    "precision" sum under a new name: each backend makes the sums the table names, whatever the
+    metric is called (the engine, with and without weights, the accumulator, voxels)."""
+    y, score, groups = _data(n=900, seed=12)
+    weights = np.random.default_rng(12).uniform(0.5, 2, len(y))
+    for weight in (None, weights):
+        report = fm.evaluate(y, score, groups, metrics=["mae", "mean_precision"], sample_weight=weight)
+        for (attribute, group), row in report.by_group.iterrows():
+            members = (groups[attribute] == group).to_numpy()
+            mae, ap = _mae_and_ap(y[members], score[members], None if weight is None else weight[members])
+            assert abs(row["mae"] - mae) <= 1e-12 and abs(row["mean_precision"] - ap) <= 1e-12
+        assert "mae-gap" in report.summary.columns and "mean_precision-ratio" in report.summary.columns
+    report = fm.evaluate(y, score, groups, metrics=["mae", "mean_precision"])
+    accumulator = fm.FairnessAccumulator(metrics=["mae", "mean_precision"])
+    for part in np.array_split(np.arange(len(y)), 3):
+        accumulator.update(y[part], score[part], groups.iloc[part])
+    np.testing.assert_allclose(accumulator.result().by_group[["mae", "mean_precision"]].to_numpy(np.float64),
+                               report.by_group[["mae", "mean_precision"]].to_numpy(np.float64), rtol=0, atol=1e-12)
+    from fairmedfm_fast import group_metrics
+
+    assert abs(group_metrics.function_of("mae-gap")(y, score, sensitive_features=groups["site"])
+               - report.summary.loc["site", "mae-gap"]) <= 1e-12
+
+
+def test_voxels_take_metrics_like_evaluate(plugin):
+    """evaluate_voxels(metrics=...) equals evaluate on the same voxels, the term sums included
+    (in memory, streamed, and in several windows); a metric whose pass the sweep lacks is refused."""
+    rng = np.random.default_rng(13)
+    maps = rng.random((12, 5, 6)).astype(np.float32)
+    truth = rng.random((12, 5, 6)) < 0.2 + 0.5 * maps
+    roi = rng.random((12, 5, 6)) < 0.9
+    sex = rng.choice(["F", "M"], 12)
+    metrics = ["mae", "brier", "fpr", "npv"]
+    inside = roi.reshape(12, -1)
+    flat = fm.evaluate(truth.reshape(12, -1)[inside].astype(np.uint8), maps.reshape(12, -1)[inside],
+                       {"sex": np.repeat(sex, inside.sum(axis=1))}, metrics=metrics)
+    keys = ["mae", "brier", "fpr", "fpr@best_f1", "npv", "npv@best_f1"]
+    for how in ({}, {"max_memory": 64}):
+        voxels = _quiet(fm.evaluate_voxels, maps, truth, {"sex": sex}, roi_masks=roi, metrics=metrics, **how)
+        np.testing.assert_allclose(voxels.by_group[keys].to_numpy(np.float64), flat.by_group[keys].to_numpy(np.float64),
+                                   rtol=1e-12, atol=1e-12)
+        columns = ["mae-gap", "brier-gap", "fpr-gap", "npv-gap"]
+        np.testing.assert_allclose(voxels.summary[columns].to_numpy(np.float64),
+                                   flat.summary[columns].to_numpy(np.float64), rtol=1e-12, atol=1e-12)
+        assert voxels.metadata["metrics"] == ["brier", "fpr", "npv", "mae"]
+    streamed = fm.evaluate_voxels(lambda: iter(zip(maps, truth)), None, {"sex": sex}, metrics=["mae"])
+    everything = fm.evaluate(truth.reshape(12, -1).ravel().astype(np.uint8), maps.ravel(),
+                             {"sex": np.repeat(sex, 30)}, metrics=["mae"])
+    np.testing.assert_allclose(streamed.by_group["mae"].to_numpy(np.float64),
+                               everything.by_group["mae"].to_numpy(np.float64), rtol=1e-12)
+    with pytest.raises(ValueError, match="metrics='mean_precision' is not available in evaluate_voxels"):
+        fm.evaluate_voxels(maps, truth, {"sex": sex}, metrics=["mean_precision"])
+    with pytest.raises(ValueError, match="metrics='ap' is not available"):
+        fm.VoxelAccumulator({"sex": sex}, metrics=["ap"])
+
+
+BACKENDS = ("_engine.py", "_resample.py", "voxels.py", "accumulator.py", "dask.py")
+
+
+def test_backends_do_not_branch_on_metric_names():
+    """The backends run the passes that the registry's sum entries name: no metric's name appears in
+    them (the names that are also sums, "ece", "tp", "fp", only as sums, never compared)."""
+    import ast
+
+    names = {m.name for m in _metric_registry.PER_GROUP} | {m.name + "@best_f1" for m in _metric_registry.PER_GROUP}
+    sums = set(_metric_registry.SUM)
+    found = []
+    for module in BACKENDS:
+        tree = ast.parse((ROOT / "fairmedfm_fast" / module).read_text())
+        compared = {id(sub) for node in ast.walk(tree) if isinstance(node, ast.Compare)
+                    for sub in ast.walk(node)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and node.value in names and (
+                    node.value not in sums or id(node) in compared):
+                found.append(f"{module}:{node.lineno} {node.value!r}")
+    assert not found, found
+
+
 def test_bad_registrations_say_the_fix(plugin):
     with pytest.raises(ValueError, match="already a metric"):
         fm.register_metric("auc", lambda s: s["count"], ["count"])
@@ -254,6 +363,10 @@ def test_bad_registrations_say_the_fix(plugin):
         fm.register_metric("other", lambda s: s["count"], ["count"], summaries={"other-x": "median"})
     with pytest.raises(ValueError, match="name must"):
         fm.register_metric("bad name", lambda s: s["count"], ["count"])
+    with pytest.raises(ValueError, match="name the sums finish reads"):
+        fm.register_metric("other", lambda s: s["nothing"], ["nothing"])
+    with pytest.raises(ValueError, match="already a sum"):
+        fm.register_metric("other", lambda s: s["loss"], ["loss"], terms={"loss": lambda labels, scores: scores})
     assert "other" not in _metric_registry.BY_NAME
 
 

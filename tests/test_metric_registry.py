@@ -147,6 +147,13 @@ def test_every_metric_reads_sums_of_the_table():
     for metric in registry.PER_GROUP:
         assert set(metric.sums) <= set(registry.SUM), metric.name
     assert {entry.combine for entry in registry.SUMS} == {"add", "add_above"}
+    for entry in registry.SUMS:  # each names the pass that makes it; a term-summing pass has its term
+        assert entry.made_by in registry.PASSES, entry.name
+        assert (entry.term is not None) == (entry.made_by == "slot_sums"), entry.name
+    # the sort follows from the passes: AUC's and AP's sums are made in score order
+    assert {m.name for m in registry.PER_GROUP if m.ranked} == {"auc", "ap"}
+    assert registry.passes(frozenset({"auc"})) == {"counts", "ranks"}
+    assert registry.passes(frozenset({"brier"})) == {"counts", "slot_sums"}
     assert registry.optional_sums(frozenset(registry.NAMES)) == ()
     assert registry.optional_sums(frozenset({"ap", "brier", "auc"})) == ("squared_error", "precision")
     assert registry.optional_sums(frozenset({"fpr", "selection_rate"})) == ()

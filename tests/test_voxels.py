@@ -358,3 +358,33 @@ def test_voxel_report_plots_and_html(tmp_path):
     text = report.to_html(tmp_path / "voxels.html")
     assert text.count("<img") == 2 and text.count("keeps none") == 2
     assert "sex" in text and (tmp_path / "voxels.html").exists()
+
+
+@pytest.mark.parametrize("dtype, max_memory", [(np.float32, None), (np.uint8, None), (np.float64, 3000)])
+def test_opt_in_metrics_equal_evaluates(dtype, max_memory):
+    """metrics=[...] as in evaluate: the confusion-count metrics from the sweep, the Brier score's
+    squared errors summed per image as each map is read (in memory and in windows)."""
+    metrics = ["brier", "selection_rate", "fpr", "fnr"]
+    scores, truth, groups = make_maps(7, levels=0)
+    scores = np.round(scores * 255).astype(np.uint8) if dtype == np.uint8 else scores.astype(dtype)
+    roi = np.random.default_rng(7).random(scores.shape) < 0.8
+    report = voxel_report(scores, truth, groups, roi_masks=roi, metrics=metrics, max_memory=max_memory)
+    assert_reports_equal(report, flat_evaluate(scores, truth, groups, roi=roi, metrics=metrics))
+    assert report.metadata["metrics"] == metrics
+    assert {"brier", "fpr@best_f1", "dp", "fnr-gap"} <= {*report.by_group.columns, *report.summary.columns}
+
+
+def test_accumulator_metrics_merge_and_pickle():
+    scores, truth, groups = make_maps(8)
+    halves = [fm.VoxelAccumulator(groups, metrics=["brier"]) for _ in range(2)]
+    for i in range(len(groups)):
+        halves[i % 2].add(scores[i], truth[i], i)
+    merged = pickle.loads(pickle.dumps(halves[0])).merge(halves[1])
+    assert_reports_equal(merged.result(), flat_evaluate(scores, truth, groups, metrics=["brier"]))
+    with pytest.raises(ValueError, match="same metrics"):
+        fm.VoxelAccumulator(groups).merge(halves[1])
+    with pytest.raises(ValueError, match=r"metrics='ap' is not available in evaluate_voxels: it needs "
+                                         r"precision\.precision_sums"):
+        voxel_report(scores, truth, groups, metrics=["ap"])
+    with pytest.raises(ValueError, match="not an opt-in metric"):
+        fm.VoxelAccumulator(groups, metrics=["auc"])
