@@ -463,6 +463,14 @@ def _optional_sums(extra: Sequence[str], combine: str | None = None) -> tuple[st
     return tuple(name for name in needed if combine is None or _metric_registry.SUM[name].combine == combine)
 
 
+def _sum_entries(extra: Sequence[str], combine: str) -> tuple:
+    """The registry entries of :func:`_optional_sums`, made by the pass each names (``_engine.optional_sums``).
+    On a worker, a metric not known yet is a plugin's: its entry point is loaded (``check_metrics``)."""
+    if extra:
+        _metric_registry.check_metrics({key.removesuffix(_engine.BEST) for key in extra})
+    return tuple(_metric_registry.SUM[name] for name in _optional_sums(extra, combine))
+
+
 def _first_pass(part: pd.DataFrame, names: list[str], sizes: np.ndarray, thresholds: list[float],
                 extra: Sequence[str] = (), analytic: bool = False) -> dict[str, Any]:
     """Order-free sums (counts above the fixed thresholds too) and the partition's own Mann-Whitney sums;
@@ -475,9 +483,7 @@ def _first_pass(part: pd.DataFrame, names: list[str], sizes: np.ndarray, thresho
         from .kernels import delong
 
         squared["placement"] = delong.placement_sums(scores, labels, codes, sizes, 0, len(scores), False)
-    if "squared_error" in _optional_sums(extra, "add"):
-        errors = np.square(labels - scores.astype(np.float64))
-        squared["squared_error"] = calibration.slot_sums(errors, codes, sizes)
+    squared.update(_engine.optional_sums(scores, labels, codes, sizes, _sum_entries(extra, "add")))
     count, positives, low, high = calibration.score_ranges(scores, labels, codes, sizes)
     u2 = ranking.rank_statistics(scores, labels, codes, sizes)[2]
     table = np.empty((len(sizes), len(thresholds)))
@@ -517,12 +523,9 @@ def _second_pass(part: pd.DataFrame, names: list[str], sizes: np.ndarray, betwee
     ranking, calibration, _ = _kernels()
     scores, labels, codes = _arrays(part, names)
     bins = calibration.binned_calibration(scores, labels, codes, sizes, between["edges"], False)
-    ranked = {}
-    if "precision" in _optional_sums(extra, "add_above"):
-        from .kernels import precision
-
-        ranked["precision"] = precision.precision_sums(scores, labels, codes, sizes, between["pos_after"][index],
-                                                       between["neg_after"][index])
+    # the optional sums that start from the partitions above (the summed precision)
+    ranked = _engine.optional_sums(scores, labels, codes, sizes, _sum_entries(extra, "add_above"),
+                                   above=(between["pos_after"][index], between["neg_after"][index]))
     if not sweep:
         return {"bins": bins, **ranked}
     thresholds, best = ranking.best_f1_thresholds(scores, labels, codes, between["n_pos"], between["n_neg"],

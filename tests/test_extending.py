@@ -248,23 +248,29 @@ def _numbers(tree, key):
             yield from _numbers(value, key)
 
 
-def test_dask_on_worker_processes(plugin):
-    """Dask on a LocalCluster with a worker process (about 10 s: the cluster starts)."""
+def test_dask_on_worker_processes(plugin, monkeypatch):
+    """Dask on a LocalCluster with a worker process (about 10 s: the cluster starts). The worker
+    makes the new sum's per-partition sums: it loads the plugin through its entry point."""
     distributed = pytest.importorskip("distributed")
     dd = pytest.importorskip("dask.dataframe")
     import fairmedfm_fast.dask as fmd
 
     y, score, groups = _data(n=2000, seed=7)
     frame = pd.concat([groups, pd.DataFrame({"y": y, "p": score})], axis=1)
-    memory = fm.evaluate(y, score, groups, metrics=["npv"])
+    metrics = ["npv", "mae", "mean_precision"]
+    memory = fm.evaluate(y, score, groups, metrics=metrics)
+    # the worker process finds the plugin's module and entry point as an installed plugin would be found
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(plugin), str(ROOT)]))
     with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None,
                                   memory_limit="1GiB") as cluster, distributed.Client(cluster):
         distributed_report = fmd.evaluate(dd.from_pandas(frame, npartitions=3), label="y", score="p",
-                                          sensitive=["site", "sex"], metrics=["npv"])
-    np.testing.assert_allclose(distributed_report.by_group[["npv", "npv@best_f1"]].to_numpy(np.float64),
-                               memory.by_group[["npv", "npv@best_f1"]].to_numpy(np.float64), rtol=0, atol=1e-12)
-    np.testing.assert_allclose(distributed_report.summary[["npv-gap", "worst-npv"]].to_numpy(np.float64),
-                               memory.summary[["npv-gap", "worst-npv"]].to_numpy(np.float64), rtol=0, atol=1e-12)
+                                          sensitive=["site", "sex"], metrics=metrics)
+    keys = ["npv", "npv@best_f1", "mae", "mean_precision"]
+    np.testing.assert_allclose(distributed_report.by_group[keys].to_numpy(np.float64),
+                               memory.by_group[keys].to_numpy(np.float64), rtol=0, atol=1e-12)
+    columns = ["npv-gap", "worst-npv", "mae-gap", "mean_precision-ratio"]
+    np.testing.assert_allclose(distributed_report.summary[columns].to_numpy(np.float64),
+                               memory.summary[columns].to_numpy(np.float64), rtol=0, atol=1e-12)
 
 
 def _mae_and_ap(y, score, weights=None):
