@@ -30,7 +30,8 @@ TINY = {
 
 def test_every_script_is_listed_or_needs_files():
     assert {path.name for path in SCRIPTS.glob("*.py")} == {
-        *TINY, "cli_make_data.py", "cli_vs_fairmedfm.py", "dask_workers.py", "dask_lower_bound.py"}
+        *TINY, "cli_make_data.py", "cli_vs_fairmedfm.py", "dask_workers.py", "dask_lower_bound.py",
+        "compare_revisions.py"}  # the last compares two checkouts: test_compare_revisions_tiny
 
 
 @pytest.mark.parametrize("script", list(TINY))
@@ -43,3 +44,18 @@ def test_script_runs_on_tiny_inputs(script):
                           capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip(), "the script printed nothing"
+
+
+def test_compare_revisions_tiny(tmp_path):
+    """benchmarks/scripts/compare_revisions.py against this checkout itself, the auc_gap rows: two
+    worker processes take turns and compute the same numbers (about 15 s: two processes start)."""
+    import json
+
+    script = SCRIPTS / "compare_revisions.py"
+    done = subprocess.run([sys.executable, str(script), str(ROOT), "--preset", "tiny", "--rounds", "1", "--calls",
+                           "1", "--rows", "auc_gap", "--json", str(tmp_path / "r.json")], capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode in (0, 1), done.stderr[-3000:]  # 1: a row 5% slower than itself, by chance
+    figures = json.loads((tmp_path / "r.json").read_text())["rows"]
+    assert len(figures) == 5 and all(row["agree"] and row["this"] > 0 and row["other"] > 0 for row in figures)
+    assert "this/other" in done.stdout and "rows more than 5% slower" in done.stdout

@@ -184,18 +184,3 @@ def test_compare_command_line_tiny(tmp_path, capsys):
         assert " ms |" in row or " s |" in row
     assert "first run with an empty JIT cache" in table and "pyarrow reads the same columns" in table
 
-
-def test_compare_revisions_tiny(tmp_path):
-    """benchmarks/scripts/compare_revisions.py against this checkout itself, the auc_gap rows: two
-    worker processes take turns and compute the same numbers (about 15 s: two processes start)."""
-    import json
-    import subprocess
-
-    script = ROOT / "benchmarks" / "scripts" / "compare_revisions.py"
-    done = subprocess.run([sys.executable, str(script), str(ROOT), "--preset", "tiny", "--rounds", "1", "--calls",
-                           "1", "--rows", "auc_gap", "--json", str(tmp_path / "r.json")], capture_output=True,
-                          text=True, timeout=600)
-    assert done.returncode in (0, 1), done.stderr[-3000:]  # 1: a row 5% slower than itself, by chance
-    figures = json.loads((tmp_path / "r.json").read_text())["rows"]
-    assert len(figures) == 5 and all(row["agree"] and row["this"] > 0 and row["other"] > 0 for row in figures)
-    assert "this/other" in done.stdout and "rows more than 5% slower" in done.stdout
