@@ -15,21 +15,17 @@ from typing import Any
 import numpy as np
 
 from . import _analytic, _engine, _findings, _groups, _inputs, _metric_registry, _progress, _resample
-from .evaluation import (
-    as_python,
-    attribute_result,
+from ._assess import as_python, attribute_result, range_conversion, transform_note, with_default
+from ._checks import (
     check_count,
     check_interval,
     check_min_group_size,
     check_resampling,
     check_threshold,
-    classification_report,
-    range_conversion,
-    resample_into,
     sample_weights,
-    transform_note,
-    with_default,
 )
+from ._classification_report import classification_report
+from ._uncertainty import resample_into
 from .report import FairnessReport
 
 __all__ = ["FairnessAccumulator"]
@@ -561,7 +557,7 @@ class FairnessAccumulator:
 
 def _assess(scores: np.ndarray, labels: np.ndarray, attributes: list[_groups.Attribute], weights, counts,
             warnings: list[str], wanted, threshold, min_group_size, integer: bool):
-    """:func:`fairmedfm_fast.evaluation.assess` over the table: each grouping's ``count`` is samples
+    """:func:`fairmedfm_fast._assess.assess` over the table: each grouping's ``count`` is samples
     (the rows' counts summed) and, without sample weights, the confusion counts are integers."""
     rows = [attribute.codes for attribute in attributes]
     sizes = [attribute.n_groups for attribute in attributes]

@@ -31,16 +31,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from . import _analytic, _engine, _findings, _groups, _inputs, _metric_registry, _resample, evaluation
+from . import _analytic, _engine, _findings, _groups, _inputs, _metric_registry, _resample
+from ._assess import as_python, attribute_result, range_conversion, transform_note
+from ._checks import check_interval, check_threshold
+from ._classification_report import classification_report
 from ._progress import Progress, check
-from .evaluation import (
-    as_python,
-    attribute_result,
-    check_threshold,
-    classification_report,
-    range_conversion,
-    transform_note,
-)
 from .report import FairnessReport
 
 __all__ = ["evaluate", "evaluate_segmentation", "read_parquet"]
@@ -678,7 +673,7 @@ def evaluate(ddf: Any, *, label: str, score: str, sensitive: str | Sequence[str]
     names, bins = _check_columns(ddf, label, score, sensitive, bins)
     threshold = check_threshold(threshold)
     metrics = _metric_registry.check_metrics(metrics)
-    evaluation.check_interval(interval, None)
+    check_interval(interval, None)
     _resample.check_options("attribute", p_adjust)
     if not (isinstance(ci, (float, int)) and 0 < ci < 1):
         raise ValueError(f"ci must be a coverage strictly between 0 and 1, such as 0.95; got {ci!r}")

@@ -17,7 +17,8 @@ import warnings
 from typing import Any
 
 from . import _engine, _groups, _metric_registry
-from .evaluation import assess, check_min_group_size, prepare, require_both_labels, transform_note
+from ._assess import assess, prepare, transform_note
+from ._checks import check_min_group_size, require_both_labels
 
 
 def _classification(column: str, y_true: Any, y_score: Any, sensitive_features: Any, pos_label: Any,

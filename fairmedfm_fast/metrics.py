@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from . import _engine, _inputs
-from .evaluation import summarize
+from ._assess import summarize
 
 __all__ = [
     "classification_fairness",

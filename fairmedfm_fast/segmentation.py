@@ -208,7 +208,7 @@ def _finite(scores: np.ndarray, warnings: list[str]) -> np.ndarray:
 
 def _assess(scores: np.ndarray, finite: np.ndarray, attributes: list[_groups.Attribute],
             warnings: list[str], min_group_size: int | None = None) -> _Assessment:
-    from .evaluation import too_small
+    from ._assess import too_small
 
     result = _Assessment(warnings=warnings)
     for attribute in attributes:
@@ -333,7 +333,7 @@ def evaluate_segmentation(sensitive_features: Any, *, dice: Any = None, pred_mas
     if dice is not None and (pred_masks is not None or true_masks is not None):
         raise ValueError("pass either dice or pred_masks and true_masks, not both")
     from . import _progress, _resample
-    from .evaluation import check_min_group_size
+    from ._checks import check_min_group_size
 
     min_group_size = check_min_group_size(min_group_size)
     _resample.check_options(stratify, p_adjust)
@@ -518,7 +518,7 @@ def _resampled(report: FairnessReport, dice: np.ndarray, code_rows: list[np.ndar
     import pandas as pd
 
     from . import _progress, _resample
-    from .evaluation import check_count, check_resampling
+    from ._checks import check_count, check_resampling
 
     n_boot, n_permutations = check_count(n_boot, "n_boot"), check_count(n_permutations, "n_permutations")
     check_resampling(attributes, n_boot, n_permutations, 8)
@@ -594,7 +594,7 @@ def _keep(report: FairnessReport, kind: str, attributes: list[_groups.Attribute]
 
 def _one_number(column: str, dice: Any, sensitive_features: Any, bins: Any, masks: dict[str, Any],
                 min_group_size: int | None = None) -> float:
-    from .evaluation import check_min_group_size
+    from ._checks import check_min_group_size
 
     min_group_size = check_min_group_size(min_group_size)
     options = dict(masks)

@@ -17,9 +17,11 @@ from typing import Any
 import numpy as np
 
 from . import _engine, _groups, _inputs, _mask_files, _metric_registry
+from ._assess import attribute_result
+from ._checks import check_threshold
+from ._classification_report import classification_report
 from ._progress import Progress
 from ._threads import executor, resolve_n_jobs
-from .evaluation import attribute_result, check_threshold, classification_report
 from .report import FairnessReport
 
 __all__ = ["VoxelAccumulator", "evaluate_voxels"]

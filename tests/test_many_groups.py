@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 import fairmedfm_fast as fm
-from fairmedfm_fast import evaluation
+from fairmedfm_fast import _assess, _classification_report
 
 
 def _report(n_groups: int, seed: int = 0, **options):
@@ -84,8 +84,8 @@ def test_attribute_by_group_is_made_once():
     report = _report(50)
     frame = report.by_group
     assert frame.loc[("site", "s1")].isna()["auc"] and frame.loc[("site", "s1"), "skipped"] == "only label 0"
-    result = evaluation.AttributeResult("a", 4, ["x", "y"], [2, 2], [0, 1], {}, {}, {}, 0.5, ("auc",),
-                                        [(0.5,), (0.7,), (0.6,)])
+    result = _assess.AttributeResult("a", 4, ["x", "y"], [2, 2], [0, 1], {}, {}, {}, 0.5, ("auc",),
+                                     [(0.5,), (0.7,), (0.6,)])
     assert result.by_group is result.by_group and result.by_group == {0: {"auc": 0.5}, 1: {"auc": 0.7}}
 
 
@@ -95,19 +95,19 @@ def test_column_built_frame_equals_the_row_built_one():
 
     for options in ({}, {"min_group_size": 13}, {"metrics": ["ap", "brier"]}, {"intersectional": True}):
         captured = []
-        made = evaluation._by_group_frame
+        made = _classification_report._by_group_frame
 
         def spy(results, made=made, captured=captured):
             captured.append(results)
             return made(results)
 
-        evaluation._by_group_frame = spy
+        _classification_report._by_group_frame = spy
         try:
             report = _report(9, seed=3, **options)
             frame = report.by_group
         finally:
-            evaluation._by_group_frame = made
+            _classification_report._by_group_frame = made
         rows = [{"attribute": r.name, "group": g, "n": r.counts[i], **r.by_group.get(i, {}), "skipped": r.skipped.get(i)}
                 for r in captured[0] for i, g in enumerate(r.groups)]
-        # small_group is added after the frame is built (evaluation._with_small_groups)
+        # small_group is added after the frame is built (_classification_report._with_small_groups)
         pd.testing.assert_frame_equal(frame.drop(columns="small_group"), group_frame(rows))

@@ -1,0 +1,77 @@
+"""The :class:`~fairmedfm_fast.report.FairnessReport` of a classification evaluation, from the
+per-attribute results: summary and ``by_group`` frames (made on first access), small groups."""
+from __future__ import annotations
+
+import math
+from functools import partial
+from typing import Any
+
+import numpy as np
+
+from . import _findings
+from ._assess import AttributeResult
+from .report import FairnessReport, columns_frame, summary_frame
+
+
+def classification_report(results: list[AttributeResult], overall: dict[str, Any], warnings: list[str],
+                          metadata: dict[str, Any], *, curve_data: tuple | None = None,
+                          flagged: dict[str, dict[int, Any]] | None = None) -> FairnessReport:
+    """The report of :func:`evaluate` from the per-attribute results; ``flagged``: each attribute's small
+    groups (found here, with their warnings, when not given), a ``small_group`` column of ``by_group``
+    after ``skipped``."""
+    summaries = {result.name: result.summary for result in results}
+    attribute_overall = {result.name: result.overall for result in results}
+    # The frames (and the rows of by_group) are made on first access (pandas is not imported until then).
+    if flagged is None:  # dask, voxels: flagged here
+        flagged = {result.name: _findings.small_groups(result) for result in results}
+        for result in results:
+            warnings.extend(_findings.small_group_warnings(result, flagged[result.name]))
+    by_group = partial(_with_small_groups, partial(_by_group_frame, results), results, flagged)
+    return FairnessReport("cls", partial(summary_frame, summaries), by_group, overall,
+                          attribute_overall, warnings, metadata, curve_data=curve_data)
+
+
+def _with_small_groups(by_group, results: list[AttributeResult], flagged: dict[str, dict[int, Any]]):
+    frame = by_group()
+    frame["small_group"] = [i in flagged.get(result.name, {}) for result in results for i in range(len(result.groups))]
+    return frame
+
+
+def _by_group_frame(results: list[AttributeResult]):
+    """One row per (attribute, group): ``n``, the metrics (NaN where a group is skipped), ``skipped``.
+
+    Built column by column from each attribute's per-slot values, in time linear in the groups.
+    """
+    if not any(result.groups for result in results):
+        import pandas as pd
+
+        index = pd.MultiIndex.from_arrays([[], []], names=["attribute", "group"])
+        return pd.DataFrame({"n": pd.Series([], dtype=np.int64), "skipped": pd.Series([], dtype=object)},
+                            index=index)
+    # metric columns in order of appearance, as the frame of one dict per row orders them
+    keys = list(dict.fromkeys(key for result in results if result.rows and result.valid for key in result.keys))
+    attributes: list[Any] = []
+    groups: list[Any] = []
+    data: dict[str, list[Any]] = {"n": [], **{key: [] for key in keys}, "skipped": []}
+    for result in results:
+        g = len(result.groups)
+        attributes += [result.name] * g
+        groups += result.groups
+        data["n"] += result.counts
+        data["skipped"] += [result.skipped.get(i) for i in range(g)]
+        if not (result.rows and result.valid):
+            for key in keys:
+                data[key] += [math.nan] * g
+            continue
+        position = {key: j for j, key in enumerate(result.keys)}
+        every = len(result.valid) == g
+        valid = set(result.valid)
+        for key in keys:
+            j = position.get(key)
+            if j is None:
+                data[key] += [math.nan] * g
+            elif every:
+                data[key] += [row[j] for row in result.rows[:g]]
+            else:
+                data[key] += [row[j] if i in valid else math.nan for i, row in enumerate(result.rows[:g])]
+    return columns_frame(attributes, groups, data)
