@@ -55,6 +55,9 @@ __all__ = ["evaluate", "evaluate_segmentation", "read_parquet"]
 _LABEL_VALUES = 64
 #: Score quantiles each partition reports (at least), from which the sort boundaries are chosen.
 _SKETCH = 64
+#: Attribute combinations (missing values included) up to which the intersectional codes come from a
+#: table of every combination rather than a search.
+_DENSE_CELLS = 1 << 22
 #: Distinct values of an attribute with quantile bins that the exact quantiles may gather.
 _QUANTILE_VALUES = 1_000_000
 _SCORE, _LABEL = "score", "label"
@@ -181,7 +184,10 @@ def _survey(local: _LocalColumns, columns: _Columns) -> dict[str, Any]:
     present = scores[~np.isnan(scores)] if nan_scores else scores
     if present.size:
         low, high = float(present.min()), float(present.max())
-        sketch = np.quantile(present.astype(np.float64), np.linspace(0, 1, columns.sketch + 1))
+        # from an evenly strided sample of at most 32 values per quantile: the boundaries only balance
+        # the ranges (any boundaries give the same report)
+        sample = present[::max(1, present.size // (32 * columns.sketch))].astype(np.float64)
+        sketch = np.quantile(sample, np.linspace(0, 1, columns.sketch + 1))
     else:
         low, high, sketch = math.inf, -math.inf, np.empty(0)
 
@@ -211,19 +217,21 @@ def _value_counts(part: pd.DataFrame, names: list[str]) -> dict[str, pd.Series |
 def _present_combinations(local: list[tuple[np.ndarray, list[str]]]) -> list[tuple[str, ...]]:
     """Name tuples of the attribute combinations present in a partition (rows with every value)."""
     key = np.zeros(len(local[0][0]), np.int64)
-    valid = np.ones(len(key), bool)
-    for codes, names in local:
-        valid &= codes >= 0
+    space = 1
+    for codes, names in local:  # code + 1: 0 for a missing value
         key = key * (len(names) + 1) + (codes + 1)
-    keys = np.unique(key[valid])
+        space *= len(names) + 1
+    # a count per combination where there are few (no sort), else the distinct keys
+    keys = np.flatnonzero(np.bincount(key, minlength=space)) if space <= _DENSE_CELLS else np.unique(key)
     found = []
     for value in keys.tolist():
         parts = []
         for _, names in reversed(local):
             width = len(names) + 1
-            parts.append(names[value % width - 1])
+            parts.append(value % width - 1)
             value //= width
-        found.append(tuple(reversed(parts)))
+        if min(parts) >= 0:  # rows with every value
+            found.append(tuple(names[code] for (_, names), code in zip(local, reversed(parts))))
     return found
 
 
@@ -426,20 +434,25 @@ def _prepare(part: pd.DataFrame, plan: _Plan) -> pd.DataFrame:
 
 def _combined_codes(rows: list[np.ndarray], plan: _Plan) -> np.ndarray:
     """Codes of the intersectional attribute: the index of each row's combination among those present."""
-    widths = [len(names) for names in plan.groups]
-    valid = np.ones(len(rows[0]), bool)
+    widths = [len(names) + 1 for names in plan.groups]  # code + 1: 0 for a missing value
     key = np.zeros(len(rows[0]), np.int64)
     for row, width in zip(rows, widths):
-        valid &= row >= 0
-        key = key * width + row
-    cells = np.zeros(len(plan.combined), np.int64)  # sorted, as the combinations are
+        key = key * width + (row + 1)
+    cells = np.zeros(len(plan.combined), np.int64)  # ascending, as the combinations are
     for i, cell in enumerate(plan.combined):
         value = 0
         for code, width in zip(cell, widths):
-            value = value * width + code
+            value = value * width + code + 1
         cells[i] = value
+    space = math.prod(widths)
+    if space <= _DENSE_CELLS:  # one gather from a table of every combination
+        table = np.full(space, -1, np.int32 if len(cells) < 2**31 else np.intp)
+        table[cells] = np.arange(len(cells))
+        return table[key]
     codes = np.searchsorted(cells, key)
-    return np.where(valid, codes, -1)
+    found = codes < len(cells)
+    found[found] = cells[codes[found]] == key[found]
+    return np.where(found, codes, -1)
 
 
 def _boundaries(surveys: list[dict], plan: _Plan, npartitions: int) -> list[float]:
