@@ -95,7 +95,8 @@ def test_a_fresh_dask_cluster_compiles_nothing(venv, tmp_path):
     """Workers of a new LocalCluster that import the installed package load every kernel of
     fairmedfm_fast.dask.evaluate (float32 one-word and float64 two-word records, an intersection) from
     the shipped cache: the numba:compile listener on each worker, and in the client, sees nothing.
-    About 10 s (a cluster of two processes started and stopped)."""
+    A cluster of two processes started and stopped: 130 s at load average 20 on 2 cores, where
+    test_first_calls_compile_and_write_nothing took 17.5 s."""
     pytest.importorskip("distributed")
     home = tmp_path / "home"
     home.mkdir()
