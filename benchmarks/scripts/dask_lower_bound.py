@@ -71,7 +71,8 @@ def moved(client):
     def counters(dask_worker):
         out = {"sent": dask_worker.transfer_outgoing_bytes_total}
         for key, value in dask_worker.digests_total.items():
-            if isinstance(key, tuple) and key[-1] == "bytes":
+            # reads from the workers' own memory ("memory-read") move nothing
+            if isinstance(key, tuple) and key[-1] == "bytes" and key[-2] != "memory-read":
                 name = "/".join(str(part) for part in (key[0], key[-2]) if part)
                 out[name] = out.get(name, 0) + value
         return out
