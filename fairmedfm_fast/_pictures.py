@@ -1,14 +1,13 @@
 """Pictures of a :class:`~fairmedfm_fast.report.FairnessReport`: matplotlib figures and a
 self-contained HTML page.
 
-The curves come from the kernels, over the arrays that :func:`fairmedfm_fast.evaluate` already sorted
-(``evaluate`` passes references to them to the report as ``curve_data``: the engine's ``Arranged`` sorted
-scores, labels, codes and weights, the attributes, and each attribute's ``@best_f1`` decision
-threshold): :func:`kernels.curves.roc_points` for every group's ROC points,
-``ranking.rank_statistics`` and ``ranking.confusion_above`` for the AUC and the operating points, and
-the calibration kernels for the ECE bins. Nothing is sorted again and nothing is recomputed with
-scikit-learn, so a curve's area is the report's AUC and its bins give the report's ECE.
-Segmentation reports get ``dice_data=(dice, attributes)`` for the Dice distributions.
+The curves come from what :func:`fairmedfm_fast.evaluate` recorded while it had the samples sorted
+(``measure(..., curves=True)``, ``_engine.Curves``): each group's positives and negatives at up to
+``_engine.CURVE_POINTS`` cuts of the sorted order, hence points of its exact ROC curve, corners
+included; its AUC and operating point (from the same pass as the report's numbers, never from the
+thinned curve); and its ECE bin sums, the ones the report's ECE comes from. The report keeps these
+summaries (``CurveSource``), never the samples: its size does not grow with them. Segmentation
+reports get ``dice_data=(dice, attributes)`` for the Dice distributions (a value per image).
 
 matplotlib is optional (``pip install matplotlib``) and imported on first use; figures are
 ``matplotlib.figure.Figure`` objects, never pyplot windows, so they work on any backend.
@@ -32,11 +31,11 @@ KINDS = ("roc", "reliability", "bars", "dice", "pairwise", "forest")
 SEGMENTATION_BARS = ("mean_dice",)
 INSTALL = 'pip install matplotlib (or pip install ".[plot]" in a clone of fairmedfm_fast)'
 _COLUMNS = 3  # axes per row in the per-attribute figures
-MAX_POINTS = 5000  # ROC points drawn per group, at most about
+MAX_POINTS = _engine.CURVE_POINTS  # ROC points kept per group, at most (besides the corners)
 
 
 # ---------------------------------------------------------------------------------------------
-# Curve data, from the kernels (no matplotlib here)
+# Curve data, from the summaries the report keeps (no matplotlib here)
 # ---------------------------------------------------------------------------------------------
 
 @dataclass
@@ -45,9 +44,9 @@ class GroupCurves:
 
     name: str
     n: int
-    fpr: np.ndarray  # ROC points, thresholds descending, from (0, 0) to (1, 1)
+    fpr: np.ndarray  # ROC points, thresholds descending, from (0, 0) to (1, 1): points of the exact curve
     tpr: np.ndarray
-    thresholds: np.ndarray  # +inf first, then the group's distinct scores, descending
+    thresholds: np.ndarray  # +inf first, then descending scores: a point counts the samples scoring >= its own
     auc: float  # from the rank statistics (exact even when the points are thinned)
     operating_point: tuple[float, float]  # (FPR, TPR) predicting ``score > threshold`` of the attribute
     bin_score: np.ndarray  # mean score of each non-empty ECE bin
@@ -58,6 +57,20 @@ class GroupCurves:
     def trapezoid_area(self) -> float:
         """Area under the ROC points by the trapezoid rule."""
         return float(np.sum(np.diff(self.fpr) * (self.tpr[1:] + self.tpr[:-1]) / 2.0))
+
+
+@dataclass
+class CurveSource:
+    """What a report keeps for the curves of one attribute: its names and counts beside the engine's
+    :class:`~fairmedfm_fast._engine.Curves` (bounded: no per-sample array)."""
+
+    attribute: str
+    groups: list
+    counts: list[int]  # samples per group
+    n: int  # the attribute's present samples
+    threshold: float  # decision threshold of its @best_f1 metrics (NaN when undefined)
+    curves: _engine.Curves  # of every attribute of the report (the same object)
+    first_slot: int  # this attribute's first slot there: its groups, then all its present samples
 
 
 @dataclass
@@ -73,10 +86,14 @@ class AttributeCurves:
 def _samples(report, kind: str, name: str):
     data = getattr(report, name, None)
     if data is None:
-        made_by = "fairmedfm_fast.evaluate" if report.task == "cls" else "fairmedfm_fast.evaluate_segmentation"
-        raise ValueError(f"kind={kind!r} needs the per-sample values, and this report keeps none (reports of "
-                         f"evaluate_voxels keep no per-voxel scores); plot a report made by {made_by}, or use "
-                         "kind='bars' or 'pairwise', which need only the tables")
+        if report.task == "cls":
+            raise ValueError(f"kind={kind!r} needs the ROC and reliability summaries that fairmedfm_fast.evaluate "
+                             "records, and this report keeps none (reports of evaluate_voxels keep no per-voxel "
+                             "scores, those of fairmedfm_fast.dask.evaluate no curves); use kind='bars', 'forest' "
+                             "or 'pairwise', which need only the tables")
+        raise ValueError(f"kind={kind!r} needs the per-image values, and this report keeps none; plot a report "
+                         "made by fairmedfm_fast.evaluate_segmentation, or use kind='bars' or 'pairwise', which "
+                         "need only the tables")
     return data
 
 
@@ -99,68 +116,70 @@ def _select(attributes: list, wanted: str | Sequence[str] | None) -> list[int]:
 
 def classification_curves(report, attributes: str | Sequence[str] | None = None,
                           max_points: int = MAX_POINTS) -> list[AttributeCurves]:
-    """ROC points, operating points and ECE bins of every group, from the report's sorted samples.
+    """ROC points, operating points and ECE bins of every group, from the report's summaries.
 
     Parameters
     ----------
     report : FairnessReport
-        Made by :func:`fairmedfm_fast.evaluate`, which keeps references to its sorted scores, labels,
-        codes and weights, and to the decision threshold of each attribute's ``@best_f1`` metrics.
+        Made by :func:`fairmedfm_fast.evaluate` (or ``FairnessAccumulator.report``), which recorded
+        every group's curves while it had the samples sorted.
     attributes : str or list of str, optional
-        Attributes to compute, by name; all by default.
+        Attributes to return, by name; all by default.
     max_points : int
-        Groups with more samples keep at most about this many ROC points (0: all); the AUC shown
-        and the operating points are exact either way.
+        Curves with more points keep this many and both ends, evenly among theirs (0: all); the report
+        keeps at most :data:`MAX_POINTS` + 2 anyway. The AUC shown and the operating points are exact
+        either way.
     """
     if report.task != "cls":
         raise ValueError(f"ROC and reliability curves need a classification report (task 'cls'); this report "
                          f"is {report.task!r}: use kind='dice' or kind='bars'")
-    arranged, all_attributes, all_thresholds = _samples(report, "roc", "_curve_data")
-    chosen = _select(all_attributes, attributes)
-    if not chosen:
-        return []
-    from .kernels import calibration, curves, ranking
-
-    scores, labels, weights = arranged.scores, arranged.labels, arranged.weights
-    if chosen == list(range(len(chosen))):
-        codes, sizes = arranged.codes[:len(chosen)], arranged.sizes[:len(chosen)]
-    else:
-        codes, sizes = arranged.codes[chosen], arranged.sizes[chosen]
-    starts, thresholds, fps, tps = curves.roc_points(scores, labels, codes, sizes, weights, max_points)
-    count = calibration.score_ranges(scores, labels, codes, sizes, arranged.counts)[0]  # samples
-    total, positives, low, high = calibration.score_ranges(scores, labels, codes, sizes, weights)
-    negatives = total - positives
-    with np.errstate(divide="ignore", invalid="ignore"):
-        auc = ranking.rank_statistics(scores, labels, codes, sizes, weights)[2] / (2.0 * positives * negatives)
-        decision = np.array([[all_thresholds[k]] for k in chosen], dtype=np.float64)
-        pos_above, neg_above = ranking.confusion_above(scores, labels, codes, sizes, decision, weights)
-        edges = calibration.equal_width_edges(low, high, _engine.ECE_BINS)
-        bin_weight, label_sum, score_sum = calibration.binned_calibration(scores, labels, codes, sizes, edges,
-                                                                          False, weights)
-        ece = calibration.calibration_error(bin_weight, label_sum, score_sum, 0)
-    slot_starts = np.concatenate(([0], np.cumsum(sizes + 1)))
-
-    def group(slot: int, name: str, threshold: float) -> GroupCurves | None:
-        if positives[slot] == 0 or negatives[slot] == 0:
-            return None
-        window = slice(starts[slot], starts[slot + 1])
-        fp, tp = fps[window], tps[window]
-        point = (math.nan, math.nan)
-        if not math.isnan(threshold):  # predicted positive: score > threshold, as the report counts
-            point = (float(neg_above[slot, 0] / negatives[slot]), float(pos_above[slot, 0] / positives[slot]))
-        filled = bin_weight[slot] > 0
-        size = bin_weight[slot][filled]
-        return GroupCurves(name, int(count[slot]), fp / fp[-1], tp / tp[-1], thresholds[window].copy(),
-                           float(auc[slot]), point, score_sum[slot][filled] / size, label_sum[slot][filled] / size,
-                           size, float(ece[slot]))
-
+    sources = _samples(report, "roc", "_curves")
+    names = [source.attribute for source in sources]
+    chosen = list(range(len(sources))) if attributes is None else [names.index(name) for name in
+                                                                     _select_names(names, attributes)]
     result = []
-    for j, k in enumerate(chosen):
-        attribute, first, threshold = all_attributes[k], int(slot_starts[j]), float(all_thresholds[k])
-        members = [group(first + g, name, threshold) for g, name in enumerate(attribute.groups)]
-        overall = group(first + attribute.n_groups, "all", threshold)
-        result.append(AttributeCurves(attribute.name, threshold, [m for m in members if m is not None], overall))
+    for source in (sources[k] for k in chosen):
+        first = source.first_slot
+        members = [_group_curves(source, first + g, name, int(source.counts[g]), max_points)
+                   for g, name in enumerate(source.groups)]
+        overall = _group_curves(source, first + len(source.groups), "all", int(source.n), max_points)
+        result.append(AttributeCurves(source.attribute, float(source.threshold),
+                                      [m for m in members if m is not None], overall))
     return result
+
+
+def _group_curves(source: CurveSource, slot: int, name: str, n: int, max_points: int) -> GroupCurves | None:
+    """The curves of one slot (a group, or all of the attribute's present samples); None without both labels."""
+    curves = source.curves
+    positives, negatives = curves.positives[slot], curves.negatives[slot]
+    if positives <= 0 or negatives <= 0:
+        return None
+    # Cuts from the last (n: nothing above, point (0, 0)) down to the first (0: everything above, (1, 1)).
+    tp = positives - curves.pos_below[slot, ::-1]
+    fp = negatives - curves.neg_below[slot, ::-1]
+    thresholds = curves.thresholds[::-1]
+    keep = np.empty(len(tp), bool)
+    keep[:1] = True
+    keep[1:] = (tp[1:] != tp[:-1]) | (fp[1:] != fp[:-1])  # cuts with no sample of the slot between them
+    if max_points > 0 and np.count_nonzero(keep) > max_points + 2:  # evenly among them, both ends kept
+        kept = np.flatnonzero(keep)
+        keep[:] = False
+        keep[kept[np.linspace(0, len(kept) - 1, max_points + 2).round().astype(np.intp)]] = True
+    tp, fp, thresholds = tp[keep], fp[keep], thresholds[keep]
+    auc = float(curves.u2[slot] / (2.0 * positives * negatives))
+    point = (math.nan, math.nan)
+    if not math.isnan(source.threshold) and curves.above_best is not None:  # predicted positive: score > it
+        point = (float(curves.above_best[0][slot] / negatives), float(curves.above_best[1][slot] / positives))
+    bin_score = bin_positive = size = np.empty(0)
+    ece = math.nan
+    if curves.bins is not None:
+        count, label_sum, score_sum = (b[slot] for b in curves.bins)
+        filled = count > 0
+        size = count[filled].astype(np.float64)
+        bin_score, bin_positive = score_sum[filled] / size, label_sum[filled] / size
+        ece = float(curves.ece[slot])
+    return GroupCurves(name, n, fp / negatives, tp / positives, thresholds.copy(), auc, point, bin_score,
+                       bin_positive, size, ece)
 
 
 def dice_by_group(report, attributes: str | Sequence[str] | None = None,
