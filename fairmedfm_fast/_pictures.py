@@ -217,15 +217,48 @@ def _figure_class():
     return Figure
 
 
-def _grid(n_panels: int, width: float = 4.2, height: float = 3.8, columns: int = _COLUMNS):
+def _grid(n_panels: int, width: float = 4.2, height: float = 3.8, columns: int = _COLUMNS,
+          margins: tuple[float, float, float, float, float, float] | None = None):
+    """A figure of ``n_panels`` axes in rows of ``columns``. Without ``margins`` each panel takes
+    ``width`` x ``height`` inches and matplotlib's constrained layout places them; with ``margins``
+    (left, right, top, bottom, between columns, between rows, in inches) each axes is ``width`` x
+    ``height`` inches where they say: no layout pass, which costs more than drawing the figures of
+    the HTML page themselves."""
     Figure = _figure_class()
     columns = max(1, min(columns, n_panels))
     rows = max(1, math.ceil(n_panels / columns))
-    figure = Figure(figsize=(width * columns, height * rows), layout="constrained")
+    if margins is None:
+        figure = Figure(figsize=(width * columns, height * rows), layout="constrained")
+    else:
+        left, right, top, bottom, wspace, hspace = margins
+        total_width = left + right + columns * width + (columns - 1) * wspace
+        total_height = top + bottom + rows * height + (rows - 1) * hspace
+        figure = Figure(figsize=(total_width, total_height))
+        figure.subplots_adjust(left=left / total_width, right=1 - right / total_width, top=1 - top / total_height,
+                               bottom=bottom / total_height, wspace=wspace / width, hspace=hspace / height)
     axes = figure.subplots(rows, columns, squeeze=False).ravel()
     for extra in axes[n_panels:]:
         figure.delaxes(extra)
     return figure, list(axes[:n_panels])
+
+
+def _title(ax, text: str, fontsize: float = 10) -> None:
+    """The axes title at a fixed place (matplotlib would otherwise measure every tick label to place it)."""
+    ax.set_title(text, fontsize=fontsize, y=1.0, pad=5)
+
+
+def _axis_labels(ax, xlabel: str | None, ylabel: str | None, below: float = 0.36, beside: float = 0.42) -> None:
+    """Axis labels ``below`` and ``beside`` inches from the axes, at fixed places (matplotlib would
+    otherwise measure every tick label of the figure to place them)."""
+    from matplotlib.transforms import ScaledTranslation
+
+    scale = ax.figure.dpi_scale_trans
+    if xlabel is not None:
+        ax.set_xlabel(xlabel)
+        ax.xaxis.set_label_coords(0.5, 0.0, transform=ax.transAxes + ScaledTranslation(0, -below, scale))
+    if ylabel is not None:
+        ax.set_ylabel(ylabel)
+        ax.yaxis.set_label_coords(0.0, 0.5, transform=ax.transAxes + ScaledTranslation(-beside, 0, scale))
 
 
 def _text(name: Any) -> str:
@@ -281,7 +314,12 @@ def _diagonal(ax) -> None:
     ax.plot([0, 1], [0, 1], linestyle=":", color="0.6", linewidth=1, label="_chance", gid="diagonal")
     ax.set_xlim(-0.01, 1.01)
     ax.set_ylim(-0.01, 1.01)
+    ax.set_xticks(_UNIT_TICKS)
+    ax.set_yticks(_UNIT_TICKS)
     ax.set_aspect("equal")
+
+
+_UNIT_TICKS = (0.0, 0.5, 1.0)  # few: each tick costs more to make than a curve to draw
 
 
 def _curve_figure(report, attributes, prefix: str, draw, axis_labels: tuple[str, str], subtitle,
@@ -289,11 +327,16 @@ def _curve_figure(report, attributes, prefix: str, draw, axis_labels: tuple[str,
     """One axes per attribute: a curve per group with both labels, then a dashed one for all."""
     curves = classification_curves(report, attributes)
     most = max([len(entry.groups) + 1 for entry in curves], default=0)
-    if most > LEGEND_INSIDE_MAX:  # legends beside the axes: room for them
-        figure, axes = _grid(len(curves), width=4.2 + 3.0 * math.ceil(most / 20), columns=2)
-    else:
-        figure, axes = _grid(len(curves))
-    for ax, entry in zip(axes, curves):
+    titles = ["\n".join(filter(None, (_text(entry.attribute), subtitle(entry),
+                                       _skipped_note(_skipped_groups(report, entry.attribute)))))
+              for entry in curves]
+    lines = max([title.count("\n") + 1 for title in titles], default=1)
+    beside = 3.0 * math.ceil(most / 20) if most > LEGEND_INSIDE_MAX else 0.0  # legends beside the axes
+    # Square axes of 3.2 inches, room below for the tick and axis labels, above for the titles.
+    top, between = 0.5 + 0.18 * lines, 0.75 + 0.18 * lines
+    figure, axes = _grid(len(curves), 3.2, 3.2, 2 if beside else _COLUMNS,
+                         (0.72, 0.2 + beside, top, 0.55, 0.8 + beside, between))
+    for ax, entry, heading in zip(axes, curves, titles):
         _diagonal(ax)
         for i, curve in enumerate([*entry.groups, *([entry.overall] if entry.overall is not None else [])]):
             if curve is entry.overall:
@@ -301,10 +344,8 @@ def _curve_figure(report, attributes, prefix: str, draw, axis_labels: tuple[str,
                                  "gid": f"{prefix}-all:{curve.name}"})
             else:
                 draw(ax, curve, {"linewidth": 1.5, "gid": f"{prefix}:{curve.name}", **group_style(i)})
-        ax.set_xlabel(axis_labels[0])
-        ax.set_ylabel(axis_labels[1])
-        skipped = _skipped_note(_skipped_groups(report, entry.attribute))
-        ax.set_title("\n".join(filter(None, (_text(entry.attribute), subtitle(entry), skipped))), fontsize=10)
+        _axis_labels(ax, *axis_labels)
+        _title(ax, heading)
         if entry.groups:
             _legend(ax, len(entry.groups) + (entry.overall is not None), legend_loc)
         else:
@@ -353,7 +394,17 @@ def _interval(report, attribute: str, groups: list, metric: str) -> tuple[np.nda
     for table in (ci.get("by_group") if isinstance(ci, dict) else ci, analytic, report.by_group):
         if table is None or not hasattr(table, "columns") or low not in table.columns or high not in table.columns:
             continue
-        try:
+        if table.index.nlevels == 2:  # (attribute, group): the attribute's rows, then the groups by position
+            try:
+                part = table.xs(attribute, level=0)
+            except (KeyError, TypeError):
+                continue
+            positions = part.index.get_indexer(groups)
+            if (positions < 0).any():
+                continue
+            return (part[low].to_numpy(dtype=np.float64)[positions],
+                    part[high].to_numpy(dtype=np.float64)[positions])
+        try:  # a list of index tuples costs a MultiIndex of its own: a few milliseconds a call
             rows = table.loc[[(attribute, group) for group in groups]]
         except (KeyError, TypeError):
             continue
@@ -450,6 +501,8 @@ def plot_forest(report, attributes=None):
     """Point and interval of every group, one panel per metric (each on its own scale), the attributes
     stacked in each panel with a dashed mark at all of the attribute's samples; small groups are hollow.
     Six axes whatever the number of attributes, laid out by hand: drawing stays quick."""
+    from matplotlib.ticker import MaxNLocator
+
     if report.task == "cls":  # the metrics of the bar chart, from the registry
         metrics = [key for key, _ in _metric_registry.shown(report.by_group.columns)]
     else:
@@ -474,7 +527,7 @@ def plot_forest(report, attributes=None):
     figure = Figure(figsize=(min(12.0, 1.75 * columns + 1.6), height))
     left = 1.45 / min(12.0, 1.75 * columns + 1.6)
     figure.subplots_adjust(left=left, right=0.99, top=1 - 0.55 / height, bottom=0.45 / height, wspace=0.12)
-    axes = figure.subplots(1, columns, squeeze=False, sharey=True)[0]
+    axes = figure.subplots(1, columns, squeeze=False)[0]  # one y scale, labelled once: no shared ticks to make
     labels, positions, has_interval = [], [], False
     y = rows - 1
     layout = []
@@ -503,10 +556,13 @@ def plot_forest(report, attributes=None):
                 ax.vlines(reference, ys[-1] - 0.4, ys[0] + 0.4, colors="0.5", linestyles="--", linewidth=1)
             if k:
                 ax.axhline(ys[0] + 1.5, color="0.85", linewidth=0.8)
-        ax.set_title(metric, fontsize=9)
+        _title(ax, metric, 9)
+        ax.xaxis.set_major_locator(MaxNLocator(4))
         ax.tick_params(axis="x", labelsize=7)
         ax.grid(axis="x", color="0.93")
         ax.set_ylim(-0.7, rows - 0.3)
+        if c:
+            ax.set_yticks([])
     axes[0].set_yticks(positions, labels, fontsize=7)
     for label in axes[0].get_yticklabels():
         if not label.get_text().startswith("  "):
@@ -614,17 +670,24 @@ def plot_pairwise(report, attributes=None, metric: str | None = None):
     interval, p_column, words = _pair_details(table)
     detailed = interval is not None or p_column is not None
     present = set(table.index.get_level_values("attribute"))
-    most = max((len(set(table.xs(name, level="attribute").index.get_level_values("group")))
-                for name in names if name in present), default=2)
+    shown = {name: [str(g) for g in dict.fromkeys(table.xs(name, level="attribute").index.get_level_values("group"))]
+             for name in names if name in present}
+    most = max((len(groups) for groups in shown.values()), default=2)
     cell = (0.95 if detailed else 0.55) if most <= PAIRWISE_CELL_TEXT_MAX else 0.22
-    side = min(max(3.6, cell * most + 1.4), PAIRWISE_SIDE_MAX)  # room for the cells and the tick labels
-    figure, axes = _grid(len(names), width=side, height=side + 0.4)
-    figure.get_layout_engine().set(h_pad=0.1, w_pad=0.1)  # inches around each panel: the labels stay inside
+    side = min(max(2.2, cell * most), PAIRWISE_SIDE_MAX - 1.4)  # the cells
+    # Room for the tick labels (group names, 8 or 6 points: about 0.6 of a point size a character),
+    # the titles and the colour bar, measured from the names instead of by a layout pass.
+    longest = max((len(_text(g)) for groups in shown.values() for g in groups), default=1)
+    labels = 0.25 + longest * (8 if most <= PAIRWISE_CELL_TEXT_MAX else 6) * 0.7 / 72
+    suptitle_lines = 2 if detailed else 1
+    figure, axes = _grid(len(names), side, side, _COLUMNS,
+                         (labels + 0.15, 1.35, 0.3 + 0.2 * suptitle_lines + 0.3, labels + 0.15, labels + 0.35,
+                          labels + 0.45))
     limit = float(np.nanmax(np.abs(table["difference"].to_numpy()))) if len(table) else 0.0
     limit = limit if math.isfinite(limit) and limit > 0 else 1.0
     image = None
     for ax, name in zip(axes, names):
-        ax.set_title(_text(name), fontsize=10)
+        _title(ax, _text(name))
         if name not in present:
             _empty(ax, "fewer than two evaluable groups")
             continue
@@ -659,8 +722,11 @@ def plot_pairwise(report, attributes=None, metric: str | None = None):
                 shade = "white" if abs(value) > 0.6 * limit else "black"  # legible on dark cells
                 ax.text(j, i, "\n".join(lines), ha="center", va="center", fontsize=6 if detailed else 7,
                         color=shade, fontweight="bold" if excludes else "normal", linespacing=1.1)
-    if image is not None:
-        figure.colorbar(image, ax=axes, shrink=0.8, label=f"{metric}: row minus column group")
+    if image is not None:  # the colour bar in the right margin, beside the first row
+        width, height = figure.get_size_inches()
+        box = axes[0].get_position()
+        bar = figure.add_axes((1 - 1.1 / width, box.y0 + 0.1 * box.height, 0.16 / width, 0.8 * box.height))
+        figure.colorbar(image, cax=bar, label=f"{metric}: row minus column group")
     marks = []
     if p_column is not None:
         marks.append("* p < 0.05")
