@@ -805,12 +805,19 @@ def _format(value: Any) -> str:
     return str(value)
 
 
+#: Pixels across the page's content (body max-width 1200px less its padding).
+PAGE_WIDTH = 1168
+
+
 def _figure_html(report, kind: str, caption: str, dpi: int) -> str:
     """One figure of the page as an inlined PNG with its caption, or a note saying why it cannot be drawn."""
     try:
         figure = plot(report, kind)
     except ValueError as error:
         return f'<p class="note">{html.escape(kind)}: {html.escape(str(error))}</p>'
+    # No wider than the page shows it (wider ones are scaled down by the browser): fewer pixels to draw,
+    # to encode and to send, the same picture.
+    dpi = min(dpi, PAGE_WIDTH / float(figure.get_size_inches()[0]))
     encoded = base64.b64encode(png_bytes(figure, dpi)).decode("ascii")
     return (f'<figure><img src="data:image/png;base64,{encoded}" alt="{html.escape(caption)}">'
             f"<figcaption>{html.escape(caption)}</figcaption></figure>")
