@@ -18,6 +18,7 @@ from . import (
     _groups,
     _inputs,
     _metric_registry,
+    _pictures,
     _progress,
     _resample,
 )
@@ -130,6 +131,8 @@ class AttributeResult:
     threshold: float  # decision threshold of the @best_f1 metrics
     keys: tuple[str, ...] = ()  # the per-group metrics
     rows: list[tuple] = field(default_factory=list)  # per slot, the value of each of ``keys``
+    curves: _engine.Curves | None = None  # what the pictures draw (evaluate and the accumulator record it)
+    first_slot: int = 0  # the attribute's first slot in ``curves``
 
     @cached_property
     def by_group(self) -> dict[int, dict[str, Any]]:
@@ -152,12 +155,14 @@ def _python_values(values: np.ndarray) -> list:
 def assess(prepared: Prepared, attributes: list[_groups.Attribute], warnings: list[str],
            wanted: set[str] | None = None, with_overall: bool = True, threshold: float | None = None,
            weights: np.ndarray | None = None, presort: _engine.Presort | None = None,
-           min_group_size: int | None = None) -> tuple[list[AttributeResult], dict, _engine.Arranged]:
+           min_group_size: int | None = None, curves: bool = False
+           ) -> tuple[list[AttributeResult], dict, _engine.Arranged]:
     """Metrics of every attribute (and of all samples when ``with_overall``) in one engine call.
 
     Appends the notes about missing values, skipped groups and empty summaries to ``warnings``.
     ``threshold`` replaces each attribute's best-F1 threshold for the ``@best_f1`` metrics;
-    groups of fewer than ``min_group_size`` samples are skipped.
+    groups of fewer than ``min_group_size`` samples are skipped; ``curves``: each result also gets
+    what the pictures draw (``AttributeResult.curves``).
     """
     labels = prepared.labels
     rows = [attribute.codes for attribute in attributes]
@@ -172,7 +177,7 @@ def assess(prepared: Prepared, attributes: list[_groups.Attribute], warnings: li
         sizes.append(1)
         complete = len(rows) - 1
     arranged, groupings = _engine.arrange_and_measure(prepared.scores, labels, rows, sizes, weights, wanted, threshold,
-                                                      presort)
+                                                      presort, curves)
     overall = {}
     if with_overall:
         overall = {key: as_python(values[-1]) for key, values in groupings[complete].values.items()}
@@ -231,7 +236,7 @@ def attribute_result(attribute: _groups.Attribute, grouping: _engine.Grouping, n
         summary.update(summarize(overall, per_metric))
     group_counts = counts[:g] if grouping.count.dtype.kind in "iu" else [int(count) for count in counts[:g]]
     return AttributeResult(name, n, attribute.groups, group_counts, valid, skipped, overall, summary,
-                           grouping.threshold, keys, rows)
+                           grouping.threshold, keys, rows, grouping.curves, grouping.first_slot)
 
 
 def too_small(min_group_size: int) -> str:
@@ -365,7 +370,7 @@ def evaluate(y_true: Any, y_score: Any, sensitive_features: Any, *, pos_label: A
     require_both_labels(prepared.labels)
     results, overall, arranged = assess(prepared, attributes, warnings, wanted=with_default(extra),
                                         threshold=threshold, weights=weights, presort=presort,
-                                        min_group_size=min_group_size)
+                                        min_group_size=min_group_size, curves=True)
     flagged = {result.name: _findings.small_groups(result) for result in results}
     for result in results:
         warnings.extend(_findings.small_group_warnings(result, flagged[result.name]))
@@ -383,10 +388,7 @@ def evaluate(y_true: Any, y_score: Any, sensitive_features: Any, *, pos_label: A
         results, attributes, threshold=threshold, random_state=random_state, seed=seed, n_boot=n_boot,
         n_permutations=n_permutations, ci=ci, stratify=stratify, p_adjust=p_adjust, intersectional=intersectional,
         metrics=_metric_registry.check_metrics(metrics) if metrics else [], n_samples=n))
-    # References (no copies) for report.plot(): the sorted arrays, the attributes, the @best_f1 thresholds.
-    report = classification_report(results, overall, warnings, metadata,
-                                   curve_data=(arranged, attributes, [result.threshold for result in results]),
-                                   flagged=flagged)
+    report = classification_report(results, overall, warnings, metadata, flagged=flagged)
     resample_into(report, arranged, results, n_boot, ci, n_permutations, random_state, threshold, stratify,
                   p_adjust, progress, warnings, extra, seed=seed)
     if interval == "analytic":
@@ -440,11 +442,11 @@ def with_default(extra: Sequence[str]) -> set[str] | None:
 
 
 def classification_report(results: list[AttributeResult], overall: dict[str, Any], warnings: list[str],
-                          metadata: dict[str, Any], *, curve_data: tuple | None = None,
+                          metadata: dict[str, Any], *,
                           flagged: dict[str, dict[int, Any]] | None = None) -> FairnessReport:
     """The report of :func:`evaluate` from the per-attribute results; ``flagged``: each attribute's small
     groups (found here, with their warnings, when not given), a ``small_group`` column of ``by_group``
-    after ``skipped``."""
+    after ``skipped``. The pictures draw the results' ``curves`` when every result has them."""
     summaries = {result.name: result.summary for result in results}
     attribute_overall = {result.name: result.overall for result in results}
     # The frames (and the rows of by_group) are made on first access (pandas is not imported until then).
@@ -453,8 +455,12 @@ def classification_report(results: list[AttributeResult], overall: dict[str, Any
         for result in results:
             warnings.extend(_findings.small_group_warnings(result, flagged[result.name]))
     by_group = partial(_with_small_groups, partial(_by_group_frame, results), results, flagged)
+    curves = None
+    if results and all(result.curves is not None for result in results):
+        curves = [_pictures.CurveSource(result.name, result.groups, result.counts, result.n, result.threshold,
+                                        result.curves, result.first_slot) for result in results]
     return FairnessReport("cls", partial(summary_frame, summaries), by_group, overall,
-                          attribute_overall, warnings, metadata, curve_data=curve_data)
+                          attribute_overall, warnings, metadata, curves=curves)
 
 
 def _with_small_groups(by_group, results: list[AttributeResult], flagged: dict[str, dict[int, Any]]):
