@@ -104,6 +104,8 @@ class AttributeResult:
     threshold: float  # decision threshold of the @best_f1 metrics
     keys: tuple[str, ...] = ()  # the per-group metrics
     rows: list[tuple] = field(default_factory=list)  # per slot, the value of each of ``keys``
+    curves: _engine.Curves | None = None  # what the pictures draw (evaluate and the accumulator record it)
+    first_slot: int = 0  # the attribute's first slot in ``curves``
 
     @cached_property
     def by_group(self) -> dict[int, dict[str, Any]]:
@@ -126,12 +128,14 @@ def _python_values(values: np.ndarray) -> list:
 def assess(prepared: Prepared, attributes: list[_groups.Attribute], warnings: list[str],
            wanted: set[str] | None = None, with_overall: bool = True, threshold: float | None = None,
            weights: np.ndarray | None = None, presort: _engine.Presort | None = None,
-           min_group_size: int | None = None) -> tuple[list[AttributeResult], dict, _engine.Arranged]:
+           min_group_size: int | None = None, curves: bool = False
+           ) -> tuple[list[AttributeResult], dict, _engine.Arranged]:
     """Metrics of every attribute (and of all samples when ``with_overall``) in one engine call.
 
     Appends the notes about missing values, skipped groups and empty summaries to ``warnings``.
     ``threshold`` replaces each attribute's best-F1 threshold for the ``@best_f1`` metrics;
-    groups of fewer than ``min_group_size`` samples are skipped.
+    groups of fewer than ``min_group_size`` samples are skipped; ``curves``: each result also gets
+    what the pictures draw (``AttributeResult.curves``).
     """
     labels = prepared.labels
     rows = [attribute.codes for attribute in attributes]
@@ -146,7 +150,7 @@ def assess(prepared: Prepared, attributes: list[_groups.Attribute], warnings: li
         sizes.append(1)
         complete = len(rows) - 1
     arranged, groupings = _engine.arrange_and_measure(prepared.scores, labels, rows, sizes, weights, wanted, threshold,
-                                                      presort)
+                                                      presort, curves)
     overall = {}
     if with_overall:
         overall = {key: as_python(values[-1]) for key, values in groupings[complete].values.items()}
@@ -205,7 +209,7 @@ def attribute_result(attribute: _groups.Attribute, grouping: _engine.Grouping, n
         summary.update(summarize(overall, per_metric))
     group_counts = counts[:g] if grouping.count.dtype.kind in "iu" else [int(count) for count in counts[:g]]
     return AttributeResult(name, n, attribute.groups, group_counts, valid, skipped, overall, summary,
-                           grouping.threshold, keys, rows)
+                           grouping.threshold, keys, rows, grouping.curves, grouping.first_slot)
 
 
 def too_small(min_group_size: int) -> str:

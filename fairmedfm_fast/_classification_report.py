@@ -8,17 +8,17 @@ from typing import Any
 
 import numpy as np
 
-from . import _findings
+from . import _findings, _pictures
 from ._assess import AttributeResult
 from .report import FairnessReport, columns_frame, summary_frame
 
 
 def classification_report(results: list[AttributeResult], overall: dict[str, Any], warnings: list[str],
-                          metadata: dict[str, Any], *, curve_data: tuple | None = None,
+                          metadata: dict[str, Any], *,
                           flagged: dict[str, dict[int, Any]] | None = None) -> FairnessReport:
     """The report of :func:`evaluate` from the per-attribute results; ``flagged``: each attribute's small
     groups (found here, with their warnings, when not given), a ``small_group`` column of ``by_group``
-    after ``skipped``."""
+    after ``skipped``. The pictures draw the results' ``curves`` when every result has them."""
     summaries = {result.name: result.summary for result in results}
     attribute_overall = {result.name: result.overall for result in results}
     # The frames (and the rows of by_group) are made on first access (pandas is not imported until then).
@@ -27,8 +27,12 @@ def classification_report(results: list[AttributeResult], overall: dict[str, Any
         for result in results:
             warnings.extend(_findings.small_group_warnings(result, flagged[result.name]))
     by_group = partial(_with_small_groups, partial(_by_group_frame, results), results, flagged)
+    curves = None
+    if results and all(result.curves is not None for result in results):
+        curves = [_pictures.CurveSource(result.name, result.groups, result.counts, result.n, result.threshold,
+                                        result.curves, result.first_slot) for result in results]
     return FairnessReport("cls", partial(summary_frame, summaries), by_group, overall,
-                          attribute_overall, warnings, metadata, curve_data=curve_data)
+                          attribute_overall, warnings, metadata, curves=curves)
 
 
 def _with_small_groups(by_group, results: list[AttributeResult], flagged: dict[str, dict[int, Any]]):

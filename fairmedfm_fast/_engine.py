@@ -25,6 +25,13 @@ THRESHOLD = 0.5
 all_keys = _metric_registry.all_keys
 #: Every per-group key, in report order (the default ones, then the opt-in ones).
 KEY_ORDER = _metric_registry.KEY_ORDER
+#: ROC points the pictures keep per slot, at most (besides the corners): :func:`measure` with
+#: ``curves=True`` records each slot's counts at this many cuts of the sorted order, at most.
+CURVE_POINTS = 1000
+#: Fewer cuts with many slots: slots times cuts stays under this (the counts are two such tables).
+CURVE_CELLS = 1 << 19
+#: The fewest cuts, however many slots.
+CURVE_LEAST = 64
 
 
 @dataclass
@@ -37,6 +44,33 @@ class Grouping:
     negatives: np.ndarray  # negative samples (weighted sums with weights)
     threshold: float  # decision threshold of the "@best_f1" metrics (NaN when not computed)
     values: dict[str, np.ndarray] = field(default_factory=dict)
+    #: what the pictures draw, from measure(..., curves=True): of every grouping (one object)
+    curves: Curves | None = None
+    first_slot: int = 0  # this grouping's first slot in ``curves``
+
+
+@dataclass
+class Curves:
+    """What the pictures draw of every slot of every grouping, recorded by the fused pass: bounded in size
+    (slots times at most :data:`CURVE_POINTS` + 2 cuts, and ten bins a slot), never per sample.
+
+    The cuts are positions of the sorted order at tie-block starts (:func:`_curve_cuts`): 0, ``n``,
+    and about :data:`CURVE_POINTS` others at equal steps (every tie-block start when there are
+    fewer), at most ``CURVE_POINTS + 2`` in all. At a cut, a slot's samples scoring at least
+    ``thresholds[t]`` (the score there; +inf at ``n``) are its total less those before the cut, so
+    each (FPR, TPR) of a cut is a point of the slot's exact ROC curve (scikit-learn's ``roc_curve``),
+    the corners included."""
+
+    thresholds: np.ndarray  # float64 (T,), ascending (+inf last)
+    pos_below: np.ndarray  # (n_slots, T): positives before each cut (int64; float64 with weights)
+    neg_below: np.ndarray  # (n_slots, T): negatives before each cut
+    positives: np.ndarray  # (n_slots,)
+    negatives: np.ndarray  # (n_slots,)
+    u2: np.ndarray  # (n_slots,): twice the Mann-Whitney U, AUC = u2 / (2 * positives * negatives)
+    above_best: tuple[np.ndarray, np.ndarray] | None  # (n_slots,) each: negatives, positives above the
+    #: @best_f1 threshold
+    bins: tuple[np.ndarray, np.ndarray, np.ndarray] | None  # (n_slots, ECE_BINS) count, label and score sums
+    ece: np.ndarray | None  # (n_slots,)
 
 
 @dataclass
@@ -51,8 +85,6 @@ class Arranged:
     weights: np.ndarray | None
     is_sorted: bool
     log_loss: np.ndarray | None = None  # per-sample BCE terms, made on first use
-    #: float64 samples per row where a row stands for several (an accumulator's table), else None
-    counts: np.ndarray | None = None
 
     def log_loss_terms(self) -> np.ndarray:
         if self.log_loss is None:
@@ -73,8 +105,7 @@ class Arranged:
         return np.concatenate(([0], np.cumsum(self.sizes + 1)))
 
     def with_codes(self, codes: np.ndarray, sizes: np.ndarray) -> Arranged:
-        return Arranged(self.scores, self.labels, codes, sizes, self.weights, self.is_sorted, self.log_loss,
-                        self.counts)
+        return Arranged(self.scores, self.labels, codes, sizes, self.weights, self.is_sorted, self.log_loss)
 
 
 _CODE_TYPES = ((127, np.dtype(np.int8)), (32767, np.dtype(np.int16)), (2147483647, np.dtype(np.int32)))
@@ -374,9 +405,10 @@ def _rank_groupings(scores: np.ndarray, labels: np.ndarray, code_rows: list[np.n
 
 def arrange_and_measure(scores: np.ndarray, labels: np.ndarray, code_rows: list[np.ndarray], n_groups: list[int],
                         weights: np.ndarray | None = None, wanted: set[str] | None = None,
-                        fixed_best: float | None = None, presort: Presort | None = None
+                        fixed_best: float | None = None, presort: Presort | None = None, curves: bool = False
                         ) -> tuple[Arranged, list[Grouping]]:
-    """:func:`arrange` (sorting when ``wanted`` needs it) then :func:`measure` at ``fixed_best``.
+    """:func:`arrange` (sorting when ``wanted`` needs it) then :func:`measure` at ``fixed_best``
+    (with ``curves``, recording what the pictures draw).
 
     AUC alone of one grouping (``auc_gap``, ``worst_group_auc``) skips the sort: its sums come from
     :func:`_rank_groupings`, and the samples are returned unsorted (``is_sorted`` False).
@@ -385,7 +417,7 @@ def arrange_and_measure(scores: np.ndarray, labels: np.ndarray, code_rows: list[
     if groupings is not None:
         return arrange(scores, labels, code_rows, n_groups, weights, sort=False), groupings
     arranged = arrange(scores, labels, code_rows, n_groups, weights, needs_sort(wanted, fixed_best), presort)
-    return arranged, measure(arranged, wanted, fixed_best=fixed_best)
+    return arranged, measure(arranged, wanted, fixed_best=fixed_best, curves=curves)
 
 
 def compute(scores: np.ndarray, labels: np.ndarray, code_rows: list[np.ndarray], n_groups: list[int],
@@ -398,7 +430,7 @@ def compute(scores: np.ndarray, labels: np.ndarray, code_rows: list[np.ndarray],
 
 def measure(arranged: Arranged, wanted: set[str] | None = None, threshold: float = THRESHOLD,
             fixed_best: float | None = None, weights: np.ndarray | None = None,
-            sample_counts: bool = True, parallel: bool = True) -> list[Grouping]:
+            sample_counts: bool = True, parallel: bool = True, curves: bool = False) -> list[Grouping]:
     """Metrics of every slot of every grouping.
 
     Parameters
@@ -418,6 +450,10 @@ def measure(arranged: Arranged, wanted: set[str] | None = None, threshold: float
     parallel : bool, default True
         Run the calibration pass on another thread beside the ranking pass, for large inputs and
         when more than one thread is allowed (callers already running in a thread pool pass False).
+    curves : bool, default False
+        Also record, on sorted samples, what the pictures draw (:class:`Curves`, ``Grouping.curves``):
+        the fused pass's counts at up to :data:`CURVE_POINTS` more cuts and its ECE bin sums. Unsorted
+        samples get none.
     """
     keys = _key_set(wanted)
     passes, at_half, at_best, sorted_free, sorted_fixed, optional = _plan(keys)
@@ -426,7 +462,7 @@ def measure(arranged: Arranged, wanted: set[str] | None = None, threshold: float
     weights = arranged.weights if weights is None else weights
     if arranged.is_sorted:
         return _sweep(arranged, keys, passes, at_half, at_best, threshold, fixed_best, weights, sample_counts,
-                      _n_threads(len(arranged.scores)) if parallel else 1, optional)
+                      _n_threads(len(arranged.scores)) if parallel else 1, curves, optional)
     ranking, calibration = _kernels()
     scores, labels, codes, sizes = arranged.scores, arranged.labels, arranged.codes, arranged.sizes
     slot_starts = arranged.slot_starts
@@ -478,7 +514,7 @@ def measure(arranged: Arranged, wanted: set[str] | None = None, threshold: float
 
 def _sweep(arranged: Arranged, keys: set[str], passes: frozenset[str], at_half: bool, at_best: bool, threshold: float,
            fixed_best: float | None, weights: np.ndarray | None, sample_counts: bool,
-           n_threads: int = 1, optional: tuple = ()) -> list[Grouping]:
+           n_threads: int = 1, curves: bool = False, optional: tuple = ()) -> list[Grouping]:
     """:func:`measure` on samples sorted by score: one fused pass (``kernels.sweeps.ranked_sums``) over
     the complete groupings together and one over each grouping with missing values, each followed by
     its best-F1 sweep when no shared one serves it; the passes shared among ``n_threads`` threads.
@@ -486,7 +522,7 @@ def _sweep(arranged: Arranged, keys: set[str], passes: frozenset[str], at_half: 
     Small inputs reach here on every one-number call: the Python between the kernels is kept to what
     the wanted keys need (no ECE, loss, best-F1 or cut arrays when they are not asked for)."""
     scores, codes, sizes = arranged.scores, arranged.codes, arranged.sizes
-    if weights is None and _keys_ranks_only(keys):  # AUC alone (auc_gap): counts and U, one light pass
+    if weights is None and _keys_ranks_only(keys) and not curves:  # AUC alone (auc_gap): counts and U, one light pass
         count, positives, u2 = _kernels()[0].rank_statistics(scores, arranged.labels, codes, sizes)
         return from_counts(sizes, count, positives, count - positives,
                            [math.nan if fixed_best is None else float(fixed_best)] * len(sizes), keys, u2=u2)
@@ -511,7 +547,10 @@ def _sweep(arranged: Arranged, keys: set[str], passes: frozenset[str], at_half: 
         loss_terms = arranged.log_loss_terms() if with_loss else None
     if shared is not None:  # the complete groupings' counts at it: prefix counts of the pass
         positions = sorted({*positions, shared[1]})
-    cuts = np.array(positions, np.int64)
+    if curves:  # the fixed positions are tie-block starts too: every cut is a point of the curves
+        cuts = _curve_cuts(scores, int(np.sum(sizes + 1)), positions)
+    else:
+        cuts = np.array(positions, np.int64)
     parts = [[0]] if len(complete) == 1 else _parts(complete)
     # one part (the usual case: every grouping complete) shares the threads among its ranges
     inner = n_threads if len(parts) == 1 else 1
@@ -520,11 +559,12 @@ def _sweep(arranged: Arranged, keys: set[str], passes: frozenset[str], at_half: 
                                        inner)
              for rows in parts]
     done = on_threads(tasks, n_threads) if n_threads > 1 and len(tasks) > 1 else [task() for task in tasks]
-    count, positives, u2, loss, pos_cut, neg_cut, found, pos_at, neg_at, ece = _in_slot_order(parts, done, sizes)
+    (count, positives, u2, loss, pos_cut, neg_cut, found, pos_at, neg_at, ece, *bins) = _in_slot_order(parts, done,
+                                                                                                        sizes)
     if shared is not None:
         threshold_found, at, rows = shared
         slots = np.repeat(rows, sizes + 1)
-        j = positions.index(at)
+        j = int(cuts.searchsorted(at))
         found = np.where(rows, threshold_found, np.nan if found is None else found)
         pos_at = np.where(slots, pos_cut[:, j], 0 if pos_at is None else pos_at)
         neg_at = np.where(slots, neg_cut[:, j], 0 if neg_at is None else neg_at)
@@ -534,18 +574,56 @@ def _sweep(arranged: Arranged, keys: set[str], passes: frozenset[str], at_half: 
         count = _kernels()[1].score_ranges(scores, arranged.labels, codes, sizes)[0]
     confusion = {}
     for suffix, position in fixed.items():
-        j = positions.index(position)
+        j = int(cuts.searchsorted(position))
         confusion[suffix] = (positives - pos_cut[:, j], negatives - neg_cut[:, j])
     if sweep_f1:
         thresholds = found
         confusion[BEST] = (positives - pos_at, negatives - neg_at)
     else:
         thresholds = [math.nan if fixed_best is None else float(fixed_best)] * len(sizes)
-    return from_counts(sizes, count, positives, negatives, thresholds, keys, u2=u2 if "ranks" in passes else None,
-                       loss_sums=loss if with_loss else None, ece=ece if with_ece else None,
-                       confusion=confusion, totals=totals, extra=_optional_sums(arranged, optional, weights))
+    groupings = from_counts(sizes, count, positives, negatives, thresholds, keys,
+                            u2=u2 if "ranks" in passes else None, loss_sums=loss if with_loss else None,
+                            ece=ece if with_ece else None, confusion=confusion, totals=totals,
+                            extra=_optional_sums(arranged, optional, weights))
+    if curves:
+        edges = np.empty(len(cuts))
+        edges[:-1] = scores[cuts[:-1]]
+        edges[-1] = np.inf  # the last cut is n
+        above_best = confusion[BEST][::-1] if BEST in confusion else None
+        every = Curves(edges, pos_cut, neg_cut, positives, negatives, u2, above_best,
+                       tuple(bins) if with_ece else None, ece if with_ece else None)
+        start = 0
+        for grouping, size in zip(groupings, sizes.tolist()):
+            grouping.curves, grouping.first_slot = every, start
+            start += size + 1
+    return groupings
 
 
+def _curve_cuts(scores: np.ndarray, n_slots: int, fixed: list[int]) -> np.ndarray:
+    """The cuts of :class:`Curves` in the ascending ``scores``: 0, ``n``, the ``fixed`` positions (at
+    most three tie-block starts, which the pass records anyway) and, between them, every tie-block
+    start or, from about :data:`CURVE_POINTS` samples on (fewer with many slots: slots times cuts at
+    most :data:`CURVE_CELLS`), the tie-block starts at or below equal steps: at most
+    ``CURVE_POINTS + 2`` in all, ascending."""
+    n = len(scores)
+    most = max(CURVE_LEAST, min(CURVE_POINTS, CURVE_CELLS // max(n_slots, 1))) - 3  # room for the fixed ones
+    if n <= most:
+        inner = np.flatnonzero(scores[1:] != scores[:-1]) + 1
+    else:
+        inner = np.arange(1, most, dtype=np.int64) * n // most
+        tied = scores[inner - 1] == scores[inner]  # within a tie block: back to its start (rare)
+        if tied.any():
+            inner[tied] = scores.searchsorted(scores[inner[tied]], "left")
+            keep = np.empty(len(inner), bool)  # ascending still: repeats are neighbours
+            keep[0] = inner[0] > 0
+            np.not_equal(inner[1:], inner[:-1], out=keep[1:])
+            inner = inner[keep]
+    cuts = np.concatenate(([0], inner, [n])).astype(np.int64, copy=False)
+    for position in fixed:
+        at = int(cuts.searchsorted(position))
+        if cuts[at] != position:
+            cuts = np.insert(cuts, at, position)
+    return cuts
 
 
 def _parts(complete: list[bool]) -> list[list[int]]:
@@ -610,7 +688,7 @@ def _passes(arranged: Arranged, rows: list[int], loss_terms: np.ndarray | None, 
             sweep_f1: bool, weights: np.ndarray | None, n_threads: int = 1) -> tuple[np.ndarray, ...]:
     """The fused pass over the groupings ``rows`` (which have the same samples present): per-slot
     count, positives, u2, loss sums, counts below the cuts, then (when asked for) each grouping's
-    best-F1 threshold with the counts at or below it, and ECE. The pass's ranges of samples
+    best-F1 threshold with the counts at or below it, and ECE with its bin sums. The pass's ranges of samples
     (:func:`_ranges`) share ``n_threads`` threads."""
     calibration, sweeps = _kernels()[1], _sweeps()
     scores, labels = arranged.scores, arranged.labels
@@ -638,7 +716,9 @@ def _passes(arranged: Arranged, rows: list[int], loss_terms: np.ndarray | None, 
                                                      count[overall] - positives[overall], weights)
     if with_ece:
         ece = calibration.calibration_error(bin_count, bin_labels, bin_scores, 0)
-    return count, positives, u2, loss, pos_cut, neg_cut, found, pos_at, neg_at, ece
+    else:
+        bin_count = bin_labels = bin_scores = None
+    return count, positives, u2, loss, pos_cut, neg_cut, found, pos_at, neg_at, ece, bin_count, bin_labels, bin_scores
 
 
 #: From this many samples the fused pass reads the sorted order as :data:`SPLIT` ranges, which

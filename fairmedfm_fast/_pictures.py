@@ -1,14 +1,13 @@
 """Pictures of a :class:`~fairmedfm_fast.report.FairnessReport`: matplotlib figures and a
 self-contained HTML page.
 
-The curves come from the kernels, over the arrays that :func:`fairmedfm_fast.evaluate` already sorted
-(``evaluate`` passes references to them to the report as ``curve_data``: the engine's ``Arranged`` sorted
-scores, labels, codes and weights, the attributes, and each attribute's ``@best_f1`` decision
-threshold): :func:`kernels.curves.roc_points` for every group's ROC points,
-``ranking.rank_statistics`` and ``ranking.confusion_above`` for the AUC and the operating points, and
-the calibration kernels for the ECE bins. Nothing is sorted again and nothing is recomputed with
-scikit-learn, so a curve's area is the report's AUC and its bins give the report's ECE.
-Segmentation reports get ``dice_data=(dice, attributes)`` for the Dice distributions.
+The curves come from what :func:`fairmedfm_fast.evaluate` recorded while it had the samples sorted
+(``measure(..., curves=True)``, ``_engine.Curves``): each group's positives and negatives at up to
+``_engine.CURVE_POINTS`` cuts of the sorted order, hence points of its exact ROC curve, corners
+included; its AUC and operating point (from the same pass as the report's numbers, never from the
+thinned curve); and its ECE bin sums, the ones the report's ECE comes from. The report keeps these
+summaries (``CurveSource``), never the samples: its size does not grow with them. Segmentation
+reports get ``dice_data=(dice, attributes)`` for the Dice distributions (a value per image).
 
 matplotlib is optional (``pip install matplotlib``) and imported on first use; figures are
 ``matplotlib.figure.Figure`` objects, never pyplot windows, so they work on any backend.
@@ -32,11 +31,11 @@ KINDS = ("roc", "reliability", "bars", "dice", "pairwise", "forest")
 SEGMENTATION_BARS = ("mean_dice",)
 INSTALL = 'pip install matplotlib (or pip install ".[plot]" in a clone of fairmedfm_fast)'
 _COLUMNS = 3  # axes per row in the per-attribute figures
-MAX_POINTS = 5000  # ROC points drawn per group, at most about
+MAX_POINTS = _engine.CURVE_POINTS  # ROC points kept per group, at most (besides the corners)
 
 
 # ---------------------------------------------------------------------------------------------
-# Curve data, from the kernels (no matplotlib here)
+# Curve data, from the summaries the report keeps (no matplotlib here)
 # ---------------------------------------------------------------------------------------------
 
 @dataclass
@@ -45,9 +44,9 @@ class GroupCurves:
 
     name: str
     n: int
-    fpr: np.ndarray  # ROC points, thresholds descending, from (0, 0) to (1, 1)
+    fpr: np.ndarray  # ROC points, thresholds descending, from (0, 0) to (1, 1): points of the exact curve
     tpr: np.ndarray
-    thresholds: np.ndarray  # +inf first, then the group's distinct scores, descending
+    thresholds: np.ndarray  # +inf first, then descending scores: a point counts the samples scoring >= its own
     auc: float  # from the rank statistics (exact even when the points are thinned)
     operating_point: tuple[float, float]  # (FPR, TPR) predicting ``score > threshold`` of the attribute
     bin_score: np.ndarray  # mean score of each non-empty ECE bin
@@ -58,6 +57,20 @@ class GroupCurves:
     def trapezoid_area(self) -> float:
         """Area under the ROC points by the trapezoid rule."""
         return float(np.sum(np.diff(self.fpr) * (self.tpr[1:] + self.tpr[:-1]) / 2.0))
+
+
+@dataclass
+class CurveSource:
+    """What a report keeps for the curves of one attribute: its names and counts beside the engine's
+    :class:`~fairmedfm_fast._engine.Curves` (bounded: no per-sample array)."""
+
+    attribute: str
+    groups: list
+    counts: list[int]  # samples per group
+    n: int  # the attribute's present samples
+    threshold: float  # decision threshold of its @best_f1 metrics (NaN when undefined)
+    curves: _engine.Curves  # of every attribute of the report (the same object)
+    first_slot: int  # this attribute's first slot there: its groups, then all its present samples
 
 
 @dataclass
@@ -73,10 +86,14 @@ class AttributeCurves:
 def _samples(report, kind: str, name: str):
     data = getattr(report, name, None)
     if data is None:
-        made_by = "fairmedfm_fast.evaluate" if report.task == "cls" else "fairmedfm_fast.evaluate_segmentation"
-        raise ValueError(f"kind={kind!r} needs the per-sample values, and this report keeps none (reports of "
-                         f"evaluate_voxels keep no per-voxel scores); plot a report made by {made_by}, or use "
-                         "kind='bars' or 'pairwise', which need only the tables")
+        if report.task == "cls":
+            raise ValueError(f"kind={kind!r} needs the ROC and reliability summaries that fairmedfm_fast.evaluate "
+                             "records, and this report keeps none (reports of evaluate_voxels keep no per-voxel "
+                             "scores, those of fairmedfm_fast.dask.evaluate no curves); use kind='bars', 'forest' "
+                             "or 'pairwise', which need only the tables")
+        raise ValueError(f"kind={kind!r} needs the per-image values, and this report keeps none; plot a report "
+                         "made by fairmedfm_fast.evaluate_segmentation, or use kind='bars' or 'pairwise', which "
+                         "need only the tables")
     return data
 
 
@@ -99,68 +116,70 @@ def _select(attributes: list, wanted: str | Sequence[str] | None) -> list[int]:
 
 def classification_curves(report, attributes: str | Sequence[str] | None = None,
                           max_points: int = MAX_POINTS) -> list[AttributeCurves]:
-    """ROC points, operating points and ECE bins of every group, from the report's sorted samples.
+    """ROC points, operating points and ECE bins of every group, from the report's summaries.
 
     Parameters
     ----------
     report : FairnessReport
-        Made by :func:`fairmedfm_fast.evaluate`, which keeps references to its sorted scores, labels,
-        codes and weights, and to the decision threshold of each attribute's ``@best_f1`` metrics.
+        Made by :func:`fairmedfm_fast.evaluate` (or ``FairnessAccumulator.report``), which recorded
+        every group's curves while it had the samples sorted.
     attributes : str or list of str, optional
-        Attributes to compute, by name; all by default.
+        Attributes to return, by name; all by default.
     max_points : int
-        Groups with more samples keep at most about this many ROC points (0: all); the AUC shown
-        and the operating points are exact either way.
+        Curves with more points keep this many and both ends, evenly among theirs (0: all); the report
+        keeps at most :data:`MAX_POINTS` + 2 anyway. The AUC shown and the operating points are exact
+        either way.
     """
     if report.task != "cls":
         raise ValueError(f"ROC and reliability curves need a classification report (task 'cls'); this report "
                          f"is {report.task!r}: use kind='dice' or kind='bars'")
-    arranged, all_attributes, all_thresholds = _samples(report, "roc", "_curve_data")
-    chosen = _select(all_attributes, attributes)
-    if not chosen:
-        return []
-    from .kernels import calibration, curves, ranking
-
-    scores, labels, weights = arranged.scores, arranged.labels, arranged.weights
-    if chosen == list(range(len(chosen))):
-        codes, sizes = arranged.codes[:len(chosen)], arranged.sizes[:len(chosen)]
-    else:
-        codes, sizes = arranged.codes[chosen], arranged.sizes[chosen]
-    starts, thresholds, fps, tps = curves.roc_points(scores, labels, codes, sizes, weights, max_points)
-    count = calibration.score_ranges(scores, labels, codes, sizes, arranged.counts)[0]  # samples
-    total, positives, low, high = calibration.score_ranges(scores, labels, codes, sizes, weights)
-    negatives = total - positives
-    with np.errstate(divide="ignore", invalid="ignore"):
-        auc = ranking.rank_statistics(scores, labels, codes, sizes, weights)[2] / (2.0 * positives * negatives)
-        decision = np.array([[all_thresholds[k]] for k in chosen], dtype=np.float64)
-        pos_above, neg_above = ranking.confusion_above(scores, labels, codes, sizes, decision, weights)
-        edges = calibration.equal_width_edges(low, high, _engine.ECE_BINS)
-        bin_weight, label_sum, score_sum = calibration.binned_calibration(scores, labels, codes, sizes, edges,
-                                                                          False, weights)
-        ece = calibration.calibration_error(bin_weight, label_sum, score_sum, 0)
-    slot_starts = np.concatenate(([0], np.cumsum(sizes + 1)))
-
-    def group(slot: int, name: str, threshold: float) -> GroupCurves | None:
-        if positives[slot] == 0 or negatives[slot] == 0:
-            return None
-        window = slice(starts[slot], starts[slot + 1])
-        fp, tp = fps[window], tps[window]
-        point = (math.nan, math.nan)
-        if not math.isnan(threshold):  # predicted positive: score > threshold, as the report counts
-            point = (float(neg_above[slot, 0] / negatives[slot]), float(pos_above[slot, 0] / positives[slot]))
-        filled = bin_weight[slot] > 0
-        size = bin_weight[slot][filled]
-        return GroupCurves(name, int(count[slot]), fp / fp[-1], tp / tp[-1], thresholds[window].copy(),
-                           float(auc[slot]), point, score_sum[slot][filled] / size, label_sum[slot][filled] / size,
-                           size, float(ece[slot]))
-
+    sources = _samples(report, "roc", "_curves")
+    names = [source.attribute for source in sources]
+    chosen = list(range(len(sources))) if attributes is None else [names.index(name) for name in
+                                                                     _select_names(names, attributes)]
     result = []
-    for j, k in enumerate(chosen):
-        attribute, first, threshold = all_attributes[k], int(slot_starts[j]), float(all_thresholds[k])
-        members = [group(first + g, name, threshold) for g, name in enumerate(attribute.groups)]
-        overall = group(first + attribute.n_groups, "all", threshold)
-        result.append(AttributeCurves(attribute.name, threshold, [m for m in members if m is not None], overall))
+    for source in (sources[k] for k in chosen):
+        first = source.first_slot
+        members = [_group_curves(source, first + g, name, int(source.counts[g]), max_points)
+                   for g, name in enumerate(source.groups)]
+        overall = _group_curves(source, first + len(source.groups), "all", int(source.n), max_points)
+        result.append(AttributeCurves(source.attribute, float(source.threshold),
+                                      [m for m in members if m is not None], overall))
     return result
+
+
+def _group_curves(source: CurveSource, slot: int, name: str, n: int, max_points: int) -> GroupCurves | None:
+    """The curves of one slot (a group, or all of the attribute's present samples); None without both labels."""
+    curves = source.curves
+    positives, negatives = curves.positives[slot], curves.negatives[slot]
+    if positives <= 0 or negatives <= 0:
+        return None
+    # Cuts from the last (n: nothing above, point (0, 0)) down to the first (0: everything above, (1, 1)).
+    tp = positives - curves.pos_below[slot, ::-1]
+    fp = negatives - curves.neg_below[slot, ::-1]
+    thresholds = curves.thresholds[::-1]
+    keep = np.empty(len(tp), bool)
+    keep[:1] = True
+    keep[1:] = (tp[1:] != tp[:-1]) | (fp[1:] != fp[:-1])  # cuts with no sample of the slot between them
+    if max_points > 0 and np.count_nonzero(keep) > max_points + 2:  # evenly among them, both ends kept
+        kept = np.flatnonzero(keep)
+        keep[:] = False
+        keep[kept[np.linspace(0, len(kept) - 1, max_points + 2).round().astype(np.intp)]] = True
+    tp, fp, thresholds = tp[keep], fp[keep], thresholds[keep]
+    auc = float(curves.u2[slot] / (2.0 * positives * negatives))
+    point = (math.nan, math.nan)
+    if not math.isnan(source.threshold) and curves.above_best is not None:  # predicted positive: score > it
+        point = (float(curves.above_best[0][slot] / negatives), float(curves.above_best[1][slot] / positives))
+    bin_score = bin_positive = size = np.empty(0)
+    ece = math.nan
+    if curves.bins is not None:
+        count, label_sum, score_sum = (b[slot] for b in curves.bins)
+        filled = count > 0
+        size = count[filled].astype(np.float64)
+        bin_score, bin_positive = score_sum[filled] / size, label_sum[filled] / size
+        ece = float(curves.ece[slot])
+    return GroupCurves(name, n, fp / negatives, tp / positives, thresholds.copy(), auc, point, bin_score,
+                       bin_positive, size, ece)
 
 
 def dice_by_group(report, attributes: str | Sequence[str] | None = None,
@@ -198,15 +217,48 @@ def _figure_class():
     return Figure
 
 
-def _grid(n_panels: int, width: float = 4.2, height: float = 3.8, columns: int = _COLUMNS):
+def _grid(n_panels: int, width: float = 4.2, height: float = 3.8, columns: int = _COLUMNS,
+          margins: tuple[float, float, float, float, float, float] | None = None):
+    """A figure of ``n_panels`` axes in rows of ``columns``. Without ``margins`` each panel takes
+    ``width`` x ``height`` inches and matplotlib's constrained layout places them; with ``margins``
+    (left, right, top, bottom, between columns, between rows, in inches) each axes is ``width`` x
+    ``height`` inches where they say: no layout pass, which costs more than drawing the figures of
+    the HTML page themselves."""
     Figure = _figure_class()
     columns = max(1, min(columns, n_panels))
     rows = max(1, math.ceil(n_panels / columns))
-    figure = Figure(figsize=(width * columns, height * rows), layout="constrained")
+    if margins is None:
+        figure = Figure(figsize=(width * columns, height * rows), layout="constrained")
+    else:
+        left, right, top, bottom, wspace, hspace = margins
+        total_width = left + right + columns * width + (columns - 1) * wspace
+        total_height = top + bottom + rows * height + (rows - 1) * hspace
+        figure = Figure(figsize=(total_width, total_height))
+        figure.subplots_adjust(left=left / total_width, right=1 - right / total_width, top=1 - top / total_height,
+                               bottom=bottom / total_height, wspace=wspace / width, hspace=hspace / height)
     axes = figure.subplots(rows, columns, squeeze=False).ravel()
     for extra in axes[n_panels:]:
         figure.delaxes(extra)
     return figure, list(axes[:n_panels])
+
+
+def _title(ax, text: str, fontsize: float = 10) -> None:
+    """The axes title at a fixed place (matplotlib would otherwise measure every tick label to place it)."""
+    ax.set_title(text, fontsize=fontsize, y=1.0, pad=5)
+
+
+def _axis_labels(ax, xlabel: str | None, ylabel: str | None, below: float = 0.36, beside: float = 0.42) -> None:
+    """Axis labels ``below`` and ``beside`` inches from the axes, at fixed places (matplotlib would
+    otherwise measure every tick label of the figure to place them)."""
+    from matplotlib.transforms import ScaledTranslation
+
+    scale = ax.figure.dpi_scale_trans
+    if xlabel is not None:
+        ax.set_xlabel(xlabel)
+        ax.xaxis.set_label_coords(0.5, 0.0, transform=ax.transAxes + ScaledTranslation(0, -below, scale))
+    if ylabel is not None:
+        ax.set_ylabel(ylabel)
+        ax.yaxis.set_label_coords(0.0, 0.5, transform=ax.transAxes + ScaledTranslation(-beside, 0, scale))
 
 
 def _text(name: Any) -> str:
@@ -262,7 +314,12 @@ def _diagonal(ax) -> None:
     ax.plot([0, 1], [0, 1], linestyle=":", color="0.6", linewidth=1, label="_chance", gid="diagonal")
     ax.set_xlim(-0.01, 1.01)
     ax.set_ylim(-0.01, 1.01)
+    ax.set_xticks(_UNIT_TICKS)
+    ax.set_yticks(_UNIT_TICKS)
     ax.set_aspect("equal")
+
+
+_UNIT_TICKS = (0.0, 0.5, 1.0)  # few: each tick costs more to make than a curve to draw
 
 
 def _curve_figure(report, attributes, prefix: str, draw, axis_labels: tuple[str, str], subtitle,
@@ -270,11 +327,16 @@ def _curve_figure(report, attributes, prefix: str, draw, axis_labels: tuple[str,
     """One axes per attribute: a curve per group with both labels, then a dashed one for all."""
     curves = classification_curves(report, attributes)
     most = max([len(entry.groups) + 1 for entry in curves], default=0)
-    if most > LEGEND_INSIDE_MAX:  # legends beside the axes: room for them
-        figure, axes = _grid(len(curves), width=4.2 + 3.0 * math.ceil(most / 20), columns=2)
-    else:
-        figure, axes = _grid(len(curves))
-    for ax, entry in zip(axes, curves):
+    titles = ["\n".join(filter(None, (_text(entry.attribute), subtitle(entry),
+                                       _skipped_note(_skipped_groups(report, entry.attribute)))))
+              for entry in curves]
+    lines = max([title.count("\n") + 1 for title in titles], default=1)
+    beside = 3.0 * math.ceil(most / 20) if most > LEGEND_INSIDE_MAX else 0.0  # legends beside the axes
+    # Square axes of 3.2 inches, room below for the tick and axis labels, above for the titles.
+    top, between = 0.5 + 0.18 * lines, 0.75 + 0.18 * lines
+    figure, axes = _grid(len(curves), 3.2, 3.2, 2 if beside else _COLUMNS,
+                         (0.72, 0.2 + beside, top, 0.55, 0.8 + beside, between))
+    for ax, entry, heading in zip(axes, curves, titles):
         _diagonal(ax)
         for i, curve in enumerate([*entry.groups, *([entry.overall] if entry.overall is not None else [])]):
             if curve is entry.overall:
@@ -282,10 +344,8 @@ def _curve_figure(report, attributes, prefix: str, draw, axis_labels: tuple[str,
                                  "gid": f"{prefix}-all:{curve.name}"})
             else:
                 draw(ax, curve, {"linewidth": 1.5, "gid": f"{prefix}:{curve.name}", **group_style(i)})
-        ax.set_xlabel(axis_labels[0])
-        ax.set_ylabel(axis_labels[1])
-        skipped = _skipped_note(_skipped_groups(report, entry.attribute))
-        ax.set_title("\n".join(filter(None, (_text(entry.attribute), subtitle(entry), skipped))), fontsize=10)
+        _axis_labels(ax, *axis_labels)
+        _title(ax, heading)
         if entry.groups:
             _legend(ax, len(entry.groups) + (entry.overall is not None), legend_loc)
         else:
@@ -334,7 +394,17 @@ def _interval(report, attribute: str, groups: list, metric: str) -> tuple[np.nda
     for table in (ci.get("by_group") if isinstance(ci, dict) else ci, analytic, report.by_group):
         if table is None or not hasattr(table, "columns") or low not in table.columns or high not in table.columns:
             continue
-        try:
+        if table.index.nlevels == 2:  # (attribute, group): the attribute's rows, then the groups by position
+            try:
+                part = table.xs(attribute, level=0)
+            except (KeyError, TypeError):
+                continue
+            positions = part.index.get_indexer(groups)
+            if (positions < 0).any():
+                continue
+            return (part[low].to_numpy(dtype=np.float64)[positions],
+                    part[high].to_numpy(dtype=np.float64)[positions])
+        try:  # a list of index tuples costs a MultiIndex of its own: a few milliseconds a call
             rows = table.loc[[(attribute, group) for group in groups]]
         except (KeyError, TypeError):
             continue
@@ -431,6 +501,8 @@ def plot_forest(report, attributes=None):
     """Point and interval of every group, one panel per metric (each on its own scale), the attributes
     stacked in each panel with a dashed mark at all of the attribute's samples; small groups are hollow.
     Six axes whatever the number of attributes, laid out by hand: drawing stays quick."""
+    from matplotlib.ticker import MaxNLocator
+
     if report.task == "cls":  # the metrics of the bar chart, from the registry
         metrics = [key for key, _ in _metric_registry.shown(report.by_group.columns)]
     else:
@@ -455,7 +527,7 @@ def plot_forest(report, attributes=None):
     figure = Figure(figsize=(min(12.0, 1.75 * columns + 1.6), height))
     left = 1.45 / min(12.0, 1.75 * columns + 1.6)
     figure.subplots_adjust(left=left, right=0.99, top=1 - 0.55 / height, bottom=0.45 / height, wspace=0.12)
-    axes = figure.subplots(1, columns, squeeze=False, sharey=True)[0]
+    axes = figure.subplots(1, columns, squeeze=False)[0]  # one y scale, labelled once: no shared ticks to make
     labels, positions, has_interval = [], [], False
     y = rows - 1
     layout = []
@@ -484,10 +556,13 @@ def plot_forest(report, attributes=None):
                 ax.vlines(reference, ys[-1] - 0.4, ys[0] + 0.4, colors="0.5", linestyles="--", linewidth=1)
             if k:
                 ax.axhline(ys[0] + 1.5, color="0.85", linewidth=0.8)
-        ax.set_title(metric, fontsize=9)
+        _title(ax, metric, 9)
+        ax.xaxis.set_major_locator(MaxNLocator(4))
         ax.tick_params(axis="x", labelsize=7)
         ax.grid(axis="x", color="0.93")
         ax.set_ylim(-0.7, rows - 0.3)
+        if c:
+            ax.set_yticks([])
     axes[0].set_yticks(positions, labels, fontsize=7)
     for label in axes[0].get_yticklabels():
         if not label.get_text().startswith("  "):
@@ -595,17 +670,24 @@ def plot_pairwise(report, attributes=None, metric: str | None = None):
     interval, p_column, words = _pair_details(table)
     detailed = interval is not None or p_column is not None
     present = set(table.index.get_level_values("attribute"))
-    most = max((len(set(table.xs(name, level="attribute").index.get_level_values("group")))
-                for name in names if name in present), default=2)
+    shown = {name: [str(g) for g in dict.fromkeys(table.xs(name, level="attribute").index.get_level_values("group"))]
+             for name in names if name in present}
+    most = max((len(groups) for groups in shown.values()), default=2)
     cell = (0.95 if detailed else 0.55) if most <= PAIRWISE_CELL_TEXT_MAX else 0.22
-    side = min(max(3.6, cell * most + 1.4), PAIRWISE_SIDE_MAX)  # room for the cells and the tick labels
-    figure, axes = _grid(len(names), width=side, height=side + 0.4)
-    figure.get_layout_engine().set(h_pad=0.1, w_pad=0.1)  # inches around each panel: the labels stay inside
+    side = min(max(2.2, cell * most), PAIRWISE_SIDE_MAX - 1.4)  # the cells
+    # Room for the tick labels (group names, 8 or 6 points: about 0.6 of a point size a character),
+    # the titles and the colour bar, measured from the names instead of by a layout pass.
+    longest = max((len(_text(g)) for groups in shown.values() for g in groups), default=1)
+    labels = 0.25 + longest * (8 if most <= PAIRWISE_CELL_TEXT_MAX else 6) * 0.7 / 72
+    suptitle_lines = 2 if detailed else 1
+    figure, axes = _grid(len(names), side, side, _COLUMNS,
+                         (labels + 0.15, 1.35, 0.3 + 0.2 * suptitle_lines + 0.3, labels + 0.15, labels + 0.35,
+                          labels + 0.45))
     limit = float(np.nanmax(np.abs(table["difference"].to_numpy()))) if len(table) else 0.0
     limit = limit if math.isfinite(limit) and limit > 0 else 1.0
     image = None
     for ax, name in zip(axes, names):
-        ax.set_title(_text(name), fontsize=10)
+        _title(ax, _text(name))
         if name not in present:
             _empty(ax, "fewer than two evaluable groups")
             continue
@@ -640,8 +722,11 @@ def plot_pairwise(report, attributes=None, metric: str | None = None):
                 shade = "white" if abs(value) > 0.6 * limit else "black"  # legible on dark cells
                 ax.text(j, i, "\n".join(lines), ha="center", va="center", fontsize=6 if detailed else 7,
                         color=shade, fontweight="bold" if excludes else "normal", linespacing=1.1)
-    if image is not None:
-        figure.colorbar(image, ax=axes, shrink=0.8, label=f"{metric}: row minus column group")
+    if image is not None:  # the colour bar in the right margin, beside the first row
+        width, height = figure.get_size_inches()
+        box = axes[0].get_position()
+        bar = figure.add_axes((1 - 1.1 / width, box.y0 + 0.1 * box.height, 0.16 / width, 0.8 * box.height))
+        figure.colorbar(image, cax=bar, label=f"{metric}: row minus column group")
     marks = []
     if p_column is not None:
         marks.append("* p < 0.05")
@@ -720,12 +805,19 @@ def _format(value: Any) -> str:
     return str(value)
 
 
+#: Pixels across the page's content (body max-width 1200px less its padding).
+PAGE_WIDTH = 1168
+
+
 def _figure_html(report, kind: str, caption: str, dpi: int) -> str:
     """One figure of the page as an inlined PNG with its caption, or a note saying why it cannot be drawn."""
     try:
         figure = plot(report, kind)
     except ValueError as error:
         return f'<p class="note">{html.escape(kind)}: {html.escape(str(error))}</p>'
+    # No wider than the page shows it (wider ones are scaled down by the browser): fewer pixels to draw,
+    # to encode and to send, the same picture.
+    dpi = min(dpi, PAGE_WIDTH / float(figure.get_size_inches()[0]))
     encoded = base64.b64encode(png_bytes(figure, dpi)).decode("ascii")
     return (f'<figure><img src="data:image/png;base64,{encoded}" alt="{html.escape(caption)}">'
             f"<figcaption>{html.escape(caption)}</figcaption></figure>")

@@ -495,12 +495,6 @@ class FairnessAccumulator:
             metadata["min_group_size"] = min_group_size
         if extra:
             metadata["metrics"] = list(self.metrics)
-        # The pictures read the table with its counts as weights (as repeated rows) and as samples; with
-        # sample weights too the counts are not at hand in the sorted order: no pictures then.
-        curve_data = None
-        if counts is None or not self._weighted:
-            arranged.counts = arranged.weights if counts is not None else None
-            curve_data = (arranged, attributes, [result.threshold for result in results])
         flagged = {result.name: _findings.small_groups(result) for result in results}
         for result in results:
             warnings.extend(_findings.small_group_warnings(result, flagged[result.name]))
@@ -510,7 +504,7 @@ class FairnessAccumulator:
             n_permutations=n_permutations, ci=ci, stratify=stratify, p_adjust=p_adjust,
             intersectional=self.intersectional, metrics=list(self.metrics or []), n_samples=n))
         metadata["bins"] = {name: sorted(float(edge) for edge in spec) for name, spec in self.bins.items()}
-        report = classification_report(results, overall, warnings, metadata, curve_data=curve_data, flagged=flagged)
+        report = classification_report(results, overall, warnings, metadata, flagged=flagged)
         samples = arranged
         if weights is not None and (n_boot or n_permutations):  # one row per sample
             samples = _expanded(self._scores, labels, rows, arranged.sizes, counts, weights)
@@ -566,7 +560,8 @@ def _assess(scores: np.ndarray, labels: np.ndarray, attributes: list[_groups.Att
         rows.append(np.zeros(len(labels), np.intp))
         sizes.append(1)
         complete = len(rows) - 1
-    arranged, groupings = _engine.arrange_and_measure(scores, labels, rows, sizes, weights, wanted, threshold)
+    arranged, groupings = _engine.arrange_and_measure(scores, labels, rows, sizes, weights, wanted, threshold,
+                                                      curves=True)
     n_samples = len(labels) if counts is None else int(counts.sum())
     if weights is not None:
         for grouping, codes, size in zip(groupings, rows, sizes):

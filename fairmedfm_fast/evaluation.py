@@ -139,7 +139,7 @@ def evaluate(y_true: Any, y_score: Any, sensitive_features: Any, *, pos_label: A
     require_both_labels(prepared.labels)
     results, overall, arranged = assess(prepared, attributes, warnings, wanted=with_default(extra),
                                         threshold=threshold, weights=weights, presort=presort,
-                                        min_group_size=min_group_size)
+                                        min_group_size=min_group_size, curves=True)
     flagged = {result.name: _findings.small_groups(result) for result in results}
     for result in results:
         warnings.extend(_findings.small_group_warnings(result, flagged[result.name]))
@@ -157,10 +157,7 @@ def evaluate(y_true: Any, y_score: Any, sensitive_features: Any, *, pos_label: A
         results, attributes, threshold=threshold, random_state=random_state, seed=seed, n_boot=n_boot,
         n_permutations=n_permutations, ci=ci, stratify=stratify, p_adjust=p_adjust, intersectional=intersectional,
         metrics=_metric_registry.check_metrics(metrics) if metrics else [], n_samples=n))
-    # References (no copies) for report.plot(): the sorted arrays, the attributes, the @best_f1 thresholds.
-    report = classification_report(results, overall, warnings, metadata,
-                                   curve_data=(arranged, attributes, [result.threshold for result in results]),
-                                   flagged=flagged)
+    report = classification_report(results, overall, warnings, metadata, flagged=flagged)
     resample_into(report, arranged, results, n_boot, ci, n_permutations, random_state, threshold, stratify,
                   p_adjust, progress, warnings, extra, seed=seed)
     if interval == "analytic":

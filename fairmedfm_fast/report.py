@@ -68,9 +68,11 @@ class FairnessReport:
         For a report of :func:`~fairmedfm_fast.evaluate_tasks`: each task's own report (its
         ``summary``, ``by_group``, ``ci`` and ``p_values`` are the rows of that task here).
 
-    The keyword-only ``curve_data``, ``dice_data`` and ``metric_data`` hand :meth:`plot` the
-    per-sample values it draws; :func:`~fairmedfm_fast.evaluate` and
-    :func:`~fairmedfm_fast.evaluate_segmentation` pass them (references, not copies).
+    The keyword-only ``curves``, ``dice_data`` and ``metric_data`` hand :meth:`plot` what it draws:
+    :func:`~fairmedfm_fast.evaluate` passes each attribute's ROC and reliability summaries, recorded
+    while it had the samples sorted (bounded in size: at most about a thousand ROC points and ten
+    bins a group, however many samples), :func:`~fairmedfm_fast.evaluate_segmentation` the per-image
+    values (references, not copies).
 
     The constructor takes ``summary`` and ``by_group`` as frames or as functions that make them;
     such a frame is made when it is first read.
@@ -83,7 +85,7 @@ class FairnessReport:
     def __init__(self, task: str, summary: pd.DataFrame | Callable[[], pd.DataFrame],
                  by_group: pd.DataFrame | Callable[[], pd.DataFrame], overall: dict[str, Any],
                  attribute_overall: dict[str, dict[str, Any]], warnings: list[str], metadata: dict[str, Any],
-                 *, tasks: dict[str, FairnessReport] | None = None, curve_data: tuple | None = None,
+                 *, tasks: dict[str, FairnessReport] | None = None, curves: list | None = None,
                  dice_data: tuple | None = None, metric_data: dict[str, np.ndarray] | None = None):
         self.task = task
         self.tasks = tasks
@@ -103,10 +105,10 @@ class FairnessReport:
         #: Resampled values of the evaluable groups, {(kind, attribute, metric): array (resamples,
         #: groups)} with kind "boot" or "perm", kept by evaluate for :meth:`pairwise`.
         self.replicates: dict[tuple[str, str, str], np.ndarray] = {}
-        # Per-sample data for the pictures (fairmedfm_fast._pictures), references and no copies:
-        # (the engine's Arranged, the attributes, each attribute's @best_f1 threshold) from evaluate;
-        # (per-sample Dice, the attributes) and {metric: per-sample values} from evaluate_segmentation.
-        self._curve_data = curve_data
+        # What the pictures (fairmedfm_fast._pictures) draw: from evaluate, each attribute's
+        # _pictures.CurveSource (the engine's bounded Curves, no per-sample array); from
+        # evaluate_segmentation, (per-image Dice, the attributes) and {metric: per-image values}.
+        self._curves = curves
         self._dice_data = dice_data
         self._metric_data = metric_data
 

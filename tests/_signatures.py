@@ -8,7 +8,7 @@ EXTENSIONS = {
                  "interval"),
     "evaluate_segmentation": ("n_boot", "ci", "n_permutations", "random_state", *_TRUST, "metrics", "spacing",
                               "percentile", "nsd_tolerance", "hd_definition", "empty_distance"),
-    "FairnessReport": ("tasks", "curve_data", "dice_data", "metric_data"),
+    "FairnessReport": ("tasks", "curves", "dice_data", "metric_data"),
     "auc_gap": ("sample_weight", "min_group_size"),
     "worst_group_auc": ("sample_weight", "min_group_size"),
     "bce_gap": ("sample_weight", "min_group_size"),

@@ -76,7 +76,7 @@ def test_selection_rate_fpr_fnr(weighted, threshold):
     report = fm.evaluate(y, p, groups, metrics=["selection_rate", "fpr", "fnr"], sample_weight=w,
                          threshold=threshold)
     for attribute in groups:
-        best = report._curve_data[2][list(groups).index(attribute)] if threshold is None else threshold
+        best = report._curves[list(groups).index(attribute)].threshold if threshold is None else threshold
         a = groups[attribute].to_numpy()
         for suffix, t in (("", 0.5), ("@best_f1", best)):
             predicted = (p > t).astype(int)  # strict, as fairmedfm predicts
