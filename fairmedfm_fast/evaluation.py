@@ -392,7 +392,7 @@ def evaluate(y_true: Any, y_score: Any, sensitive_features: Any, *, pos_label: A
     if interval == "analytic":
         report.ci = {"level": float(ci), "n_boot": n_boot, **(report.ci or {}),
                      "analytic": _analytic.intervals(arranged, results, float(ci), warnings, p_adjust)}
-    report.gaps = partial(_findings.gap_frame, results, flagged, report.ci, report.p_values, p_adjust, 1 - float(ci))
+    with_gaps(report, results, flagged, p_adjust, float(ci))
     return report
 
 
@@ -453,8 +453,18 @@ def classification_report(results: list[AttributeResult], overall: dict[str, Any
         for result in results:
             warnings.extend(_findings.small_group_warnings(result, flagged[result.name]))
     by_group = partial(_with_small_groups, partial(_by_group_frame, results), results, flagged)
-    return FairnessReport("cls", partial(summary_frame, summaries), by_group, overall,
-                          attribute_overall, warnings, metadata, curve_data=curve_data)
+    report = FairnessReport("cls", partial(summary_frame, summaries), by_group, overall,
+                            attribute_overall, warnings, metadata, curve_data=curve_data)
+    with_gaps(report, results, flagged)
+    return report
+
+
+def with_gaps(report: FairnessReport, results: list[AttributeResult], flagged: dict[str, dict[int, Any]],
+              p_adjust: str | None = None, level: float = 0.95) -> None:
+    """``report.gaps`` (made on first read) from the results, the small groups ``flagged`` and the
+    report's intervals and p-values as they are now: call it again once ``report.ci`` or
+    ``report.p_values`` is set."""
+    report.gaps = partial(_findings.gap_frame, results, flagged, report.ci, report.p_values, p_adjust, 1 - level)
 
 
 def _with_small_groups(by_group, results: list[AttributeResult], flagged: dict[str, dict[int, Any]]):
