@@ -46,6 +46,7 @@ from .evaluation import (
     classification_report,
     range_conversion,
     transform_note,
+    with_gaps,
 )
 from .report import FairnessReport
 
@@ -934,6 +935,9 @@ def _evaluate(dask: Any, ddf: Any, label: str, score: str, names: list[str], bin
         report.ci = {"level": analytic[0], "n_boot": 0,
                      "analytic": _analytic.from_variances(variances, results, analytic[0], report.warnings,
                                                           analytic[1])}
+        report.metadata.update(ci=analytic[0], p_adjust=analytic[1])
+        # report.gaps with the analytic gap intervals, as evaluate's
+        with_gaps(report, results, {r.name: _findings.small_groups(r) for r in results}, analytic[1], analytic[0])
     return report
 
 
