@@ -31,8 +31,18 @@ def classification_report(results: list[AttributeResult], overall: dict[str, Any
     if results and all(result.curves is not None for result in results):
         curves = [_pictures.CurveSource(result.name, result.groups, result.counts, result.n, result.threshold,
                                         result.curves, result.first_slot) for result in results]
-    return FairnessReport("cls", partial(summary_frame, summaries), by_group, overall,
-                          attribute_overall, warnings, metadata, curves=curves)
+    report = FairnessReport("cls", partial(summary_frame, summaries), by_group, overall,
+                            attribute_overall, warnings, metadata, curves=curves)
+    with_gaps(report, results, flagged)
+    return report
+
+
+def with_gaps(report: FairnessReport, results: list[AttributeResult], flagged: dict[str, dict[int, Any]],
+              p_adjust: str | None = None, level: float = 0.95) -> None:
+    """``report.gaps`` (made on first read) from the results, the small groups ``flagged`` and the
+    report's intervals and p-values as they are now: call it again once ``report.ci`` or
+    ``report.p_values`` is set."""
+    report.gaps = partial(_findings.gap_frame, results, flagged, report.ci, report.p_values, p_adjust, 1 - level)
 
 
 def _with_small_groups(by_group, results: list[AttributeResult], flagged: dict[str, dict[int, Any]]):

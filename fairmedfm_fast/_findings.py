@@ -134,7 +134,7 @@ def gap_frame(results, flagged: Mapping[str, Mapping[int, Any]], ci: dict | None
         for column in columns:
             reads = GAP_READS.get(column, ("auc",))
             values = _observed(result, reads[0])
-            top, bottom = result.valid[int(np.argmax(values))], result.valid[int(np.argmin(values))]
+            top, bottom = (result.valid[i] for i in _extremes(values))
             row = {"attribute": result.name, "column": column, "value": float(result.summary[column]),
                    "metric": reads[0], "high_group": result.groups[top], "high": float(values.max()),
                    "low_group": result.groups[bottom], "low": float(values.min())}
@@ -158,6 +158,21 @@ def gap_frame(results, flagged: Mapping[str, Mapping[int, Any]], ci: dict | None
     columns = ["attribute", "column", "value", "metric", "high_group", "high", "low_group", "low", "small_group",
                "lo", "hi", "p_value", "p_adjusted", "significant"]
     return pd.DataFrame(rows, columns=columns).set_index(["attribute", "column"])
+
+
+#: Group values within this (relative) distance of the largest or smallest count as tied with it.
+TIED = 1e-12
+
+
+def _extremes(values: np.ndarray) -> tuple[int, int]:
+    """Positions of the largest and the smallest value: the first in report order of those tied within
+    :data:`TIED` (rounding differs between backends, e.g. Dask's partition sums: the groups named
+    must not)."""
+    if not np.isfinite(values).any():
+        return int(np.argmax(values)), int(np.argmin(values))
+    high, low = np.nanmax(values), np.nanmin(values)
+    tied = TIED * max(1.0, abs(high), abs(low))
+    return int(np.flatnonzero(values >= high - tied)[0]), int(np.flatnonzero(values <= low + tied)[0])
 
 
 def versions() -> dict[str, str]:

@@ -103,7 +103,8 @@ def from_replicates(observed, replicates, level: float) -> tuple[np.ndarray, np.
     ``observed``: (n_metrics, n_groups) or (n_groups,) values; ``replicates``: the same with a first axis
     of resamples (NaN where a group is undefined in a resample). Metrics given together share one
     ``c``: the ``level`` quantile over the resamples of the largest ``|d_b - d| / se`` over every
-    metric's pairs (the eod, which reads the TPR and the TNR gaps, needs them jointly).
+    metric's pairs (the eod, which reads the TPR and the TNR gaps, needs them jointly), taken as the
+    ``ceil(level (B + 1))``-th smallest of the ``B`` resamples' values.
     """
     observed = np.atleast_2d(np.asarray(observed, np.float64))
     replicates = np.asarray(replicates, np.float64)
@@ -120,5 +121,9 @@ def from_replicates(observed, replicates, level: float) -> tuple[np.ndarray, np.
     defined = ~np.isnan(flat).all(axis=1)
     if not defined.any():
         return d, se, float("nan")
-    largest = np.nanmax(flat[defined], axis=1)
-    return d, se, float(np.quantile(largest, level))
+    largest = np.sort(np.nanmax(flat[defined], axis=1))
+    # The ceil(level (B + 1))-th smallest of the B resamples (the 191st of 200 at 95%), not the
+    # interpolated quantile: that one is biased low, and with n_boot=200 the auc-gap interval of the
+    # null simulation in tests/test_gap_significance.py excluded 0 in 32 of 400 datasets (28 with this).
+    k = min(len(largest), math.ceil(level * (len(largest) + 1))) - 1
+    return d, se, float(largest[k])

@@ -655,8 +655,9 @@ PAIRWISE_SIDE_MAX = 12.0
 
 
 def plot_pairwise(report, attributes=None, metric: str | None = None):
-    """Heat map per attribute of the difference of ``metric`` between every pair of groups (row
-    group minus column group), from :meth:`FairnessReport.pairwise`. With up to
+    """Heat map per attribute (per task and attribute, titled "task: attribute", for a report of
+    :func:`~fairmedfm_fast.evaluate_tasks`) of the difference of ``metric`` between every pair of
+    groups (row group minus column group), from :meth:`FairnessReport.pairwise`. With up to
     :data:`PAIRWISE_CELL_TEXT_MAX` groups each cell holds the difference and, when the report has
     them, its interval (bootstrap percentile, else analytic) and p-value (permutation, else
     analytic); a star marks p < 0.05 and bold type an interval that excludes 0."""
@@ -664,14 +665,17 @@ def plot_pairwise(report, attributes=None, metric: str | None = None):
 
     metric = default_metric(report.task) if metric is None else metric
     table = pairwise(report, metric)
-    names = [str(name) for name in report.summary.index]
+    # A panel per attribute; per (task, attribute) for a report of evaluate_tasks, whose table has a task level.
+    levels = list(table.index.names[:-2])
+    names = [key if isinstance(key, tuple) else (key,) for key in report.summary.index]
     if attributes is not None:
-        names = _select_names(names, attributes)
+        wanted = _select_names(list(dict.fromkeys(str(key[-1]) for key in names)), attributes)
+        names = [key for name in wanted for key in names if str(key[-1]) == name]
     interval, p_column, words = _pair_details(table)
     detailed = interval is not None or p_column is not None
-    present = set(table.index.get_level_values("attribute"))
-    shown = {name: [str(g) for g in dict.fromkeys(table.xs(name, level="attribute").index.get_level_values("group"))]
-             for name in names if name in present}
+    present = {key if isinstance(key, tuple) else (key,) for key in table.index.droplevel([-2, -1]).unique()}
+    shown = {key: [str(g) for g in dict.fromkeys(table.xs(key, level=levels).index.get_level_values("group"))]
+             for key in names if key in present}
     most = max((len(groups) for groups in shown.values()), default=2)
     cell = (0.95 if detailed else 0.55) if most <= PAIRWISE_CELL_TEXT_MAX else 0.22
     side = min(max(2.2, cell * most), PAIRWISE_SIDE_MAX - 1.4)  # the cells
@@ -686,12 +690,12 @@ def plot_pairwise(report, attributes=None, metric: str | None = None):
     limit = float(np.nanmax(np.abs(table["difference"].to_numpy()))) if len(table) else 0.0
     limit = limit if math.isfinite(limit) and limit > 0 else 1.0
     image = None
-    for ax, name in zip(axes, names):
-        _title(ax, _text(name))
-        if name not in present:
+    for ax, key in zip(axes, names):
+        _title(ax, _text(": ".join(map(str, key))))
+        if key not in present:
             _empty(ax, "fewer than two evaluable groups")
             continue
-        rows = table.xs(name, level="attribute")
+        rows = table.xs(key, level=levels)
         order = list(dict.fromkeys(rows.index.get_level_values("group")))
 
         def square(column, rows=rows, order=order):

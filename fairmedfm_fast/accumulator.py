@@ -9,7 +9,6 @@ concatenated (counts, AUC and thresholds exactly: the weighted sums of integer c
 from __future__ import annotations
 
 from collections.abc import Sequence
-from functools import partial
 from typing import Any
 
 import numpy as np
@@ -24,7 +23,7 @@ from ._checks import (
     check_threshold,
     sample_weights,
 )
-from ._classification_report import classification_report
+from ._classification_report import classification_report, with_gaps
 from ._uncertainty import resample_into
 from .report import FairnessReport
 
@@ -515,8 +514,7 @@ class FairnessAccumulator:
                                                                         counts, None)
             report.ci = {"level": float(ci), "n_boot": n_boot, **(report.ci or {}),
                          "analytic": _analytic.intervals(rows_of_samples, results, float(ci), warnings, p_adjust)}
-        report.gaps = partial(_findings.gap_frame, results, flagged, report.ci, report.p_values, p_adjust,
-                              1 - float(ci))
+        with_gaps(report, results, flagged, p_adjust, float(ci))
         return report
 
     def _attributes(self, cells: np.ndarray) -> list[_groups.Attribute]:

@@ -40,7 +40,7 @@ import pandas as pd
 from . import _analytic, _engine, _findings, _groups, _inputs, _metric_registry, _resample
 from ._assess import as_python, attribute_result, range_conversion, transform_note
 from ._checks import check_interval, check_threshold
-from ._classification_report import classification_report
+from ._classification_report import classification_report, with_gaps
 from ._progress import Progress, check
 from .report import FairnessReport
 
@@ -932,6 +932,9 @@ def _evaluate(dask: Any, ddf: Any, label: str, score: str, names: list[str], bin
         report.ci = {"level": analytic[0], "n_boot": 0,
                      "analytic": _analytic.from_variances(variances, results, analytic[0], report.warnings,
                                                           analytic[1])}
+        report.metadata.update(ci=analytic[0], p_adjust=analytic[1])
+        # report.gaps with the analytic gap intervals, as evaluate's
+        with_gaps(report, results, {r.name: _findings.small_groups(r) for r in results}, analytic[1], analytic[0])
     return report
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import warnings as _warnings
 from collections.abc import Sequence
-from functools import partial
 from typing import Any
 
 from . import (
@@ -20,7 +19,7 @@ from . import (
 )
 from ._assess import assess, prepare, transform_note, with_default
 from ._checks import check_count, check_interval, check_min_group_size, check_resampling, require_both_labels
-from ._classification_report import classification_report
+from ._classification_report import classification_report, with_gaps
 from ._uncertainty import resample_into
 from .report import FairnessReport
 
@@ -163,5 +162,5 @@ def evaluate(y_true: Any, y_score: Any, sensitive_features: Any, *, pos_label: A
     if interval == "analytic":
         report.ci = {"level": float(ci), "n_boot": n_boot, **(report.ci or {}),
                      "analytic": _analytic.intervals(arranged, results, float(ci), warnings, p_adjust)}
-    report.gaps = partial(_findings.gap_frame, results, flagged, report.ci, report.p_values, p_adjust, 1 - float(ci))
+    with_gaps(report, results, flagged, p_adjust, float(ci))
     return report

@@ -64,6 +64,13 @@ class FairnessReport:
     p_values : pandas.DataFrame or None
         With ``n_permutations``: per attribute, the permutation p-value of each gap (``auc-gap``,
         ``acc-gap``, ``bce-gap``, ``ece-gap``, ``eo``, and ``eod`` as ``1 - eod``).
+    gaps : pandas.DataFrame or None
+        Classification (every kind of report: ``evaluate``, ``evaluate_tasks``, the accumulator, Dask,
+        voxels): one row per (attribute, gap column) and ``worst-auc``, with the groups that define
+        it (``high_group``, ``low_group`` and their values), ``small_group``, its simultaneous
+        interval ``lo`` / ``hi`` (NaN without ``n_boot`` or ``interval="analytic"``), ``p_value``,
+        ``p_adjusted`` and ``significant`` (None without ``n_permutations``). A report of
+        ``evaluate_tasks`` has a leading ``task`` level. None for segmentation.
     tasks : dict of str -> FairnessReport or None
         For a report of :func:`~fairmedfm_fast.evaluate_tasks`: each task's own report (its
         ``summary``, ``by_group``, ``ci`` and ``p_values`` are the rows of that task here).

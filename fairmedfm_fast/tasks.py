@@ -51,7 +51,7 @@ def evaluate_tasks(y_true: Any, y_score: Any, sensitive_features: Any, *, pos_la
     -------
     FairnessReport
         ``summary`` indexed by (task, attribute) and ``by_group`` by (task, attribute, group);
-        ``ci`` and ``p_values`` likewise when asked for. ``tasks`` maps each evaluated task to its
+        ``ci`` and ``p_values`` likewise when asked for, and ``gaps`` by (task, attribute, column). ``tasks`` maps each evaluated task to its
         own report (the same as ``evaluate`` on that task); ``metadata["skipped_tasks"]`` names the
         tasks whose labels are all of one class, which are reported, not raised.
     """
@@ -182,6 +182,8 @@ def combine(tasks: dict[str, FairnessReport], skipped: dict[str, str], notes: li
                                           for key in ("summary", "by_group")}}
     if first.p_values is not None:
         combined.p_values = _stack({k: r.p_values for k, r in tasks.items()})
+    if first._gaps is not None:  # made on first read, as each task's own
+        combined.gaps = lambda: _stack({k: r.gaps for k, r in tasks.items()})
     return combined
 
 

@@ -409,6 +409,10 @@ def test_dask_backend_gives_the_same_intervals(npartitions):
         np.testing.assert_allclose(theirs.loc[mine.index, mine.columns].to_numpy(np.float64),
                                    mine.to_numpy(np.float64), rtol=1e-12, atol=1e-15)
     assert "p_value_analytic_holm" in distributed.pairwise("auc").columns
+    # the gaps with their groups and simultaneous intervals, and the settings, as in memory
+    assert distributed.gaps[["lo", "hi"]].notna().any().all()
+    pd.testing.assert_frame_equal(distributed.gaps, memory.gaps, check_exact=False, rtol=1e-12, atol=1e-15)
+    assert (distributed.metadata["ci"], distributed.metadata["p_adjust"]) == (0.95, "holm")
 
 
 def test_attribute_without_metrics_has_nan_intervals():

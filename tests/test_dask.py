@@ -27,6 +27,8 @@ def assert_same_report(got, expected, atol=1e-9):
     """Every number within ``atol``, and the same frames, warnings and metadata."""
     pd.testing.assert_frame_equal(got.summary, expected.summary, check_exact=False, rtol=0, atol=atol)
     pd.testing.assert_frame_equal(got.by_group, expected.by_group, check_exact=False, rtol=0, atol=atol)
+    if expected.task == "cls":  # the groups behind each gap, its interval and its small-group flag
+        pd.testing.assert_frame_equal(got.gaps, expected.gaps, check_exact=False, rtol=0, atol=atol)
     assert got.overall.keys() == expected.overall.keys()
     for key, value in expected.overall.items():
         assert got.overall[key] == pytest.approx(value, abs=atol, nan_ok=True), key

@@ -96,6 +96,20 @@ def test_report_outputs_work_on_tasks(tmp_path):
     assert report.plot("roc", task="mass") is not None
 
 
+def test_tasks_report_has_each_tasks_gaps():
+    labels, scores, groups = _data(600)
+    options = dict(n_boot=20, n_permutations=20, random_state=1, p_adjust="holm")
+    report = _quiet(fm.evaluate_tasks, labels, scores, groups[["sex", "site"]], **options)
+    assert report.gaps.index.names == ["task", "attribute", "column"]
+    assert list(report.gaps.index.get_level_values("task").unique()) == list(labels)
+    for task in labels:
+        single = _quiet(fm.evaluate, labels[task], scores[task], groups[["sex", "site"]], **options)
+        pd.testing.assert_frame_equal(report.gaps.loc[task], single.gaps)
+    assert report.gaps.loc[("mass", "site", "auc-gap"), "value"] == report.summary.loc[("mass", "site"), "auc-gap"]
+    assert json.loads(report.to_json())["tasks"]["mass"]["gaps"]["site"]["auc-gap"]["low_group"] == \
+        report.gaps.loc[("mass", "site", "auc-gap"), "low_group"]
+
+
 @pytest.mark.parametrize("bad, message", [
     (lambda y, p: (y, p.rename(columns={"mass": "nodule"})), "paired by column name"),
     (lambda y, p: (y.to_numpy(), p.to_numpy()[:, :2]), "3 columns but y_score has 2"),
@@ -164,6 +178,26 @@ def test_pairwise_heat_map():
     assert len(images) == 2
     site = images[1].get_array()
     assert site.shape == (4, 4) and np.allclose(np.diag(site), 0)
+
+
+def test_pairwise_heat_map_of_a_report_of_several_tasks():
+    # It drew every panel empty ("fewer than two evaluable groups"): the attributes were looked up by
+    # the (task, attribute) pairs of the summary's index, as text.
+    pytest.importorskip("matplotlib")
+    from fairmedfm_fast import _pictures
+
+    labels, scores, groups = _data(500)
+    report = _quiet(fm.evaluate_tasks, labels, scores, groups[["sex", "site"]])
+    figure = _pictures.plot_pairwise(report)
+    panels = [ax for ax in figure.axes if ax.images]
+    assert [ax.get_title() for ax in panels] == [f"{task}: {name}" for task in labels for name in ("sex", "site")]
+    for ax, (task, name) in zip(panels, [(task, name) for task in labels for name in ("sex", "site")]):
+        expected = report.tasks[task].pairwise("auc").loc[name, "difference"].unstack().to_numpy()
+        assert np.allclose(ax.images[0].get_array(), expected)
+    site = [ax for ax in _pictures.plot_pairwise(report, attributes="site").axes if ax.images]
+    assert [ax.get_title() for ax in site] == [f"{task}: site" for task in labels]
+    single = report.plot("pairwise", task="mass")  # one task: as the task's own report draws it
+    assert [ax.get_title() for ax in single.axes if ax.images] == ["sex", "site"]
 
 
 def test_pairwise_intervals_and_p_values_come_from_the_resamples():

@@ -69,6 +69,7 @@ def assert_reports_equal(mine, expected):
                                rtol=0, atol=TOL, equal_nan=True)
     assert mine.overall.keys() == expected.overall.keys()
     np.testing.assert_allclose(list(mine.overall.values()), list(expected.overall.values()), rtol=0, atol=TOL)
+    pd.testing.assert_frame_equal(mine.gaps, expected.gaps, check_exact=False, rtol=0, atol=TOL)
     budget_notes = [w for w in mine.warnings if w.startswith("max_memory=")]  # tiny budgets: a slow run
     assert [w for w in mine.warnings if w not in budget_notes] == expected.warnings
 
