@@ -5,10 +5,15 @@
 collecting the rows into one process:
 
 1. A survey pass (one small summary per partition): label values, score range, the group values of
-   each attribute (and their combinations), a score sketch for the partition boundaries.
-2. One distributed sort by score (``set_index``), with boundaries chosen so that equal scores never
-   straddle two partitions.
-3. Per sorted partition, the same kernels as in memory. Counts, Mann-Whitney sums, log-loss sums and
+   each attribute (and their combinations), a score sketch for the range boundaries. The columns it
+   reads stay in the workers' memory (``dask.persist``) for the sort: the files are read once.
+2. One distributed sort by score, of compact records (``kernels.records``): each partition packs its
+   rows (the score's order-preserving key, the label and the global group codes: one 64-bit word for
+   float32 scores, two for float64) and splits them by score ranges whose bounds are scores, so
+   that equal scores never straddle two ranges; the task of range ``r`` takes piece ``r`` of every
+   partition (Dask's ordinary transfers, nothing on disk) and sorts it. Rows whose codes need
+   more than 64 bits are sorted as frames (``set_index``) instead.
+3. Per sorted range, the same kernels as in memory. Counts, Mann-Whitney sums, log-loss sums and
    confusion counts add up over partitions; the AUC of a slot adds ``2 * positives * negatives of
    the earlier partitions``; the best-F1 sweep of a partition starts from the counts of the earlier
    partitions (prefix sums), and the global best is the highest F1, the earliest partition on ties.
@@ -24,6 +29,7 @@ import glob
 import logging
 import math
 import os
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -49,6 +55,9 @@ __all__ = ["evaluate", "evaluate_segmentation", "read_parquet"]
 _LABEL_VALUES = 64
 #: Score quantiles each partition reports (at least), from which the sort boundaries are chosen.
 _SKETCH = 64
+#: Attribute combinations (missing values included) up to which the intersectional codes come from a
+#: table of every combination rather than a search.
+_DENSE_CELLS = 1 << 22
 #: Distinct values of an attribute with quantile bins that the exact quantiles may gather.
 _QUANTILE_VALUES = 1_000_000
 _SCORE, _LABEL = "score", "label"
@@ -132,10 +141,35 @@ class _Columns:
     sketch: int = _SKETCH  # score quantiles per partition: enough for the partitions of the sort
 
 
-def _survey(part: pd.DataFrame, columns: _Columns) -> dict[str, Any]:
-    """What the global checks and codes need to know about one partition, in a few kilobytes."""
-    n = len(part)
+#: One partition's columns as arrays (:func:`_local`): raw labels, scores as numbers, per attribute its
+#: local codes (the narrowest integer type) and group names (None: too many numbers), per attribute
+#: its categories (None: not categorical). A tuple, so that Dask measures its size.
+_LocalColumns = tuple[np.ndarray, np.ndarray, list[tuple[np.ndarray, list[str]] | None], list[list[str] | None]]
+
+
+def _local(part: pd.DataFrame, columns: _Columns) -> _LocalColumns:
+    """The columns of one partition that the survey and the sort read, read once: the survey's tasks
+    and the sort's take them from the worker's memory (``dask.persist``) instead of the files."""
     raw = _labels(part[columns.label], columns.label)
+    scores = _numbers(part[columns.score], f"score column {columns.score!r}")
+    encoded, categories = [], []
+    for name in columns.sensitive:
+        values = _attribute_column(part, name)
+        is_categorical = isinstance(values.dtype, pd.CategoricalDtype)
+        categories.append([_groups.group_name(v) for v in values.cat.categories.tolist()] if is_categorical
+                          else None)
+        item = _local_codes(values, name, columns.bins.get(name))
+        if item is not None:
+            codes, names = item
+            item = (codes.astype(_engine.code_dtype(len(names)), copy=False), names)
+        encoded.append(item)
+    return raw, scores, encoded, categories
+
+
+def _survey(local: _LocalColumns, columns: _Columns) -> dict[str, Any]:
+    """What the global checks and codes need to know about one partition, in a few kilobytes."""
+    raw, scores, encoded, categories = local
+    n = len(raw)
     distinct = pd.unique(raw)[:_LABEL_VALUES]
     found = 0
     if columns.pos_label is not None:
@@ -146,34 +180,22 @@ def _survey(part: pd.DataFrame, columns: _Columns) -> dict[str, Any]:
     nan_labels = int(np.isnan(raw).sum()) if raw.dtype.kind == "f" else 0
     ones = int(np.count_nonzero(raw == 1)) if raw.dtype.kind in "biuf" else 0
 
-    scores = _numbers(part[columns.score], f"score column {columns.score!r}")
     nan_scores = int(np.isnan(scores).sum()) if scores.dtype.kind == "f" else 0
     present = scores[~np.isnan(scores)] if nan_scores else scores
     if present.size:
         low, high = float(present.min()), float(present.max())
-        sketch = np.quantile(present.astype(np.float64), np.linspace(0, 1, columns.sketch + 1))
+        # from an evenly strided sample of at most 32 values per quantile: the boundaries only balance
+        # the ranges (any boundaries give the same report)
+        sample = present[::max(1, present.size // (32 * columns.sketch))].astype(np.float64)
+        sketch = np.quantile(sample, np.linspace(0, 1, columns.sketch + 1))
     else:
         low, high, sketch = math.inf, -math.inf, np.empty(0)
 
-    groups, missing, local, categories = [], [], [], []
-    for name in columns.sensitive:
-        values = _attribute_column(part, name)
-        is_categorical = isinstance(values.dtype, pd.CategoricalDtype)
-        categories.append([_groups.group_name(v) for v in values.cat.categories.tolist()] if is_categorical
-                          else None)
-        encoded = _local_codes(values, name, columns.bins.get(name))
-        if encoded is None:  # a numeric attribute with too many values to be groups
-            groups.append(None)
-            missing.append(0)
-            local.append(None)
-            continue
-        codes, names = encoded
-        groups.append(names)
-        missing.append(int(np.count_nonzero(codes < 0)))
-        local.append((codes, names))
+    groups = [None if item is None else item[1] for item in encoded]
+    missing = [0 if item is None else int(np.count_nonzero(item[0] < 0)) for item in encoded]
     combos: list[tuple[str, ...]] = []
-    if columns.intersectional and len(columns.sensitive) > 1 and all(item is not None for item in local):
-        combos = _present_combinations(local)
+    if columns.intersectional and len(columns.sensitive) > 1 and all(item is not None for item in encoded):
+        combos = _present_combinations(encoded)
     return {"n": n, "labels": distinct, "label_nan": nan_labels, "label_ones": ones, "label_found": found,
             "score_nan": nan_scores, "score_low": low, "score_high": high, "score_dtype": scores.dtype,
             "sketch": sketch, "groups": groups, "missing": missing, "combos": combos,
@@ -195,19 +217,21 @@ def _value_counts(part: pd.DataFrame, names: list[str]) -> dict[str, pd.Series |
 def _present_combinations(local: list[tuple[np.ndarray, list[str]]]) -> list[tuple[str, ...]]:
     """Name tuples of the attribute combinations present in a partition (rows with every value)."""
     key = np.zeros(len(local[0][0]), np.int64)
-    valid = np.ones(len(key), bool)
-    for codes, names in local:
-        valid &= codes >= 0
+    space = 1
+    for codes, names in local:  # code + 1: 0 for a missing value
         key = key * (len(names) + 1) + (codes + 1)
-    keys = np.unique(key[valid])
+        space *= len(names) + 1
+    # a count per combination where there are few (no sort), else the distinct keys
+    keys = np.flatnonzero(np.bincount(key, minlength=space)) if space <= _DENSE_CELLS else np.unique(key)
     found = []
     for value in keys.tolist():
         parts = []
         for _, names in reversed(local):
             width = len(names) + 1
-            parts.append(names[value % width - 1])
+            parts.append(value % width - 1)
             value //= width
-        found.append(tuple(reversed(parts)))
+        if min(parts) >= 0:  # rows with every value
+            found.append(tuple(names[code] for (_, names), code in zip(local, reversed(parts))))
     return found
 
 
@@ -374,31 +398,35 @@ def _code_names(plan: _Plan) -> list[str]:
     return [f"c{j}" for j in range(k)]
 
 
-def _prepare(part: pd.DataFrame, plan: _Plan) -> pd.DataFrame:
-    """One partition as kernel inputs: probability, 0/1 label and one global code per grouping."""
+def _rows(local: _LocalColumns, plan: _Plan) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
+    """One partition as kernel inputs: probabilities, 0/1 labels and one global code row per grouping."""
     columns = plan.columns
-    n = len(part)
-    raw = _labels(part[columns.label], columns.label)
+    raw, numbers, encoded, _ = local
+    n = len(raw)
     if columns.pos_label is not None:
         labels = np.asarray(raw == columns.pos_label).astype(np.uint8)
     else:
         labels = raw.astype(np.uint8)
     if n:
-        scores = _inputs.positive_scores(_numbers(part[columns.score], f"score column {columns.score!r}"),
-                                         plan.score_type)[0].astype(plan.score_dtype, copy=False)
+        scores = _inputs.positive_scores(numbers, plan.score_type)[0].astype(plan.score_dtype, copy=False)
     else:
         scores = np.empty(0, plan.score_dtype)
-    frame = {_SCORE: scores, _LABEL: labels}
     rows = []
-    for name, names in zip(columns.sensitive, plan.groups):
-        codes, local = _local_codes(_attribute_column(part, name), name, columns.bins.get(name))
+    for (codes, local_names), names in zip(encoded, plan.groups):
         position = {group: i for i, group in enumerate(names)}
-        lookup = np.array([position[group] for group in local] + [-1], np.intp)
+        lookup = np.array([position[group] for group in local_names] + [-1], np.intp)
         rows.append(lookup[codes])
     if plan.combined:
         rows.append(_combined_codes(rows, plan))
     if plan.all_samples:
         rows.append(np.zeros(n, np.intp))
+    return scores, labels, rows
+
+
+def _prepare(part: pd.DataFrame, plan: _Plan) -> pd.DataFrame:
+    """One partition as a frame of kernel inputs (the sort of frames, where records cannot hold the codes)."""
+    scores, labels, rows = _rows(_local(part, plan.columns), plan)
+    frame = {_SCORE: scores, _LABEL: labels}
     for name, row in zip(_code_names(plan), rows):
         frame[name] = row.astype(plan.code_dtype)
     return pd.DataFrame(frame)
@@ -406,20 +434,25 @@ def _prepare(part: pd.DataFrame, plan: _Plan) -> pd.DataFrame:
 
 def _combined_codes(rows: list[np.ndarray], plan: _Plan) -> np.ndarray:
     """Codes of the intersectional attribute: the index of each row's combination among those present."""
-    widths = [len(names) for names in plan.groups]
-    valid = np.ones(len(rows[0]), bool)
+    widths = [len(names) + 1 for names in plan.groups]  # code + 1: 0 for a missing value
     key = np.zeros(len(rows[0]), np.int64)
     for row, width in zip(rows, widths):
-        valid &= row >= 0
-        key = key * width + row
-    cells = np.zeros(len(plan.combined), np.int64)  # sorted, as the combinations are
+        key = key * width + (row + 1)
+    cells = np.zeros(len(plan.combined), np.int64)  # ascending, as the combinations are
     for i, cell in enumerate(plan.combined):
         value = 0
         for code, width in zip(cell, widths):
-            value = value * width + code
+            value = value * width + code + 1
         cells[i] = value
+    space = math.prod(widths)
+    if space <= _DENSE_CELLS:  # one gather from a table of every combination
+        table = np.full(space, -1, np.int32 if len(cells) < 2**31 else np.intp)
+        table[cells] = np.arange(len(cells))
+        return table[key]
     codes = np.searchsorted(cells, key)
-    return np.where(valid, codes, -1)
+    found = codes < len(cells)
+    found[found] = cells[codes[found]] == key[found]
+    return np.where(found, codes, -1)
 
 
 def _boundaries(surveys: list[dict], plan: _Plan, npartitions: int) -> list[float]:
@@ -439,6 +472,105 @@ def _boundaries(surveys: list[dict], plan: _Plan, npartitions: int) -> list[floa
         inner = 1 / (1 + np.exp(-inner))
     inner = np.unique(inner.astype(plan.score_dtype).astype(np.float64))
     return [-math.inf, *inner[np.isfinite(inner)].tolist(), math.inf]
+
+
+# ---------------------------------------------------------------------------------------------
+# The sort by score: records routed by score range
+# ---------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class _Layout:
+    """How a row travels in the sort (``kernels.records``): its score's key, label and codes in one
+    64-bit word (float32 scores, codes within 31 bits), else the key in one word and the label and
+    codes in a second (uint32 or uint64)."""
+
+    score_dtype: np.dtype
+    code_dtype: np.dtype
+    code_shifts: tuple[int, ...]  # each grouping's field in the payload (bit 0 is the label)
+    pay_bits: int
+    pay_dtype: np.dtype | None  # the second word's type; None: one word per row
+
+    @property
+    def bytes_per_row(self) -> int:
+        return 8 + (0 if self.pay_dtype is None else self.pay_dtype.itemsize)
+
+
+#: Whether the fallback to the sort of frames has been announced in this process.
+_told_fallback = False
+
+
+def _layout(plan: _Plan, sizes: np.ndarray) -> _Layout | None:
+    """The records of this plan's rows, or None (with one warning per process) when a row's label and
+    codes need more than 64 bits: then the rows are sorted as frames (``set_index``)."""
+    global _told_fallback
+    shifts, pay_bits = [], 1
+    for size in sizes.tolist():  # code + 1 in 0..size: size.bit_length() bits
+        shifts.append(pay_bits)
+        pay_bits += max(int(size).bit_length(), 1)
+    if pay_bits > 64:
+        if not _told_fallback:
+            _told_fallback = True
+            warnings.warn(f"fairmedfm_fast.dask: a row's label and group codes need {pay_bits} bits, more than a "
+                          "64-bit record holds (many groupings with many groups each); the rows are sorted as "
+                          "pandas frames instead, which moves more bytes and takes longer", RuntimeWarning,
+                          stacklevel=4)
+        return None
+    key_bits = 8 * plan.score_dtype.itemsize
+    pay_dtype = None if key_bits + pay_bits <= 64 else np.dtype(np.uint32 if pay_bits <= 32 else np.uint64)
+    return _Layout(plan.score_dtype, plan.code_dtype, tuple(shifts), pay_bits, pay_dtype)
+
+
+def _bits(values: np.ndarray) -> np.ndarray:
+    return values.view(np.uint64 if values.dtype.itemsize == 8 else np.uint32)
+
+
+def _pack(local: _LocalColumns, plan: _Plan, layout: _Layout, bounds: np.ndarray) -> tuple:
+    """One partition's rows (:func:`_local`) as records, split by score range: a tuple of one piece per
+    range (the words, or the keys and payloads), each sent whole to the task that sorts its range."""
+    from .kernels import records
+
+    scores, labels, rows = _rows(local, plan)
+    n = len(scores)
+    codes = np.empty((len(rows), n), layout.code_dtype)
+    for k, row in enumerate(rows):
+        codes[k] = row
+    first = np.empty(len(bounds) + 2, np.int64)
+    words = np.empty(n, np.uint64)
+    pays = np.empty(n if layout.pay_dtype is not None else 0, layout.pay_dtype or np.uint64)
+    # writable arrays (pandas may hand out read-only views): the compiled signatures are those of these
+    records.route_records(_bits(np.require(scores, requirements=["C", "W"])),
+                          np.require(labels, requirements=["C", "W"]), codes,
+                          np.array(layout.code_shifts, np.uint64), bounds, layout.pay_bits, np.empty(n, np.int32),
+                          first, words, pays)
+    ends = first.tolist()
+    if layout.pay_dtype is None:
+        return tuple(words[a:b] for a, b in zip(ends[:-1], ends[1:]))
+    return tuple((words[a:b], pays[a:b]) for a, b in zip(ends[:-1], ends[1:]))
+
+
+def _sorted_range(pieces: list, layout: _Layout, sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The records of one score range (a piece from each partition) as the sorted kernel inputs: scores,
+    labels and codes (K, n). One word a row: a sort of the words (NumPy's, SIMD where the CPU has it)
+    is the sort by score, then by label and codes; two words: the in-memory sort
+    (``_engine.arrange``) of the unpacked rows."""
+    from .kernels import records
+
+    two = layout.pay_dtype is not None
+    words = np.concatenate([piece[0] if two else piece for piece in pieces]) if pieces else np.empty(0, np.uint64)
+    pays = np.concatenate([piece[1] for piece in pieces]) if two and pieces else np.empty(0, layout.pay_dtype or
+                                                                                       np.uint64)
+    if not two:
+        words.sort()  # a fresh array (concatenate copies): the pieces stay as they were
+    n = len(words)
+    scores = np.empty(n, layout.score_dtype)
+    labels = np.empty(n, np.uint8)
+    codes = np.empty((len(sizes), n), layout.code_dtype)
+    records.unpack_records(words, pays, layout.pay_bits, np.array(layout.code_shifts, np.uint64), _bits(scores),
+                           labels, codes)
+    if two:
+        arranged = _engine.arrange(scores, labels, list(codes), sizes.tolist())
+        scores, labels, codes = arranged.scores, arranged.labels, arranged.codes
+    return scores, labels, codes
 
 
 # ---------------------------------------------------------------------------------------------
@@ -463,13 +595,14 @@ def _optional_sums(extra: Sequence[str], combine: str | None = None) -> tuple[st
     return tuple(name for name in needed if combine is None or _metric_registry.SUM[name].combine == combine)
 
 
-def _first_pass(part: pd.DataFrame, names: list[str], sizes: np.ndarray, thresholds: list[float],
+def _first_pass(rows: tuple[np.ndarray, np.ndarray, np.ndarray], sizes: np.ndarray, thresholds: list[float],
                 extra: Sequence[str] = (), analytic: bool = False) -> dict[str, Any]:
-    """Order-free sums (counts above the fixed thresholds too) and the partition's own Mann-Whitney sums;
-    the optional sums that combine by addition (``_metric_registry.SUMS``) that the opt-in ``extra`` read;
-    the partition's placement sums (DeLong) with ``analytic``."""
+    """Of one sorted range's ``rows`` (scores, labels, codes): order-free sums (counts above the fixed
+    thresholds too) and the range's own Mann-Whitney sums; the optional sums that combine by addition
+    (``_metric_registry.SUMS``) that the opt-in ``extra`` read; the range's placement sums (DeLong)
+    with ``analytic``."""
     ranking, calibration, _ = _kernels()
-    scores, labels, codes = _arrays(part, names)
+    scores, labels, codes = rows
     squared = {}
     if analytic:
         from .kernels import delong
@@ -510,12 +643,13 @@ def _between(firsts: list[dict[str, Any]], sizes: np.ndarray) -> dict[str, Any]:
             "edges": calibration.equal_width_edges(low, high, _engine.ECE_BINS)}
 
 
-def _second_pass(part: pd.DataFrame, names: list[str], sizes: np.ndarray, between: dict[str, Any],
+def _second_pass(rows: tuple[np.ndarray, np.ndarray, np.ndarray], sizes: np.ndarray, between: dict[str, Any],
                  index: int, sweep: bool, extra: Sequence[str] = ()) -> dict[str, Any]:
-    """The partition's best-F1 candidates (counting the earlier partitions), counts above them, ECE bins;
-    the optional sums that start from the partitions above (the summed precision) that ``extra`` read."""
+    """Of one sorted range's ``rows``: its best-F1 candidates (counting the earlier ranges), counts above
+    them, ECE bins; the optional sums that start from the ranges above (the summed precision) that
+    ``extra`` read."""
     ranking, calibration, _ = _kernels()
-    scores, labels, codes = _arrays(part, names)
+    scores, labels, codes = rows
     bins = calibration.binned_calibration(scores, labels, codes, sizes, between["edges"], False)
     ranked = {}
     if "precision" in _optional_sums(extra, "add_above"):
@@ -652,8 +786,9 @@ def evaluate(ddf: Any, *, label: str, score: str, sensitive: str | Sequence[str]
         A fixed decision threshold for the ``@best_f1`` metrics instead of each attribute's best-F1
         threshold (as in :func:`fairmedfm_fast.evaluate`).
     npartitions : int, optional
-        Partitions of the sort by score (default: those of ``ddf``). Each must fit in a worker's memory
-        with its kernel arrays (about ``9 + number of attributes`` bytes per row, twice during the sort).
+        Score ranges of the sort (default: the partitions of ``ddf``). Each must fit in a worker's
+        memory: its records (8 bytes a row for float32 scores, 12 or 16 for float64), then its kernel
+        arrays (score, label and one code per grouping: about ``5 + groupings`` bytes a row).
     progress : bool, optional
         A bar of the partitions' passes on stderr (per partition on a distributed cluster); None
         shows it on a terminal or in a notebook when the work takes more than about two seconds.
@@ -684,6 +819,31 @@ def evaluate(ddf: Any, *, label: str, score: str, sensitive: str | Sequence[str]
     with _quiet(), Progress(tasks, "dask", check(progress), unit="task") as bar:
         return _evaluate(dask, ddf, label, score, names, bins, intersectional, pos_label, score_type, threshold,
                          npartitions, bar, metrics, (float(ci), p_adjust) if interval else None)
+
+
+def _holders(items: Sequence[Any]) -> list[str | None]:
+    """The worker that holds each persisted item on a distributed cluster (None elsewhere, or unknown)."""
+    try:
+        from distributed import default_client, futures_of, wait
+
+        client = default_client()
+    except (ImportError, ValueError):  # no distributed client: the local scheduler holds them
+        return [None] * len(items)
+    futures = [futures_of(item) for item in items]
+    if not all(len(found) == 1 for found in futures):
+        return [None] * len(items)
+    wait([found[0] for found in futures])
+    who = client.who_has([found[0] for found in futures])
+    return [next(iter(who.get(found[0].key, ())), None) for found in futures]
+
+
+def _on(dask: Any, worker: str | None) -> contextlib.AbstractContextManager:
+    """Tasks made within run on ``worker`` while it is up (``dask.annotate``; nothing when None): those
+    that read a persisted partition, which the scheduler may otherwise send to an idle worker along
+    with the partition, and the selections of the pieces of a packed partition."""
+    if worker is None:
+        return contextlib.nullcontext()
+    return dask.annotate(workers=[worker], allow_other_workers=True)
 
 
 def _computed(dask: Any, items: list, bar: Progress) -> list:
@@ -723,25 +883,42 @@ def _evaluate(dask: Any, ddf: Any, label: str, score: str, names: list[str], bin
     target = npartitions or ddf.npartitions
     columns = _Columns(label, score, names, bins, intersectional, pos_label,
                        min(10_000, max(_SKETCH, -(-4 * target // ddf.npartitions))))
-    surveys = _computed(dask, [dask.delayed(_survey)(part, columns) for part in ddf.to_delayed()], bar)
+    # each partition read once: kept in its worker's memory for the survey and the sort
+    local = dask.persist(*[dask.delayed(_local)(part, columns) for part in ddf.to_delayed()])
+    holders = _holders(local)
+    surveys = []
+    for item, holder in zip(local, holders):
+        with _on(dask, holder):
+            surveys.append(dask.delayed(_survey)(item, columns))
+    surveys = _computed(dask, surveys, bar)
     plan, metadata = _plan(list(surveys), columns, meta, score_type)
 
-    code_names = _code_names(plan)
-    frame_meta = pd.DataFrame({_SCORE: np.empty(0, plan.score_dtype), _LABEL: np.empty(0, np.uint8),
-                               **{name: np.empty(0, plan.code_dtype) for name in code_names}})
-    prepared = ddf.map_partitions(_prepare, plan, meta=frame_meta)
-    divisions = _boundaries(list(surveys), plan, target)
-    ordered = prepared.set_index(_SCORE, divisions=divisions)
     sizes = np.array([len(g) for g in plan.groups] + ([len(plan.combined)] if plan.combined else [])
                      + ([1] if plan.all_samples else []), np.int64)
-    parts = ordered.to_delayed()
+    divisions = _boundaries(list(surveys), plan, target)
+    layout = _layout(plan, sizes)
+    if layout is not None:  # records routed by score range, each range sorted where it lands
+        bounds = _bits(np.array(divisions[1:-1], plan.score_dtype))
+        n_ranges = len(divisions) - 1
+        packed = []
+        for item, holder in zip(local, holders):
+            with _on(dask, holder):  # the selection of each piece too: else it may fetch the whole tuple
+                pieces = dask.delayed(_pack, nout=n_ranges)(item, plan, layout, bounds)
+                packed.append([pieces[r] for r in range(n_ranges)])
+        ranges = [dask.delayed(_sorted_range)([pieces[r] for pieces in packed], layout, sizes)
+                  for r in range(n_ranges)]
+    else:  # the sort of frames
+        code_names = _code_names(plan)
+        frame_meta = pd.DataFrame({_SCORE: np.empty(0, plan.score_dtype), _LABEL: np.empty(0, np.uint8),
+                                   **{name: np.empty(0, plan.code_dtype) for name in code_names}})
+        ordered = ddf.map_partitions(_prepare, plan, meta=frame_meta).set_index(_SCORE, divisions=divisions)
+        ranges = [dask.delayed(_arrays)(part, code_names) for part in ordered.to_delayed()]
     fixed = [0.5] if threshold is None else [0.5, threshold]
     extra = _metric_registry.optional_keys(metrics)
-    firsts = [dask.delayed(_first_pass)(part, code_names, sizes, fixed, extra, analytic is not None)
-              for part in parts]
+    firsts = [dask.delayed(_first_pass)(rows, sizes, fixed, extra, analytic is not None) for rows in ranges]
     between = dask.delayed(_between)(firsts, sizes)
-    seconds = [dask.delayed(_second_pass)(part, code_names, sizes, between, p, threshold is None, extra)
-               for p, part in enumerate(parts)]
+    seconds = [dask.delayed(_second_pass)(rows, sizes, between, p, threshold is None, extra)
+               for p, rows in enumerate(ranges)]
     done = _computed(dask, [*firsts, *seconds], bar)
     firsts, seconds = done[:len(firsts)], done[len(firsts):]
     groupings = _groupings(list(firsts), list(seconds), sizes, threshold, extra)

@@ -31,7 +31,8 @@ import warnings
 from collections.abc import Callable
 
 KERNEL_MODULES = ("_slots", "sorting", "sweeps", "ranking", "calibration", "curves", "resampling", "bootstrap",
-                  "segmentation", "surface", "voxels", "precision", "rank_sums", "coding", "delong")
+                  "segmentation", "surface", "voxels", "precision", "rank_sums", "coding", "delong",
+                  "records")
 
 
 def _optional_metrics() -> list[str]:

@@ -19,6 +19,8 @@ Modules, one per kernel family:
   prefix counts at thresholds; then the best-F1 sweep and the ECE bins).
 - :mod:`.ranking`: AUC (needs scores sorted ascending), the best-F1 threshold sweep, and
   confusion counts above thresholds (the Dask backend's per-partition kernels).
+- :mod:`.records`: rows as 64-bit records (score key, label, codes) routed by score range, for
+  the Dask backend's sort across workers.
 - :mod:`.calibration`: score ranges, pandas.cut-equivalent bin edges, binned calibration sums
   (ECE), per-sample log-loss terms and their per-slot sums (BCE).
 - :mod:`.curves`: ROC points per slot from the ascending sort (for the plots).

@@ -40,7 +40,9 @@ SIGNATURES: dict[str, list[tuple]] = {
         (A(T.int32), A(T.int64), T.uint64, T.int64, A(T.uint8), A(T.uint8), T.int64, T.int64, A(T.float64), A(T.uint8), A(T.int8), A(T.float64), A(T.int64), A(T.int64), A(T.float64), A(T.uint8), A(T.int64), A(T.int64), A(T.int64), A(T.int64, 2), T.int64, T.boolean),
     ],
     'calibration.binned_calibration': [
+        (A(T.float32), A(T.uint8), A(T.int8, 2), A(T.int64), A(T.float64, 2), T.boolean, T.Omitted(None)),
         (A(T.float32), A(T.uint8), A(T.int8, 2), A(T.int64), A(T.float64, 2), T.boolean, T.none),
+        (A(T.float64), A(T.uint8), A(T.int8, 2), A(T.int64), A(T.float64, 2), T.boolean, T.Omitted(None)),
         (A(T.float64), A(T.uint8), A(T.int8, 2), A(T.int64), A(T.float64, 2), T.boolean, T.none),
         (A(T.float64, readonly=True), A(T.uint8), A(T.int8, 2), A(T.int64), A(T.float64, 2), T.boolean, T.none),
     ],
@@ -56,12 +58,19 @@ SIGNATURES: dict[str, list[tuple]] = {
         (A(T.float32), A(T.uint8), A(T.float64)),
         (A(T.float64), A(T.uint8), A(T.float64)),
     ],
+    'calibration.log_loss_terms': [
+        (A(T.float32), A(T.uint8)),
+        (A(T.float64), A(T.uint8)),
+    ],
     'calibration.score_ranges': [
         (A(T.float32), A(T.uint8), A(T.int8, 2), A(T.int64), T.Omitted(None)),
         (A(T.float32), A(T.uint8), A(T.int8, 2), A(T.int64), T.none),
         (A(T.float64), A(T.uint8), A(T.int8, 2), A(T.int64), T.Omitted(None)),
         (A(T.float64), A(T.uint8), A(T.int8, 2), A(T.int64), T.none),
         (A(T.float64, readonly=True), A(T.uint8), A(T.int8, 2), A(T.int64), T.none),
+    ],
+    'calibration.slot_sums': [
+        (A(T.float64), A(T.int8, 2), A(T.int64), T.Omitted(None)),
     ],
     'coding.text_codes': [
         (A(T.int64), A(T.uint8), T.int64),
@@ -72,8 +81,29 @@ SIGNATURES: dict[str, list[tuple]] = {
         (A(T.float64), A(T.uint8), A(T.int16, 2), A(T.int64), T.int64, T.int64, T.boolean),
         (A(T.float64), A(T.uint8), A(T.int8, 2), A(T.int64), T.int64, T.int64, T.boolean),
     ],
+    'precision.precision_sums': [
+        (A(T.float32), A(T.uint8), A(T.int8, 2), A(T.int64), A(T.int64), A(T.int64), T.Omitted(None)),
+        (A(T.float64), A(T.uint8), A(T.int8, 2), A(T.int64), A(T.int64), A(T.int64), T.Omitted(None)),
+    ],
+    'ranking.best_f1_thresholds': [
+        (A(T.float32), A(T.uint8), A(T.int8, 2), A(T.int64), A(T.int64), A(T.int64), A(T.int64), T.Omitted(None)),
+        (A(T.float64), A(T.uint8), A(T.int8, 2), A(T.int64), A(T.int64), A(T.int64), A(T.int64), T.Omitted(None)),
+    ],
+    'ranking.confusion_above': [
+        (A(T.float32), A(T.uint8), A(T.int8, 2), A(T.int64), A(T.float64, 2), T.Omitted(None)),
+        (A(T.float64), A(T.uint8), A(T.int8, 2), A(T.int64), A(T.float64, 2), T.Omitted(None)),
+    ],
     'ranking.rank_statistics': [
+        (A(T.float32), A(T.uint8), A(T.int8, 2), A(T.int64), T.Omitted(None)),
         (A(T.float64), A(T.uint8), A(T.int8, 2), A(T.int64), T.Omitted(None)),
+    ],
+    'records.route_records': [
+        (A(T.uint32), A(T.uint8), A(T.int8, 2), A(T.uint64), A(T.uint32), T.int64, A(T.int32), A(T.int64), A(T.uint64), A(T.uint64)),
+        (A(T.uint64), A(T.uint8), A(T.int8, 2), A(T.uint64), A(T.uint64), T.int64, A(T.int32), A(T.int64), A(T.uint64), A(T.uint32)),
+    ],
+    'records.unpack_records': [
+        (A(T.uint64), A(T.uint32), T.int64, A(T.uint64), A(T.uint64), A(T.uint8), A(T.int8, 2)),
+        (A(T.uint64), A(T.uint64), T.int64, A(T.uint64), A(T.uint32), A(T.uint8), A(T.int8, 2)),
     ],
     'segmentation.overlap_counts': [
         (A(T.uint8), A(T.uint8), A(T.int64), T.uint8, T.uint8, T.uint8, T.uint8, A(T.int64, 2)),

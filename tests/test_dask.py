@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import math
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -138,6 +139,73 @@ def test_float32_probabilities_quantile_bins_booleans_and_fixed_threshold(client
     both(ddf, "y", "p", ["age"], bins={"age": [35.5, 70]}, threshold=0.3)
 
 
+def _spy_layouts(monkeypatch):
+    original, layouts = fdask._layout, []
+    monkeypatch.setattr(fdask, "_layout", lambda *args: layouts.append(original(*args)) or layouts[-1])
+    return layouts
+
+
+def test_records_of_one_word_two_words_and_the_frame_fallback(client, monkeypatch):
+    frame = tied_frame(4000, 21, levels=16)
+    frame["ward"] = np.where(frame["site"] > 2, "b", "a")
+    ddf32 = dd.from_pandas(frame.assign(p=frame["p"].astype(np.float32)), npartitions=4)
+    layouts = _spy_layouts(monkeypatch)
+    both(ddf32, "y", "p", ["sex", "site", "ward"], intersectional=True, npartitions=5)
+    assert layouts[-1].pay_dtype is None and layouts[-1].bytes_per_row == 8  # float32: one word
+    both(dd.from_pandas(frame, npartitions=3), "y", "p", ["sex", "site"], intersectional=True, metrics=["ap"])
+    assert layouts[-1].pay_dtype == np.uint32 and layouts[-1].bytes_per_row == 12  # float64: key and payload
+    # float32 scores whose codes need more than 31 bits: two words (a 64-bit payload)
+    rng = np.random.default_rng(22)
+    wide = frame.assign(p=frame["p"].astype(np.float32), ward=rng.integers(0, 3000, len(frame)).astype(str),
+                        bed=rng.integers(0, 3000, len(frame)).astype(str))
+    both(dd.from_pandas(wide, npartitions=3), "y", "p", ["sex", "ward", "bed"], intersectional=True)
+    assert layouts[-1].pay_dtype == np.uint64 and layouts[-1].pay_bits > 32
+    # the sort of frames, where records cannot hold the codes
+    monkeypatch.setattr(fdask, "_layout", lambda *args: None)
+    both(ddf32, "y", "p", ["sex", "site", "ward"], intersectional=True, npartitions=5)
+
+
+def test_layout_beyond_64_bits_falls_back_with_one_warning(monkeypatch):
+    from types import SimpleNamespace
+
+    monkeypatch.setattr(fdask, "_told_fallback", False)
+    plan = SimpleNamespace(score_dtype=np.dtype(np.float32), code_dtype=np.dtype(np.int16))
+    assert fdask._layout(plan, np.array([2, 4, 80])).pay_bits == 1 + 2 + 3 + 7
+    assert fdask._layout(plan, np.array([1000] * 6)).pay_bits == 61  # 10 bits a grouping
+    with pytest.warns(RuntimeWarning, match="need 71 bits, more than a 64-bit record holds"):
+        assert fdask._layout(plan, np.array([1000] * 7)) is None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert fdask._layout(plan, np.array([1000] * 7)) is None  # once per process
+
+
+def _moved(client):
+    """Bytes the workers sent (to each other and the client), and those a p2p shuffle or a spill handled,
+    from the workers' own counters."""
+    def counters(dask_worker):
+        extra = sum(value for key, value in dask_worker.digests_total.items()
+                    if isinstance(key, tuple) and key[-1] == "bytes" and (key[0] == "p2p" or "disk" in str(key[-2])))
+        return dask_worker.transfer_outgoing_bytes_total + extra
+
+    return sum(client.run(counters).values())
+
+
+def test_bytes_moved_are_the_records(client):
+    # float32 scores, three attributes and their intersection: 8 bytes a row at most, nothing on disk
+    n = 200_000
+    rng = np.random.default_rng(23)
+    frame = pd.DataFrame({"y": rng.integers(0, 2, n).astype(np.int8), "p": rng.random(n).astype(np.float32),
+                          "sex": rng.choice(["F", "M"], n), "race": rng.choice(list("ABWO"), n),
+                          "site": rng.integers(0, 10, n)})
+    ddf = dd.from_pandas(frame, npartitions=4).persist()
+    distributed.wait(ddf)
+    before = _moved(client)
+    got = fdask.evaluate(ddf, label="y", score="p", sensitive=["sex", "race", "site"], intersectional=True)
+    moved = _moved(client) - before
+    assert moved <= 8 * n, moved / n
+    assert_same_report(got, fm.evaluate(frame["y"], frame["p"], frame[["sex", "race", "site"]], intersectional=True))
+
+
 def test_parquet_dataset(client, tmp_path):
     frame = tied_frame(3000, 4)
     frame["ward"] = np.where(frame["site"] > 1, "b", "a")
@@ -213,6 +281,8 @@ def test_random_layouts(sync, seed):
     n = int(rng.integers(50, 1500))
     levels = int(rng.choice([2, 5, 40, 10_000]))
     frame = tied_frame(n, seed, levels)
+    if seed % 2:  # one-word records (else two)
+        frame["p"] = frame["p"].astype(np.float32)
     ddf = dd.from_pandas(frame, npartitions=int(rng.integers(1, 9)))
     both(ddf, "y", "p", ["sex", "site"], intersectional=bool(seed % 2),
          npartitions=int(rng.integers(1, 12)))
@@ -469,7 +539,7 @@ def test_more_sorted_partitions_than_input_partitions(sync, monkeypatch):
     original, sizes = fdask._first_pass, []
 
     def spy(part, *args):
-        sizes.append(len(part))
+        sizes.append(len(part[0]))
         return original(part, *args)
 
     monkeypatch.setattr(fdask, "_first_pass", spy)

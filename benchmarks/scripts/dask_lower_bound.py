@@ -1,6 +1,6 @@
 """fairmedfm_fast.dask.evaluate beside its lower bound and beside one process, on the same Parquet files.
 
-python benchmarks/scripts/dask_lower_bound.py DIR [ROWS] [FILES] [WORKERS]
+python benchmarks/scripts/dask_lower_bound.py DIR [ROWS] [FILES] [WORKERS] [--frames] [--float64]
 
 Writes ROWS rows (default 1e7: float32 scores, int8 labels, three attributes: two dictionary-encoded
 text columns and an int16 site) into FILES Parquet files (default 10) under DIR unless they are there,
@@ -10,7 +10,13 @@ then times, in one run:
 - on ``LocalCluster(WORKERS workers x 1 thread)`` (default 2): reading the same columns and counting
   the rows, ``ddf[cols].map_partitions(len).sum()`` (what any pass over the files costs at least),
   then ``fmd.evaluate`` (first and second call on the fresh cluster; the first loads the kernels
-  from the compile cache, so run the script once before timing to fill it).
+  from the compile cache, so run the script once before timing to fill it); with ``--frames`` also
+  a third call by the former sort of pandas frames (``set_index``), for comparison.
+
+Beside each call, the bytes the workers moved, from Dask's own counters on each worker: what they
+sent each other and the client (``Worker.transfer_outgoing_bytes_total``), what a p2p shuffle sent
+and wrote, and what was spilled to disk (``digests_total`` entries in bytes). ``--float64`` writes
+float64 scores (two-word records) into DIR instead of float32.
 
 It prints each time, the ratios to the in-memory path and to the lower bound, the load average and
 NumPy's CPU features, and checks that the two reports agree within 1e-9.
@@ -25,7 +31,7 @@ COLUMNS = ["y", "p", "sex", "race", "site"]
 OPTIONS = {"label": "y", "score": "p", "sensitive": ["sex", "race", "site"], "intersectional": True}
 
 
-def make(folder, rows, files):
+def make(folder, rows, files, score_type=np.float32):
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -35,7 +41,7 @@ def make(folder, rows, files):
     for i in range(files):
         n = min(per_file, rows - i * per_file)
         y = (rng.random(n) < 0.3).astype(np.int8)
-        p = np.clip(0.2 * y + 0.8 * rng.random(n), 0, 1).astype(np.float32)
+        p = np.clip(0.2 * y + 0.8 * rng.random(n), 0, 1).astype(score_type)
         table = pa.table({"y": y, "p": p,
                           "sex": pa.array(rng.choice(["F", "M"], n)).dictionary_encode(),
                           "race": pa.array(rng.choice(["A", "B", "W", "O"], n, p=[0.1, 0.2, 0.6, 0.1])).dictionary_encode(),
@@ -57,13 +63,38 @@ def cpu_features():
     return "AVX512F" if features.get("AVX512F") else ("AVX2" if features.get("AVX2") else "baseline")
 
 
-def main(folder, rows, files, workers):
+def moved(client):
+    """Bytes the workers have moved so far, summed over workers, from their own counters: sent to
+    other workers or the client, and per ``digests_total`` activity measured in bytes (p2p shuffle
+    sends and disk writes, spills: "disk-write")."""
+
+    def counters(dask_worker):
+        out = {"sent": dask_worker.transfer_outgoing_bytes_total}
+        for key, value in dask_worker.digests_total.items():
+            # reads from the workers' own memory ("memory-read") move nothing
+            if isinstance(key, tuple) and key[-1] == "bytes" and key[-2] != "memory-read":
+                name = "/".join(str(part) for part in (key[0], key[-2]) if part)
+                out[name] = out.get(name, 0) + value
+        return out
+
+    total = {}
+    for numbers in client.run(counters).values():
+        for name, value in numbers.items():
+            total[name] = total.get(name, 0) + value
+    return total
+
+
+def difference(after, before):
+    return {name: after[name] - before.get(name, 0) for name in after if after[name] - before.get(name, 0)}
+
+
+def main(folder, rows, files, workers, frames=False, score_type=np.float32):
     import pandas as pd
 
     import fairmedfm_fast as fm
 
     if not os.path.exists(os.path.join(folder, "part-000.parquet")):
-        make(folder, rows, files)
+        make(folder, rows, files, score_type)
     load = [os.getloadavg()[0]]
 
     def in_memory():
@@ -82,28 +113,45 @@ def main(folder, rows, files, workers):
 
     logging.getLogger("distributed").setLevel(logging.ERROR)  # cluster start and stop notes
     with distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
-                                  memory_limit="6GiB") as cluster, distributed.Client(cluster):
+                                  memory_limit="6GiB") as cluster, distributed.Client(cluster) as client:
         ddf = fmd.read_parquet(folder, columns=COLUMNS)
         bound = [timed(lambda: int(ddf[COLUMNS].map_partitions(len).sum().compute())) for _ in range(2)]
         assert bound[0][1] == rows, bound[0][1]
-        calls = [timed(lambda: fmd.evaluate(ddf, **OPTIONS)) for _ in range(2)]
+        calls, traffic = [], []
+        for _ in range(2):
+            before = moved(client)
+            calls.append(timed(lambda: fmd.evaluate(ddf, **OPTIONS)))
+            traffic.append(difference(moved(client), before))
+        if frames:  # the former sort: pandas frames through set_index
+            layout, fmd._layout = fmd._layout, lambda *arguments: None
+            try:
+                before = moved(client)
+                calls.append(timed(lambda: fmd.evaluate(ddf, **OPTIONS)))
+                traffic.append(difference(moved(client), before))
+            finally:
+                fmd._layout = layout
     load.append(os.getloadavg()[0])
-    got = calls[-1][1]
-    gap = np.nanmax(np.abs(got.by_group.select_dtypes("number").to_numpy(float)
-                           - expected.by_group.select_dtypes("number").to_numpy(float)))
+    gap = 0.0
+    for _, got in calls:
+        gap = max(gap, np.nanmax(np.abs(got.by_group.select_dtypes("number").to_numpy(float)
+                                        - expected.by_group.select_dtypes("number").to_numpy(float))))
     assert gap <= 1e-9, gap
 
     best_memory, best_bound = min(t for t, _ in memory), min(t for t, _ in bound)
-    print(f"{rows:,} rows in {files} Parquet files, {workers} workers x 1 thread; load average "
+    print(f"{rows:,} rows ({np.dtype(score_type).name} scores) in {files} Parquet files, {workers} workers x 1 thread; load average "
           f"{', '.join(f'{v:.1f}' for v in load)} (before, between, after); NumPy {cpu_features()}")
     print(f"  pd.read_parquet + fm.evaluate (one process): {memory[0][0]:.2f} s, {memory[1][0]:.2f} s")
     print(f"  lower bound, ddf[cols].map_partitions(len).sum(): {bound[0][0]:.2f} s, {bound[1][0]:.2f} s")
-    for name, (seconds, _) in zip(("1st", "2nd"), calls):
-        print(f"  fmd.evaluate {name} call: {seconds:.2f} s = {seconds / best_memory:.1f}x in-memory, "
-              f"{seconds / best_bound:.1f}x the lower bound")
+    for name, (seconds, _), bytes_moved in zip(("1st call", "2nd call", "frames (former sort)"), calls, traffic):
+        shown = ", ".join(f"{key} {value / rows:.2f}" for key, value in sorted(bytes_moved.items())) or "nothing"
+        print(f"  fmd.evaluate {name}: {seconds:.2f} s = {seconds / best_memory:.2f}x in-memory, "
+              f"{seconds / best_bound:.1f}x the lower bound; bytes per row moved: {shown}")
     print(f"  lower bound = {best_bound / best_memory:.2f}x in-memory; reports agree within {gap:.1e}")
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], int(float(sys.argv[2])) if len(sys.argv) > 2 else 10_000_000,
-         int(sys.argv[3]) if len(sys.argv) > 3 else 10, int(sys.argv[4]) if len(sys.argv) > 4 else 2)
+    flags = {argument for argument in sys.argv[1:] if argument.startswith("--")}
+    arguments = [argument for argument in sys.argv[1:] if not argument.startswith("--")]
+    main(arguments[0], int(float(arguments[1])) if len(arguments) > 1 else 10_000_000,
+         int(arguments[2]) if len(arguments) > 2 else 10, int(arguments[3]) if len(arguments) > 3 else 2,
+         frames="--frames" in flags, score_type=np.float64 if "--float64" in flags else np.float32)
