@@ -32,5 +32,8 @@ Modules, one per kernel family:
   variance), one walk down the sorted order.
 
 Every kernel takes optional float64 ``weights`` (sample weights or bootstrap counts);
-:mod:`._weights` resolves ``weights=None`` at compile time.
+:mod:`._weights` resolves ``weights=None`` at compile time. The steps that several kernels share
+are written once: the slot layout and the slots a sample adds to in :mod:`._slots`, and the steps of
+the sorted-order statistics (a tie block's end, AUC's credit of a tie block, the best-F1 candidate)
+in :mod:`._statistics`.
 """

@@ -49,6 +49,14 @@ def neumaier_step(total, compensation, value):
     return updated, compensation
 
 
+@inline_kernel
+def fold_running(total, compensation, part):
+    """A plain running sum ``part`` moved into its compensated total, for sums in local variables:
+    ``(total, compensation, 0.0)`` updated (:func:`fold_sums` for a table's row)."""
+    total, compensation = neumaier_step(total, compensation, part)
+    return total, compensation, 0.0
+
+
 # The columns of a per-slot table of float sums (``sweeps.ranked_sums``, ``bootstrap``): plain running
 # sums of the BCE terms and of the scores, and the compensated totals they are folded into.
 LOSS_PART, SCORE_PART, LOSS, LOSS_COMP, SCORE, SCORE_COMP = range(6)
@@ -65,3 +73,13 @@ def fold_sums(sums, slot):
     sums[slot, SCORE_COMP] = compensation
     sums[slot, LOSS_PART] = 0.0
     sums[slot, SCORE_PART] = 0.0
+
+
+@inline_kernel
+def slots_of(codes, offsets, n_groups, k, i):
+    """The slots that sample ``i`` adds to in grouping ``k`` (row ``k`` of ``codes``): its group's and
+    the grouping's "all present samples" slot; ``(-1, -1)`` when it has no group there."""
+    code = codes[k, i]
+    if code < 0:
+        return -1, -1
+    return offsets[k] + code, offsets[k] + n_groups[k]

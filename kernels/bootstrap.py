@@ -20,9 +20,19 @@ import numpy as np
 
 from ._arrays import filled
 from ._config import inline_kernel, kernel
-from ._slots import LOSS, LOSS_COMP, LOSS_PART, SCORE, SCORE_COMP, SCORE_PART, fold_sums, neumaier_step
+from ._slots import (
+    LOSS,
+    LOSS_COMP,
+    LOSS_PART,
+    SCORE,
+    SCORE_COMP,
+    SCORE_PART,
+    fold_running,
+    fold_sums,
+    neumaier_step,
+)
+from ._statistics import add_sample, cannot_beat, f1_candidate, f1_slack, first_above, settle
 from .calibration import calibration_error, equal_width_edges
-from .ranking import f1_at
 from .resampling import draw_strata
 from .sweeps import FOLD
 
@@ -179,7 +189,7 @@ def stratified_resample(members, stratum_starts, seed, resample, tally, counts, 
             continue
         best_at = b + 1  # where the counts at the best threshold are read (never without one)
         if best_stop > 0:
-            best_at = a + _above(stratum_scores, a, b, threshold)
+            best_at = first_above(stratum_scores, a, b, threshold)
         _group(c, a, b, tally, stratum_scores, stratum_labels, run_starts, run_ends, next_run, stratum_cuts, edges,
                best_at, count, positives, u2, pos_cut, neg_cut, at_count, at_pos, pos_at, neg_at)
     bin_count = filled((n_slots, n_bins), 0.0)  # as floats: the engine's ECE takes weighted bin sums
@@ -195,17 +205,31 @@ def stratified_resample(members, stratum_starts, seed, resample, tally, counts, 
 
 
 @inline_kernel
-def _above(scores, a, b, value):
-    # How many of the ascending scores[a:b] are at most ``value`` (the first position above it).
-    low = a
-    high = b
-    while low < high:
-        middle = (low + high) >> 1
-        if np.float64(scores[middle]) > value:
-            high = middle
-        else:
-            low = middle + 1
-    return low - a
+def _ascending_order(keys):
+    # The positions of ``keys`` in ascending order (equal keys in any order), by a bottom-up merge
+    # sort: a few marks a resample, and much less to compile than np.argsort's quicksort.
+    m = keys.shape[0]
+    order = filled(m, 0)
+    other = filled(m, 0)
+    for t in range(m):
+        order[t] = t
+    width = 1
+    while width < m:
+        for low in range(0, m, 2 * width):
+            middle = min(low + width, m)
+            high = min(low + 2 * width, m)
+            a = low
+            b = middle
+            for t in range(low, high):
+                if a < middle and (b >= high or keys[order[a]] <= keys[order[b]]):
+                    other[t] = order[a]
+                    a += 1
+                else:
+                    other[t] = order[b]
+                    b += 1
+        order, other = other, order
+        width *= 2
+    return order
 
 
 @inline_kernel
@@ -222,24 +246,14 @@ def _overall(counts, sorted_scores, sorted_labels, sorted_codes, loss_terms, blo
     marks = filled((overall + 1) * n_edges, 0)
     for slot in range(overall + 1):
         for e in range(n_edges):
-            at = n + 1 if np.isnan(edges[slot, 0]) else _above(sorted_scores, 0, n, edges[slot, e])
+            at = n + 1 if np.isnan(edges[slot, 0]) else first_above(sorted_scores, 0, n, edges[slot, e])
             marks[slot * n_edges + e] = at
-    mark_order = np.argsort(marks)
+    mark_order = _ascending_order(marks)
     next_mark = 0
     mark = marks[mark_order[0]]
     sums = filled((overall, 6), 0.0)  # each group's plain and compensated sums (LOSS, ... below)
-    o_count = 0
-    o_pos = 0
-    o_u2 = 0
-    o_neg_below = 0
-    o_block_pos = 0
-    o_block_neg = 0
-    o_loss_part = 0.0
-    o_score_part = 0.0
-    o_loss = 0.0
-    o_loss_comp = 0.0
-    o_score = 0.0
-    o_score_comp = 0.0
+    o_count = o_pos = o_u2 = o_neg_below = o_block_pos = o_block_neg = 0  # its AUC state (add_sample)
+    o_loss_part = o_score_part = o_loss = o_loss_comp = o_score = o_score_comp = 0.0  # its float sums
     next_cut = 0
     cut = cuts[0] if n_cuts > 0 else n + 1
     next_block = 0
@@ -253,10 +267,7 @@ def _overall(counts, sorted_scores, sorted_labels, sorted_codes, loss_terms, blo
     i = 0
     while True:
         if i == block_end and block_end > block_start:  # settle the tie block that ends here
-            o_u2 += o_block_pos * (2 * o_neg_below + o_block_neg)
-            o_neg_below += o_block_neg
-            o_block_pos = 0
-            o_block_neg = 0
+            o_u2, o_neg_below, o_block_pos, o_block_neg = settle(o_u2, o_neg_below, o_block_pos, o_block_neg)
             block_start = block_end
         if m >= fold or i == n:
             fold += every
@@ -264,10 +275,8 @@ def _overall(counts, sorted_scores, sorted_labels, sorted_codes, loss_terms, blo
                 fold_sums(sums, slot)
         if m >= o_fold or i == n:
             o_fold += FOLD
-            o_loss, o_loss_comp = neumaier_step(o_loss, o_loss_comp, o_loss_part)
-            o_score, o_score_comp = neumaier_step(o_score, o_score_comp, o_score_part)
-            o_loss_part = 0.0
-            o_score_part = 0.0
+            o_loss, o_loss_comp, o_loss_part = fold_running(o_loss, o_loss_comp, o_loss_part)
+            o_score, o_score_comp, o_score_part = fold_running(o_score, o_score_comp, o_score_part)
         while cut <= i:
             pos_cut[overall, next_cut] = o_pos
             neg_cut[overall, next_cut] = o_count - o_pos
@@ -302,22 +311,15 @@ def _overall(counts, sorted_scores, sorted_labels, sorted_codes, loss_terms, blo
             w = np.int64(counts[i])
             m += 1 if w != 0 else 0
             pw = w if sorted_labels[i] != 0 else 0
-            nw = w - pw
             term = w * loss_terms[i]
             weighted_score = w * np.float64(sorted_scores[i])
             slot = max(sorted_codes[i], 0)
             sums[slot, LOSS_PART] += term
             sums[slot, SCORE_PART] += weighted_score
-            o_count += w
-            o_pos += pw
             o_loss_part += term
             o_score_part += weighted_score
-            if tied:
-                o_block_pos += pw
-                o_block_neg += nw
-            else:
-                o_u2 += 2 * pw * o_neg_below
-                o_neg_below += nw
+            o_count, o_pos, o_u2, o_neg_below, o_block_pos, o_block_neg = add_sample(
+                o_count, o_pos, o_u2, o_neg_below, o_block_pos, o_block_neg, w, pw, tied)
             i += 1
     count[overall] = o_count
     positives[overall] = o_pos
@@ -338,7 +340,7 @@ def _group(c, a, b, tally, stratum_scores, stratum_labels, run_starts, run_ends,
     next_cut = 0
     cut = a + stratum_cuts[c, 0] if n_cuts > 0 else b + 1
     mark_e = 0
-    mark = a + _above(stratum_scores, a, b, edges[c, 0]) if not np.isnan(edges[c, 0]) else b + 1
+    mark = first_above(stratum_scores, a, b, edges[c, 0]) if not np.isnan(edges[c, 0]) else b + 1
     next_tie = run_starts[next_run] if next_run < n_runs and run_starts[next_run] < b else b + 1
     g_count = 0
     g_pos = 0
@@ -351,10 +353,7 @@ def _group(c, a, b, tally, stratum_scores, stratum_labels, run_starts, run_ends,
     j = a
     while True:
         if j == block_end and block_end > block_start:  # settle the tie block that ends here
-            g_u2 += block_pos * (2 * g_neg_below + block_neg)
-            g_neg_below += block_neg
-            block_pos = 0
-            block_neg = 0
+            g_u2, g_neg_below, block_pos, block_neg = settle(g_u2, g_neg_below, block_pos, block_neg)
             block_start = block_end
         while cut <= j:
             pos_cut[c, next_cut] = g_pos
@@ -365,7 +364,7 @@ def _group(c, a, b, tally, stratum_scores, stratum_labels, run_starts, run_ends,
             at_count[c, mark_e] = g_count
             at_pos[c, mark_e] = g_pos
             mark_e += 1
-            mark = a + _above(stratum_scores, a, b, edges[c, mark_e]) if mark_e < n_edges else b + 1
+            mark = first_above(stratum_scores, a, b, edges[c, mark_e]) if mark_e < n_edges else b + 1
         if j == best_at:
             pos_at[c] = g_pos
             neg_at[c] = g_count - g_pos
@@ -385,15 +384,8 @@ def _group(c, a, b, tally, stratum_scores, stratum_labels, run_starts, run_ends,
         while j < stop:  # branch-free: a sample not drawn adds exact zeros
             w = np.int64(tally[j])
             pw = w if stratum_labels[j] != 0 else 0
-            nw = w - pw
-            g_count += w
-            g_pos += pw
-            if tied:
-                block_pos += pw
-                block_neg += nw
-            else:
-                g_u2 += 2 * pw * g_neg_below
-                g_neg_below += nw
+            g_count, g_pos, g_u2, g_neg_below, block_pos, block_neg = add_sample(
+                g_count, g_pos, g_u2, g_neg_below, block_pos, block_neg, w, pw, tied)
             j += 1
     count[c] = g_count
     positives[c] = g_pos
@@ -424,7 +416,7 @@ def _best_f1(counts, sorted_scores, sorted_labels, block_starts, block_ends, n_p
             # Skip the samples up to the next tie block while no threshold among them can beat the
             # best: there F1 <= 2 TP / (predicted + positives), with TP at most today's and predicted
             # at least today's less their summed counts (exact integers, so the bound is too).
-            slack = predicted + float(n_pos) - 2.0 * float(tp) * (1.0 + 1e-11) / best
+            slack = f1_slack(tp, predicted, n_pos, best)
             stop = min(i + min(max(int(slack * 0.5), 0), SKIP_UP_TO), next_tie)
             retry = i + SKIP_FROM  # while F1 climbs, a few samples at a time
             if stop - i >= SKIP_FROM:
@@ -434,8 +426,7 @@ def _best_f1(counts, sorted_scores, sorted_labels, block_starts, block_ends, n_p
                     v = np.int64(counts[j])
                     drawn += v
                     drawn_pos += v if sorted_labels[j] != 0 else 0
-                least = float(n_pos + n_neg - pos_below - neg_below - drawn)
-                if 2.0 * float(tp) * (1.0 + 1e-11) < best * (least + float(n_pos)):
+                if cannot_beat(tp, n_pos + n_neg - pos_below - neg_below - drawn, n_pos, best):
                     pos_below += drawn_pos
                     neg_below += drawn - drawn_pos
                     i = stop
@@ -452,10 +443,9 @@ def _best_f1(counts, sorted_scores, sorted_labels, block_starts, block_ends, n_p
             pw = v if sorted_labels[j] != 0 else 0
             block_pos += pw
             block_neg += v - pw
-        # F1 at threshold sorted_scores[i] (predicted positive: score >= it) counts this block; most
-        # blocks cannot beat the best, which a multiplication shows without F1's three divisions.
-        if not (2.0 * float(tp) * (1.0 + 1e-11) < best * (predicted + float(n_pos))) and block_pos + block_neg > 0:
-            f1 = f1_at(tp, n_neg - neg_below, n_pos)
+        # F1 at threshold sorted_scores[i] (predicted positive: score >= it) counts this block.
+        if block_pos + block_neg > 0:
+            f1 = f1_candidate(tp, n_neg - neg_below, n_pos, best)
             if f1 > best:
                 best = f1
                 best_stop = end

@@ -10,6 +10,7 @@ import numpy as np
 
 from ._config import kernel
 from ._slots import slot_offsets
+from ._statistics import tie_start
 from ._weights import counters, weight_of
 
 
@@ -90,9 +91,7 @@ def roc_points(sorted_scores, sorted_labels, sorted_codes, n_groups, weights=Non
     done = np.zeros(n_slots, np.int64)
     stop = n
     while stop > 0:
-        start = stop - 1
-        while start > 0 and sorted_scores[start - 1] == sorted_scores[stop - 1]:
-            start -= 1
+        start = tie_start(sorted_scores, 0, stop)
         for i in range(start, stop):
             w = weight_of(weights, i)
             if w == 0:

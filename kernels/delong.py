@@ -19,7 +19,8 @@ distributed backend needs.
 """
 from ._arrays import filled
 from ._config import inline_kernel, kernel
-from ._slots import slot_offsets
+from ._slots import slot_offsets, slots_of
+from ._statistics import tie_end, twice_placement
 
 #: The low word of a wide sum holds this many bits.
 LOW_BITS = 31
@@ -51,7 +52,7 @@ def add_wide(high, low, slot, x, m):
 def _add_positive(positives, negatives, sum_a, a2_high, a2_low, slot, tied_negatives, count):
     """``count`` positives of a slot in one tie block with ``tied_negatives`` negatives (the slot's
     counts are updated by the caller, after both classes of the block)."""
-    a = 2 * negatives[slot] + tied_negatives
+    a = twice_placement(negatives[slot], tied_negatives)
     sum_a[slot] += count * a
     add_wide(a2_high, a2_low, slot, a * a, count)
 
@@ -60,7 +61,7 @@ def _add_positive(positives, negatives, sum_a, a2_high, a2_low, slot, tied_negat
 def _add_negative(positives, negatives, b2_high, b2_low, slot, tied_positives, count):
     """``count`` negatives of a slot in one tie block with ``tied_positives`` positives (counts: as
     :func:`_add_positive`)."""
-    b = 2 * positives[slot] + tied_positives
+    b = twice_placement(positives[slot], tied_positives)
     add_wide(b2_high, b2_low, slot, b * b, count)
 
 
@@ -71,10 +72,7 @@ def placement_sums(sorted_scores, sorted_labels, sorted_codes, n_groups, start, 
 
     Parameters
     ----------
-    sorted_scores : float32 or float64 array of shape (n,), ascending
-    sorted_labels : uint8 array of shape (n,), 0 or 1, in the same order
-    sorted_codes : integer array of shape (K, n), in the same order; negative = not in the grouping
-    n_groups : int64 array of shape (K,)
+    sorted_scores, sorted_labels, sorted_codes, n_groups : as in :func:`.sweeps.ranked_sums` (any groupings)
     start, stop : int
         The samples read, each at a tie-block boundary (or 0 and ``n``). The sums of consecutive
         ranges combine into those of their union through the counts before each range: ``a`` grows
@@ -114,24 +112,20 @@ def placement_sums(sorted_scores, sorted_labels, sorted_codes, n_groups, start, 
     own_overall = not shared_overall  # each grouping sums its own overall slot
     i = start
     while i < stop:
-        end = i + 1
-        while end < stop and sorted_scores[end] == sorted_scores[i]:
-            end += 1
+        end = tie_end(sorted_scores, i, stop)
         if end == i + 1:  # a score of its own: nothing tied
             positive = sorted_labels[i] != 0
             for k in range(n_groupings):
-                code = sorted_codes[k, i]
-                if code < 0:
+                group, overall = slots_of(sorted_codes, offsets, n_groups, k, i)
+                if group < 0:
                     continue
-                group = offsets[k] + code
                 if positive:
                     _add_positive(positives, negatives, sum_a, a2_high, a2_low, group, 0, 1)
                     positives[group] += 1
                 else:
                     _add_negative(positives, negatives, b2_high, b2_low, group, 0, 1)
                     negatives[group] += 1
-                if own_overall:  # (written out: an inlined helper for both slots ran 10 times slower)
-                    overall = offsets[k] + n_groups[k]
+                if own_overall:  # (written out: an inlined helper for both slots ran 10 to 50 times slower)
                     if positive:
                         _add_positive(positives, negatives, sum_a, a2_high, a2_low, overall, 0, 1)
                         positives[overall] += 1
@@ -140,12 +134,12 @@ def placement_sums(sorted_scores, sorted_labels, sorted_codes, n_groups, start, 
                         negatives[overall] += 1
             if shared_overall:
                 if positive:
-                    a = 2 * o_neg
+                    a = twice_placement(o_neg, 0)
                     o_a += a
                     o_a2_high, o_a2_low = wide_step(o_a2_high, o_a2_low, a * a, 1)
                     o_pos += 1
                 else:
-                    b = 2 * o_pos
+                    b = twice_placement(o_pos, 0)
                     o_b2_high, o_b2_low = wide_step(o_b2_high, o_b2_low, b * b, 1)
                     o_neg += 1
         else:  # a tie block: count it per slot, then every sample of a slot in it shares its value
@@ -154,11 +148,11 @@ def placement_sums(sorted_scores, sorted_labels, sorted_codes, n_groups, start, 
                 positive = sorted_labels[j] != 0
                 tied_pos += 1 if positive else 0
                 for k in range(n_groupings):
-                    code = sorted_codes[k, j]
-                    if code < 0:
+                    group, overall = slots_of(sorted_codes, offsets, n_groups, k, j)
+                    if group < 0:
                         continue
-                    for slot in (offsets[k] + code, offsets[k] + n_groups[k]):
-                        if slot != offsets[k] + code and not own_overall:
+                    for slot in (group, overall):
+                        if slot != group and not own_overall:
                             continue
                         if positive:
                             block_pos[slot] += 1
@@ -166,10 +160,10 @@ def placement_sums(sorted_scores, sorted_labels, sorted_codes, n_groups, start, 
                             block_neg[slot] += 1
             for j in range(i, end):
                 for k in range(n_groupings):
-                    code = sorted_codes[k, j]
-                    if code < 0:
+                    group, overall = slots_of(sorted_codes, offsets, n_groups, k, j)
+                    if group < 0:
                         continue
-                    for slot in (offsets[k] + code, offsets[k] + n_groups[k]):
+                    for slot in (group, overall):
                         bp = block_pos[slot]
                         bn = block_neg[slot]
                         if bp + bn == 0:  # done for this block (or a shared overall slot)
@@ -185,11 +179,11 @@ def placement_sums(sorted_scores, sorted_labels, sorted_codes, n_groups, start, 
             if shared_overall:
                 tied_neg = end - i - tied_pos
                 if tied_pos:
-                    a = 2 * o_neg + tied_neg
+                    a = twice_placement(o_neg, tied_neg)
                     o_a += tied_pos * a
                     o_a2_high, o_a2_low = wide_step(o_a2_high, o_a2_low, a * a, tied_pos)
                 if tied_neg:
-                    b = 2 * o_pos + tied_pos
+                    b = twice_placement(o_pos, tied_pos)
                     o_b2_high, o_b2_low = wide_step(o_b2_high, o_b2_low, b * b, tied_neg)
                 o_pos += tied_pos
                 o_neg += tied_neg

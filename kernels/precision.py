@@ -11,6 +11,7 @@ order serves every group of every grouping.
 from ._arrays import filled
 from ._config import kernel
 from ._slots import neumaier_add, neumaier_step, slot_offsets
+from ._statistics import tie_start
 from ._weights import counters, weight_of
 
 
@@ -52,9 +53,7 @@ def precision_sums(sorted_scores, sorted_labels, sorted_codes, n_groups, pos_abo
         o_comp = 0.0
         stop = n
         while stop > 0:  # the tie block [start, stop), from the highest score down
-            start = stop - 1
-            while start > 0 and sorted_scores[start - 1] == sorted_scores[stop - 1]:
-                start -= 1
+            start = tie_start(sorted_scores, 0, stop)
             if start == stop - 1:  # one sample (the usual case): no block sums, and no branch on its label
                 code = sorted_codes[k, start]
                 w = weight_of(weights, start)

@@ -16,6 +16,7 @@ import numpy as np
 
 from . import sorting
 from ._config import inline_kernel, kernel
+from ._statistics import credit
 from .sorting import bucket_scratch, float_key, sort_bucket
 
 #: The first digit's width: 2048 buckets, whose write positions stay in cache.
@@ -82,12 +83,11 @@ def scatter_words(score_bits, labels, codes, start, stop, low, shift, bits, pay_
 
 
 @inline_kernel
-def _sweep(words, start, stop, pay_bits, code_mask, positives, negatives, u, u_tied, block_pos, block_neg, state):
+def _sweep(words, start, stop, pay_bits, code_mask, positives, negatives, u2, block_pos, block_neg, state):
     # Add the samples words[start:stop] (ascending keys, each above every sample already added) to the
     # slots of their groups (``code - 1``) and to the last slot, whose sums ride in local variables
-    # (from and back to ``state``). Untied positives add the negatives below them to ``u``; a tie block adds
-    # twice those plus the block's negatives to ``u_tied`` (then u2 = 2 u + u_tied).
-    o_pos, o_neg, o_u, o_tied = state[0], state[1], state[2], state[3]
+    # (from and back to ``state``): AUC's tie-block walk, a sample of its own being a block of one.
+    o_pos, o_neg, o_u2 = state[0], state[1], state[2]
     i = start
     while i < stop:
         word = words[i]
@@ -110,31 +110,26 @@ def _sweep(words, start, stop, pay_bits, code_mask, positives, negatives, u, u_t
                 code = np.int64((words[t] >> np.uint64(1)) & code_mask)
                 slot = code - 1
                 if code != 0 and block_pos[slot] + block_neg[slot] > 0:
-                    u_tied[slot] += block_pos[slot] * (2 * negatives[slot] + block_neg[slot])
+                    u2[slot], negatives[slot] = credit(u2[slot], negatives[slot], block_pos[slot], block_neg[slot])
                     positives[slot] += block_pos[slot]
-                    negatives[slot] += block_neg[slot]
                     block_pos[slot] = 0
                     block_neg[slot] = 0
-            o_tied += o_bp * (2 * o_neg + o_bn)
+            o_u2, o_neg = credit(o_u2, o_neg, o_bp, o_bn)
             o_pos += o_bp
-            o_neg += o_bn
             i = j
             continue
         code = np.int64((word >> np.uint64(1)) & code_mask)
         if code != 0:
             positive = np.int64(word & np.uint64(1))
             slot = code - 1
-            u[slot] += positive * negatives[slot]
+            u2[slot], negatives[slot] = credit(u2[slot], negatives[slot], positive, 1 - positive)
             positives[slot] += positive
-            negatives[slot] += 1 - positive
-            o_u += positive * o_neg
+            o_u2, o_neg = credit(o_u2, o_neg, positive, 1 - positive)
             o_pos += positive
-            o_neg += 1 - positive
         i += 1
     state[0] = o_pos
     state[1] = o_neg
-    state[2] = o_u
-    state[3] = o_tied
+    state[2] = o_u2
 
 
 @kernel
@@ -150,11 +145,10 @@ def bucket_sums(words, first, begin_bucket, end_bucket, shift, pay_bits, n_group
     code_mask = np.uint64((1 << (pay_bits - np.uint64(1))) - 1)
     positives = np.zeros(n_groups + 1, np.int64)
     negatives = np.zeros(n_groups + 1, np.int64)
-    u = np.zeros(n_groups + 1, np.int64)
-    u_tied = np.zeros(n_groups + 1, np.int64)
+    u2 = np.zeros(n_groups + 1, np.int64)
     block_pos = np.zeros(n_groups + 1, np.int64)
     block_neg = np.zeros(n_groups + 1, np.int64)
-    state = np.zeros(4, np.int64)  # the last slot's sums, as in _sweep
+    state = np.zeros(3, np.int64)  # the last slot's sums, as in _sweep
     scratch, second, table, positions = bucket_scratch(first, begin_bucket, end_bucket)
     for bucket in range(begin_bucket, end_bucket):
         start = first[bucket]
@@ -162,13 +156,10 @@ def bucket_sums(words, first, begin_bucket, end_bucket, shift, pay_bits, n_group
         if stop == start:
             continue
         if sort_bucket(words, start, stop, scratch, second, table, positions, shift, pay_bits):
-            _sweep(scratch, 0, stop - start, pay_bits, code_mask, positives, negatives, u, u_tied, block_pos,
-                   block_neg, state)
+            _sweep(scratch, 0, stop - start, pay_bits, code_mask, positives, negatives, u2, block_pos, block_neg, state)
         else:
-            _sweep(words, start, stop, pay_bits, code_mask, positives, negatives, u, u_tied, block_pos, block_neg,
-                   state)
+            _sweep(words, start, stop, pay_bits, code_mask, positives, negatives, u2, block_pos, block_neg, state)
     positives[n_groups] = state[0]
     negatives[n_groups] = state[1]
-    u[n_groups] = state[2]
-    u_tied[n_groups] = state[3]
-    return positives + negatives, positives, 2 * u + u_tied, negatives
+    u2[n_groups] = state[2]
+    return positives + negatives, positives, u2, negatives

@@ -8,8 +8,9 @@ then become weighted sums, and samples of weight 0 are absent.
 import numpy as np
 
 from ._arrays import filled
-from ._config import inline_kernel, kernel
-from ._slots import slot_offsets
+from ._config import kernel
+from ._slots import slot_offsets, slots_of
+from ._statistics import f1_at, f1_candidate, settle, tie_end, twice_placement  # noqa: F401 - f1_at: ranking.f1_at
 from ._weights import counters, weight_of
 
 
@@ -19,11 +20,8 @@ def rank_statistics(sorted_scores, sorted_labels, sorted_codes, n_groups, weight
 
     Parameters
     ----------
-    sorted_scores : float32 or float64 array of shape (n,), ascending
-    sorted_labels : uint8 array of shape (n,), 0 or 1, in the same order
-    sorted_codes : intp array of shape (K, n), in the same order; negative = not in the grouping
-    n_groups : int64 array of shape (K,)
-    weights : float64 array of shape (n,), optional
+    sorted_scores, sorted_labels, sorted_codes, n_groups, weights : as in :func:`.sweeps.ranked_sums`
+        (here any groupings, complete or not)
 
     Returns
     -------
@@ -42,67 +40,48 @@ def rank_statistics(sorted_scores, sorted_labels, sorted_codes, n_groups, weight
     block_neg = counters(weights, n_slots)
     start = 0
     while start < n:
-        stop = start + 1
-        while stop < n and sorted_scores[stop] == sorted_scores[start]:
-            stop += 1
-        if stop == start + 1:  # a score of its own: no tie to split
+        stop = tie_end(sorted_scores, start, n)
+        if stop == start + 1:  # a score of its own: a block of one, credited at once
             positive = sorted_labels[start] != 0
             w = weight_of(weights, start)
             for k in range(n_groupings):
-                code = sorted_codes[k, start]
-                if code < 0:
+                group, overall = slots_of(sorted_codes, offsets, n_groups, k, start)
+                if group < 0:
                     continue
-                group = offsets[k] + code
-                overall = offsets[k] + n_groups[k]
                 count[group] += w
                 count[overall] += w
                 if positive:
                     positives[group] += w
                     positives[overall] += w
-                    u2[group] += 2 * w * neg_below[group]
-                    u2[overall] += 2 * w * neg_below[overall]
+                    u2[group] += w * twice_placement(neg_below[group], 0)
+                    u2[overall] += w * twice_placement(neg_below[overall], 0)
                 else:
                     neg_below[group] += w
                     neg_below[overall] += w
-        else:  # a tie block: count it per slot, then credit each of its positives half the tied negatives
+        else:  # a tie block: count it per slot, then credit each slot's block once
             for i in range(start, stop):
-                positive = sorted_labels[i] != 0
                 w = weight_of(weights, i)
+                pw = w * (1 if sorted_labels[i] != 0 else 0)
                 for k in range(n_groupings):
-                    code = sorted_codes[k, i]
-                    if code < 0:
+                    group, overall = slots_of(sorted_codes, offsets, n_groups, k, i)
+                    if group < 0:
                         continue
-                    for slot in (offsets[k] + code, offsets[k] + n_groups[k]):
+                    for slot in (group, overall):
                         count[slot] += w
-                        if positive:
-                            positives[slot] += w
-                            block_pos[slot] += w
-                        else:
-                            block_neg[slot] += w
+                        positives[slot] += pw
+                        block_pos[slot] += pw
+                        block_neg[slot] += w - pw
             for i in range(start, stop):
                 for k in range(n_groupings):
-                    code = sorted_codes[k, i]
-                    if code < 0:
+                    group, overall = slots_of(sorted_codes, offsets, n_groups, k, i)
+                    if group < 0:
                         continue
-                    for slot in (offsets[k] + code, offsets[k] + n_groups[k]):
+                    for slot in (group, overall):
                         if block_pos[slot] + block_neg[slot] > 0:
-                            u2[slot] += block_pos[slot] * (2 * neg_below[slot] + block_neg[slot])
-                            neg_below[slot] += block_neg[slot]
-                            block_pos[slot] = 0
-                            block_neg[slot] = 0
+                            u2[slot], neg_below[slot], block_pos[slot], block_neg[slot] = settle(
+                                u2[slot], neg_below[slot], block_pos[slot], block_neg[slot])
         start = stop
     return count, positives, u2
-
-
-@inline_kernel
-def f1_at(tp, fp, n_pos):
-    """F1 from counts, with the FairMedFM formula ``2PR / (P + R + 1e-8)`` in its order of operations."""
-    tp = float(tp)
-    fp = float(fp)
-    predicted = tp + fp
-    precision = tp / predicted if predicted != 0.0 else 0.0
-    recall = tp / float(n_pos) if n_pos != 0 else 1.0
-    return 2.0 * precision * recall / (precision + recall + 1e-8)
 
 
 @kernel
@@ -144,25 +123,21 @@ def best_f1_thresholds(sorted_scores, sorted_labels, sorted_codes, n_pos, n_neg,
     block_neg = counters(weights, n_groupings)
     start = 0
     while start < n:
-        value = sorted_scores[start]
-        stop = start
-        while stop < n and sorted_scores[stop] == value:
-            positive = sorted_labels[stop] != 0
-            w = weight_of(weights, stop)
+        stop = tie_end(sorted_scores, start, n)
+        for i in range(start, stop):
+            w = weight_of(weights, i)
+            pw = w * (1 if sorted_labels[i] != 0 else 0)
             for k in range(n_groupings):
-                if sorted_codes[k, stop] >= 0:
-                    if positive:
-                        block_pos[k] += w
-                    else:
-                        block_neg[k] += w
-            stop += 1
+                if sorted_codes[k, i] >= 0:
+                    block_pos[k] += pw
+                    block_neg[k] += w - pw
         for k in range(n_groupings):
             if block_pos[k] + block_neg[k] == 0:
                 continue
-            f1 = f1_at(n_pos[k] - pos_below[k], n_neg[k] - neg_below[k], n_pos[k])
+            f1 = f1_candidate(n_pos[k] - pos_below[k], n_neg[k] - neg_below[k], n_pos[k], best[k])
             if f1 > best[k]:
                 best[k] = f1
-                thresholds[k] = value
+                thresholds[k] = sorted_scores[start]
             pos_below[k] += block_pos[k]
             neg_below[k] += block_neg[k]
             block_pos[k] = 0
@@ -199,11 +174,9 @@ def confusion_above(scores, labels, codes, n_groups, thresholds, weights=None):
         positive = labels[i] != 0
         w = weight_of(weights, i)
         for k in range(n_groupings):
-            code = codes[k, i]
-            if code < 0:
+            group, overall = slots_of(codes, offsets, n_groups, k, i)
+            if group < 0:
                 continue
-            group = offsets[k] + code
-            overall = offsets[k] + n_groups[k]
             for t in range(n_thresholds):
                 if score > thresholds[k, t]:
                     if positive:

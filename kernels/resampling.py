@@ -7,6 +7,8 @@ threads that compute resamples side by side. A bootstrap draw takes 32 of its 64
 uniform pick by Lemire's multiply-shift with rejection, two picks per SplitMix64 step.
 """
 import numpy as np
+from numba import types
+from numba.extending import overload
 
 from ._config import inline_kernel, kernel
 from ._weights import weight_of
@@ -129,8 +131,9 @@ def stratified_bootstrap_counts(members, stratum_starts, seed, resample, out):
 
 
 @kernel
-def permuted_codes(codes, seed, permutation, out):
-    """``codes`` with its non-negative entries shuffled among themselves (Fisher-Yates).
+def permuted_codes(codes, seed, permutation, out, labels=None):
+    """``codes`` with its non-negative entries shuffled among themselves (Fisher-Yates), or, given
+    ``labels``, within each class of ``labels`` (:func:`permuted_codes_within`).
 
     Samples without a group (negative code) keep their place; the group sizes are unchanged.
 
@@ -141,51 +144,49 @@ def permuted_codes(codes, seed, permutation, out):
     permutation : int
         The permutation's number (its random stream).
     out : array of shape (n,), the dtype of ``codes``, overwritten
-    """
-    n = codes.shape[0]
-    present = np.empty(n, np.intp)
-    m = 0
-    for i in range(n):
-        out[i] = codes[i]
-        if codes[i] >= 0:
-            present[m] = i
-            m += 1
-    _shuffle_among(present, 0, m, seed, np.uint64(permutation), out)
-
-
-@kernel
-def permuted_codes_within(codes, labels, seed, permutation, out):
-    """``codes`` with its non-negative entries shuffled within each class of ``labels`` (Fisher-Yates).
-
-    Every group keeps its numbers of positives and negatives: the permutations of the null "the
-    group does not change the scores given the label". Samples without a group (negative code)
-    keep their place.
-
-    Parameters
-    ----------
-    codes : integer array of shape (n,)
-    labels : array of shape (n,), nonzero for the positive class
-    seed : uint64
-    permutation : int
-        The permutation's number (its random stream).
-    out : array of shape (n,), the dtype of ``codes``, overwritten
+    labels : array of shape (n,), optional
+        Nonzero for the positive class.
     """
     n = codes.shape[0]
     present = np.empty(n, np.intp)
     m0 = 0
-    for i in range(n):  # the negatives first, then the positives
+    for i in range(n):  # the samples with a group (given labels, the negatives first)
         out[i] = codes[i]
-        if codes[i] >= 0 and labels[i] == 0:
+        if codes[i] >= 0 and not _positive(labels, i):
             present[m0] = i
             m0 += 1
     m = m0
-    for i in range(n):
-        if codes[i] >= 0 and labels[i] != 0:
-            present[m] = i
-            m += 1
+    if labels is not None:  # then the positives
+        for i in range(n):
+            if codes[i] >= 0 and labels[i] != 0:
+                present[m] = i
+                m += 1
     stream = np.uint64(permutation)
     _shuffle_among(present, 0, m0, seed, stream, out)
     _shuffle_among(present, m0, m, seed, stream, out)
+
+
+def permuted_codes_within(codes, labels, seed, permutation, out):
+    """``codes`` with its non-negative entries shuffled within each class of ``labels`` (Fisher-Yates):
+    :func:`permuted_codes` given ``labels``.
+
+    Every group keeps its numbers of positives and negatives: the permutations of the null "the
+    group does not change the scores given the label". Samples without a group (negative code)
+    keep their place.
+    """
+    permuted_codes(codes, seed, permutation, out, labels)
+
+
+def _positive(labels, i):
+    """Whether sample ``i`` is of the positive class (never without labels)."""
+    return labels is not None and labels[i] != 0
+
+
+@overload(_positive, inline="always")
+def _positive_of(labels, i):
+    if labels is None or isinstance(labels, (types.NoneType, types.Omitted)):
+        return lambda labels, i: False
+    return lambda labels, i: labels[i] != 0
 
 
 @inline_kernel
@@ -213,13 +214,7 @@ def drawn_samples(members, stratum_starts, seed, resample, scores, labels, codes
 
     Parameters
     ----------
-    members : integer array of shape (n_drawable,)
-        Sample positions grouped by stratum, ascending within each stratum.
-    stratum_starts : intp array of shape (n_strata + 1,)
-        Stratum ``c`` is ``members[stratum_starts[c]:stratum_starts[c + 1]]``.
-    seed : uint64
-    resample : int
-        The resample's number (its random stream).
+    members, stratum_starts, seed, resample : as in :func:`stratified_bootstrap_counts`
     scores, labels, terms : arrays of shape (n,)
         Copied out for the drawn samples (``terms``: per-sample log-loss terms).
     codes : integer array of shape (K, n), K >= 1

@@ -25,12 +25,13 @@ from ._slots import (
     SCORE,
     SCORE_COMP,
     SCORE_PART,
+    fold_running,
     fold_sums,
     neumaier_step,
     slot_offsets,
 )
+from ._statistics import add_sample, f1_candidate, first_above, settle, tie_end, twice_placement
 from ._weights import counters, weight_of
-from .ranking import f1_at
 
 # Per-slot state of :func:`ranked_sums`, one row of each table per slot (a row is a cache line).
 _COUNT, _POS, _U2, _NEG_BELOW, _BLOCK_POS, _BLOCK_NEG = range(6)
@@ -151,18 +152,8 @@ def ranked_sums(sorted_scores, sorted_labels, sorted_codes, n_groups, loss_terms
     zero = tally[0, 0] - tally[0, 0]  # zero, of the counters' type
     # The overall slot lives in local variables: it changes with every sample, which through
     # memory would chain each update to the previous one.
-    o_count = zero
-    o_pos = zero
-    o_u2 = zero
-    o_neg_below = zero
-    o_block_pos = zero
-    o_block_neg = zero
-    o_loss_part = 0.0
-    o_score_part = 0.0
-    o_loss = 0.0
-    o_loss_comp = 0.0
-    o_score = 0.0
-    o_score_comp = 0.0
+    o_count = o_pos = o_u2 = o_neg_below = o_block_pos = o_block_neg = zero  # its AUC state (add_sample)
+    o_loss_part = o_score_part = o_loss = o_loss_comp = o_score = o_score_comp = 0.0  # its float sums
     next_cut = 0
     cut = min(cuts[0], stop) if n_cuts > 0 else stop + 1  # one after stop is met at stop
     next_mark = 0
@@ -187,10 +178,8 @@ def ranked_sums(sorted_scores, sorted_labels, sorted_codes, n_groups, loss_terms
     for i in range(start, stop + 1 if n_groupings > 0 else start):
         if i >= event:
             if i == block_end and block_end > block_start:  # settle the tie block that ends here
-                o_u2, o_neg_below = _settle_block(sorted_codes, offsets, block_start, block_end, tally, o_u2,
-                                                  o_neg_below, o_block_pos, o_block_neg)
-                o_block_pos = zero
-                o_block_neg = zero
+                o_u2, o_neg_below, o_block_pos, o_block_neg = _settle_block(
+                    sorted_codes, offsets, block_start, block_end, tally, o_u2, o_neg_below, o_block_pos, o_block_neg)
                 block_start = block_end
             if i >= fold_at or i == stop:  # fold the plain running sums into the compensated ones
                 for k in range(n_groupings):
@@ -200,10 +189,8 @@ def ranked_sums(sorted_scores, sorted_labels, sorted_codes, n_groups, loss_terms
                             fold_sums(sums, slot)
                 if i >= o_fold or i == stop:
                     o_fold += FOLD
-                    o_loss, o_loss_comp = neumaier_step(o_loss, o_loss_comp, o_loss_part)
-                    o_score, o_score_comp = neumaier_step(o_score, o_score_comp, o_score_part)
-                    o_loss_part = 0.0
-                    o_score_part = 0.0
+                    o_loss, o_loss_comp, o_loss_part = fold_running(o_loss, o_loss_comp, o_loss_part)
+                    o_score, o_score_comp, o_score_part = fold_running(o_score, o_score_comp, o_score_part)
                 fold_at = _earliest(o_fold, folds)
             while cut <= i:  # counts below this boundary
                 for slot in range(n_slots):
@@ -236,9 +223,7 @@ def ranked_sums(sorted_scores, sorted_labels, sorted_codes, n_groups, loss_terms
         value = sorted_scores[i]
         if i >= block_end and i + 1 < stop and sorted_scores[i + 1] == value:  # a tie block starts
             block_start = i
-            block_end = i + 2
-            while block_end < stop and sorted_scores[block_end] == value:
-                block_end += 1
+            block_end = tie_end(sorted_scores, i, stop)
             event = min(event, block_end)
         tied = i < block_end
         if sorted_codes[0, i] < 0:
@@ -251,16 +236,10 @@ def ranked_sums(sorted_scores, sorted_labels, sorted_codes, n_groups, loss_terms
         nw = w - pw
         term = 0.0 if loss_terms is None else w * loss_terms[i]
         weighted_score = w * np.float64(value)
-        o_count += w
-        o_pos += pw
         o_loss_part += term
         o_score_part += weighted_score
-        if tied:
-            o_block_pos += pw
-            o_block_neg += nw
-        else:
-            o_u2 += 2 * pw * o_neg_below
-            o_neg_below += nw
+        o_count, o_pos, o_u2, o_neg_below, o_block_pos, o_block_neg = add_sample(
+            o_count, o_pos, o_u2, o_neg_below, o_block_pos, o_block_neg, w, pw, tied)
         for k in range(n_groupings):
             slot = offsets[k] + sorted_codes[k, i]
             tally[slot, _COUNT] += w
@@ -273,7 +252,7 @@ def ranked_sums(sorted_scores, sorted_labels, sorted_codes, n_groups, loss_terms
                 tally[slot, _BLOCK_POS] += pw
                 tally[slot, _BLOCK_NEG] += nw
             else:
-                tally[slot, _U2] += 2 * pw * tally[slot, _NEG_BELOW]
+                tally[slot, _U2] += pw * twice_placement(tally[slot, _NEG_BELOW], 0)  # a block of one
                 tally[slot, _NEG_BELOW] += nw
     for k in range(n_groupings):  # the shared overall slot
         slot = offsets[k] + n_groups[k]
@@ -321,7 +300,7 @@ def _earliest(first, later):
 @inline_kernel
 def _settle_block(sorted_codes, offsets, start, stop, tally, o_u2, o_neg_below, o_block_pos, o_block_neg):
     # Credit each positive of the tie block [start, stop) half of the block's negatives in its slot
-    # (and in the overall slot, whose sums the caller keeps); returns the overall U2 and negatives.
+    # (and in the overall slot, whose sums the caller keeps); returns the overall slot's AUC state.
     for k in range(sorted_codes.shape[0]):
         first = offsets[k]
         for j in range(start, stop):
@@ -330,11 +309,10 @@ def _settle_block(sorted_codes, offsets, start, stop, tally, o_u2, o_neg_below, 
                 continue
             slot = first + code
             if tally[slot, _BLOCK_POS] + tally[slot, _BLOCK_NEG] > 0:
-                tally[slot, _U2] += tally[slot, _BLOCK_POS] * (2 * tally[slot, _NEG_BELOW] + tally[slot, _BLOCK_NEG])
-                tally[slot, _NEG_BELOW] += tally[slot, _BLOCK_NEG]
-                tally[slot, _BLOCK_POS] = 0
-                tally[slot, _BLOCK_NEG] = 0
-    return o_u2 + o_block_pos * (2 * o_neg_below + o_block_neg), o_neg_below + o_block_neg
+                (tally[slot, _U2], tally[slot, _NEG_BELOW], tally[slot, _BLOCK_POS],
+                 tally[slot, _BLOCK_NEG]) = settle(tally[slot, _U2], tally[slot, _NEG_BELOW], tally[slot, _BLOCK_POS],
+                                                   tally[slot, _BLOCK_NEG])
+    return settle(o_u2, o_neg_below, o_block_pos, o_block_neg)
 
 
 @kernel
@@ -356,16 +334,7 @@ def edge_positions(sorted_scores, edges, slots):
     positions = filled((slots.shape[0], edges.shape[1]), 0)
     for u in range(slots.shape[0]):
         for e in range(edges.shape[1]):
-            edge = edges[slots[u], e]
-            low = 0
-            high = n
-            while low < high:
-                middle = (low + high) >> 1
-                if np.float64(sorted_scores[middle]) > edge:
-                    high = middle
-                else:
-                    low = middle + 1
-            positions[u, e] = low
+            positions[u, e] = first_above(sorted_scores, 0, n, edges[slots[u], e])
     return positions
 
 
@@ -453,14 +422,7 @@ def best_f1_sweep(sorted_scores, sorted_labels, sorted_codes, n_groups, n_pos, n
             # the end of a tie block
             if present:
                 # F1 at threshold `value` (predicted positive: score >= value) counts this block.
-                tp = n_pos[k] - pos_below
-                predicted = float(tp) + float(n_neg[k] - neg_below)
-                # F1 <= 2 TP / (predicted + positives) (within rounding): most blocks cannot beat
-                # the best, which a multiplication shows without F1's three divisions.
-                if 2.0 * float(tp) * (1.0 + 1e-11) < best * (predicted + float(n_pos[k])):
-                    f1 = -np.inf
-                else:
-                    f1 = f1_at(tp, n_neg[k] - neg_below, n_pos[k])
+                f1 = f1_candidate(n_pos[k] - pos_below, n_neg[k] - neg_below, n_pos[k], best)
                 pos_below += block_pos
                 neg_below += block_neg
                 better = f1 > best

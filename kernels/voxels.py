@@ -15,7 +15,7 @@ import numpy as np
 
 from ._config import inline_kernel, kernel
 from ._slots import neumaier_add, neumaier_step
-from .ranking import f1_at
+from ._statistics import credit, f1_candidate
 
 FLOAT32, UINT8, FLOAT64 = 0, 1, 2
 #: Most lanes (two per slot) added per record at once; more slots go through each record's cell.
@@ -44,6 +44,18 @@ def _probability_key(bits, i, mask, limit):
     raw = np.uint64(bits[i])
     key = raw & mask
     return key, key <= limit and (raw == key or key == 0)
+
+
+@inline_kernel
+def _counted_key(bits, roi, use_roi, i, mask, limit, totals):
+    """Voxel ``i``'s key (:func:`_probability_key`) and whether it is counted: in the ROI and a
+    probability. The first voxel of the ROI that is not a probability is noted in ``totals[4]``."""
+    if use_roi and roi[i] == 0:
+        return np.uint64(0), False
+    key, valid = _probability_key(bits, i, mask, limit)
+    if not valid and totals[4] < 0:
+        totals[4] = i
+    return key, valid
 
 
 @inline_kernel
@@ -91,12 +103,8 @@ def encode_map(bits, truth, roi, mode, low_bits, payload, payload_bits, bucket_l
     smallest, largest = np.uint64(totals[2]), np.uint64(max(totals[3], 0))
     fill = position[0]
     for i in range(bits.shape[0]):
-        if use_roi and roi[i] == 0:
-            continue
-        key, valid = _probability_key(bits, i, mask, limit)
-        if not valid:
-            if totals[4] < 0:
-                totals[4] = i
+        key, counted = _counted_key(bits, roi, use_roi, i, mask, limit, totals)
+        if not counted:
             continue
         label = np.uint64(truth[i] != 0)
         count += 1
@@ -121,12 +129,8 @@ def count_map(bits, truth, roi, mode, low_bits, histogram, totals):
     count = positives = 0
     smallest, largest = np.uint64(totals[2]), np.uint64(max(totals[3], 0))
     for i in range(bits.shape[0]):
-        if use_roi and roi[i] == 0:
-            continue
-        key, valid = _probability_key(bits, i, mask, limit)
-        if not valid:
-            if totals[4] < 0:
-                totals[4] = i
+        key, counted = _counted_key(bits, roi, use_roi, i, mask, limit, totals)
+        if not counted:
             continue
         count += 1
         positives += truth[i] != 0
@@ -475,14 +479,8 @@ def sweep_buckets(records, chunk_starts, first, last, bucket_lo, mode, low_bits,
                 if slot_pos[overall] + slot_neg[overall] == 0:
                     continue
                 if k == 0 or overall != group_overall[k - 1]:  # groupings of the same samples: one F1
-                    tp = best[k, 2] - counts[overall, 0]
-                    fp = best[k, 3] - counts[overall, 1]
-                    # F1 <= 2 TP / (TP + FP + P) (rounding adds far less than 1e-9): skip the divisions
-                    # when that bound cannot beat the best
-                    if 2.0 * tp <= best[k, 0] * (tp + fp + best[k, 2]) * (1.0 - 1e-9):
-                        f1 = -np.inf
-                    else:
-                        f1 = f1_at(tp, fp, best[k, 2])
+                    f1 = f1_candidate(best[k, 2] - counts[overall, 0], best[k, 3] - counts[overall, 1], best[k, 2],
+                                      best[k, 0])
                 if f1 > best[k, 0]:
                     best[k, 0] = f1
                     best[k, 1] = value
@@ -493,9 +491,8 @@ def sweep_buckets(records, chunk_starts, first, last, bucket_lo, mode, low_bits,
                 p, q = _take(slot_pos, slot_neg, s)
                 if s == spare:
                     continue
-                counts[s, 2] += p * (2 * counts[s, 1] + q)
+                counts[s, 2], counts[s, 1] = credit(counts[s, 2], counts[s, 1], p, q)
                 counts[s, 0] += p
-                counts[s, 1] += q
                 if integer_sums:
                     slot_int[s] += (p + q) * key
                 else:

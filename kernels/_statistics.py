@@ -1,0 +1,134 @@
+"""The steps of the sorted-order statistics, each written once and used by every kernel that needs it.
+
+Every AUC in the package is a walk down the scores in ascending order by *tie blocks* (runs of equal
+scores; a sample with a score of its own is a block of one): :func:`tie_end` finds where a block
+ends, and :func:`credit` adds a block's positives and negatives to twice the Mann-Whitney U of a
+slot, through each sample's :func:`twice_placement` (DeLong's variance sums its squares). Every best-F1 threshold is a sweep over the same blocks that tries each block's score as a
+threshold: :func:`f1_candidate` gives the F1 there, or -inf where it cannot beat the best so far.
+The sorted-order pass (``sweeps``), the per-grouping kernels (``ranking``), the bootstrap
+(``bootstrap``), the radix-bucket sums (``rank_sums``), the voxel sweep (``voxels``) and DeLong's
+placement values (``delong``) call these (``tests/test_kernel_primitives.py`` checks it).
+
+The helpers are inlined into their callers (they run per sample or per block, in inner loops).
+"""
+import numpy as np
+
+from ._config import inline_kernel
+
+
+@inline_kernel
+def tie_end(sorted_scores, start, stop):
+    """The end of the tie block that starts at ``start``: the first position in ``start + 1 .. stop``
+    whose score differs from ``sorted_scores[start]`` (``stop`` when none does)."""
+    value = sorted_scores[start]
+    end = start + 1
+    while end < stop and sorted_scores[end] == value:
+        end += 1
+    return end
+
+
+@inline_kernel
+def tie_start(sorted_scores, first, stop):
+    """The start of the tie block that ends at ``stop`` (for walks from the highest score down): the
+    first position in ``first .. stop - 1`` from which every score equals ``sorted_scores[stop - 1]``."""
+    value = sorted_scores[stop - 1]
+    start = stop - 1
+    while start > first and sorted_scores[start - 1] == value:
+        start -= 1
+    return start
+
+
+@inline_kernel
+def first_above(sorted_scores, start, stop, value):
+    """The first position in ``start .. stop`` whose score is above ``value`` (``stop`` when none is):
+    where a threshold ``value`` falls in the ascending ``sorted_scores[start:stop]``, the samples
+    before it being those predicted negative at ``score > value``. A binary search."""
+    low = start
+    high = stop
+    while low < high:
+        middle = (low + high) >> 1
+        if np.float64(sorted_scores[middle]) > value:
+            high = middle
+        else:
+            low = middle + 1
+    return low
+
+
+@inline_kernel
+def settle(u2, neg_below, block_pos, block_neg):
+    """:func:`credit` of a finished tie block, and the next block's (empty) counts: the new
+    ``(u2, neg_below, block_pos, block_neg)``."""
+    u2, neg_below = credit(u2, neg_below, block_pos, block_neg)
+    return u2, neg_below, block_pos - block_pos, block_neg - block_neg
+
+
+@inline_kernel
+def twice_placement(below, tied):
+    """Twice a sample's placement value, in counts: the samples of the other class below its tie
+    block, twice, plus those in its block (ties count one half). For a positive, over the negatives,
+    it is what the positive adds to twice the Mann-Whitney U."""
+    return 2 * below + tied
+
+
+@inline_kernel
+def credit(u2, neg_below, block_pos, block_neg):
+    """AUC's step: a tie block of ``block_pos`` positives and ``block_neg`` negatives above
+    ``neg_below`` negatives adds ``block_pos`` times :func:`twice_placement` to twice the U; returns
+    the new ``(u2, neg_below)``. A sample alone in its block is ``(1, 0)`` or ``(0, 1)`` (times its
+    weight): exact in integers, and in floats equal to ``2 * w * neg_below`` (products with 0 or a
+    power of 2)."""
+    return u2 + block_pos * twice_placement(neg_below, block_neg), neg_below + block_neg
+
+
+@inline_kernel
+def add_sample(count, positives, u2, neg_below, block_pos, block_neg, w, pw, tied):
+    """One sample of weight ``w`` (``pw`` = ``w`` when positive, else 0) added to a slot's AUC state:
+    to its count and positives, and to its tie block's counts when ``tied``, else (alone in its
+    block) credited at once (:func:`credit` of a block of one, without its ``+ 0``). Returns the six
+    sums, for a state in local variables."""
+    if tied:
+        return count + w, positives + pw, u2, neg_below, block_pos + pw, block_neg + (w - pw)
+    return count + w, positives + pw, u2 + pw * twice_placement(neg_below, 0), neg_below + (w - pw), block_pos, block_neg
+
+
+@inline_kernel
+def f1_at(tp, fp, n_pos):
+    """F1 from counts, with the FairMedFM formula ``2PR / (P + R + 1e-8)`` in its order of operations."""
+    tp = float(tp)
+    fp = float(fp)
+    predicted = tp + fp
+    precision = tp / predicted if predicted != 0.0 else 0.0
+    recall = tp / float(n_pos) if n_pos != 0 else 1.0
+    return 2.0 * precision * recall / (precision + recall + 1e-8)
+
+
+#: The F1 bound's margin for rounding (:func:`cannot_beat`).
+F1_MARGIN = 1.0 + 1e-11
+
+
+@inline_kernel
+def cannot_beat(tp, predicted, n_pos, best):
+    """Whether F1 with ``tp`` true positives among ``predicted`` predicted positives (of ``n_pos``
+    positives) is sure to be below ``best``: F1 <= 2 TP / (predicted + P) (the ``1e-8`` of
+    :func:`f1_at` only lowers it; the margin covers rounding), which one multiplication checks
+    without F1's three divisions. Also true of every threshold with at most ``tp`` true positives
+    and at least ``predicted`` predicted positives."""
+    return 2.0 * float(tp) * F1_MARGIN < best * (float(predicted) + float(n_pos))
+
+
+@inline_kernel
+def f1_slack(tp, predicted, n_pos, best):
+    """How many predicted positives a threshold with at most ``tp`` true positives may lose while
+    :func:`cannot_beat` (about) holds: ``predicted + P - 2 TP / best``, with the same margin. A sweep
+    skips about half of it at once, and checks the skip with :func:`cannot_beat`."""
+    return float(predicted) + float(n_pos) - 2.0 * float(tp) * F1_MARGIN / best
+
+
+@inline_kernel
+def f1_candidate(tp, fp, n_pos, best):
+    """F1 at a candidate threshold with ``tp`` true and ``fp`` false positives of ``n_pos`` positives,
+    or -inf when it cannot beat ``best`` (:func:`cannot_beat`): while F1 climbs most blocks fail
+    that test, so a sweep computes few F1s."""
+    if cannot_beat(tp, float(tp) + float(fp), n_pos, best):
+        return -np.inf
+    return f1_at(tp, fp, n_pos)
