@@ -47,18 +47,6 @@ def _probability_key(bits, i, mask, limit):
 
 
 @inline_kernel
-def _counted_key(bits, roi, use_roi, i, mask, limit, totals):
-    """Voxel ``i``'s key (:func:`_probability_key`) and whether it is counted: in the ROI and a
-    probability. The first voxel of the ROI that is not a probability is noted in ``totals[4]``."""
-    if use_roi and roi[i] == 0:
-        return np.uint64(0), False
-    key, valid = _probability_key(bits, i, mask, limit)
-    if not valid and totals[4] < 0:
-        totals[4] = i
-    return key, valid
-
-
-@inline_kernel
 def _record_layout(mode, low_bits, payload, payload_bits, bucket_lo, bucket_hi):
     """The constants of a map's records: ``(low_mask, shift, pshift, lo, span, mask, limit, tag)``.
     A valid voxel's key goes to bucket ``(key >> shift) - lo`` (kept when below ``span``), and its
@@ -103,8 +91,12 @@ def encode_map(bits, truth, roi, mode, low_bits, payload, payload_bits, bucket_l
     smallest, largest = np.uint64(totals[2]), np.uint64(max(totals[3], 0))
     fill = position[0]
     for i in range(bits.shape[0]):
-        key, counted = _counted_key(bits, roi, use_roi, i, mask, limit, totals)
-        if not counted:
+        if use_roi and roi[i] == 0:
+            continue
+        key, valid = _probability_key(bits, i, mask, limit)
+        if not valid:
+            if totals[4] < 0:
+                totals[4] = i
             continue
         label = np.uint64(truth[i] != 0)
         count += 1
@@ -129,8 +121,12 @@ def count_map(bits, truth, roi, mode, low_bits, histogram, totals):
     count = positives = 0
     smallest, largest = np.uint64(totals[2]), np.uint64(max(totals[3], 0))
     for i in range(bits.shape[0]):
-        key, counted = _counted_key(bits, roi, use_roi, i, mask, limit, totals)
-        if not counted:
+        if use_roi and roi[i] == 0:
+            continue
+        key, valid = _probability_key(bits, i, mask, limit)
+        if not valid:
+            if totals[4] < 0:
+                totals[4] = i
             continue
         count += 1
         positives += truth[i] != 0
