@@ -45,6 +45,14 @@ def _null_dataset(rng, n_groups, low, high):
 # quantile interpolated at 0.95): on the datasets whose interval excluded 0 (a larger c only narrows that
 # set), 28 remain for 2 groups' auc-gap, 27 and 29 for 3 groups' auc-gap and bce-gap, the others at most
 # as above. Still above 28: bce-gap's interval at 3 groups (29) and auc-gap's p-value at 2 groups (29).
+# The full run again with that c (8.4 CPU-minutes; 4.5 min on 2 idle cores, 4 processes):
+#
+#   groups  auc-gap  acc-gap  bce-gap  ece-gap   eo      eod
+#   2       29 / 28  23 / 16  20 / 20  18 / 18  18 / 14  20 / 12
+#   3       23 / 27  16 / 15  22 / 29  15 / 17  19 / 23  19 / 16
+#   4       18 / 21  18 / 14  21 / 25  21 / 19  23 / 14  18 / 16
+#   6       20 / 26  18 / 11  11 / 19  21 / 24  19 / 23  23 / 19
+#
 # The permutation test is exact (1600 x 6 calls: 4.9% overall, auc-gap 5.6%), and on the same 400
 # datasets of 2 groups the DeLong z-test of the two AUCs, computed from scratch, rejects in 26: these
 # datasets have large AUC differences by chance, and 28 is the 97% point of Binomial(400, 0.05), so 48
