@@ -13,11 +13,14 @@ collecting the rows into one process:
    that equal scores never straddle two ranges; the task of range ``r`` takes piece ``r`` of every
    partition (Dask's ordinary transfers, nothing on disk) and sorts it. Rows whose codes need
    more than 64 bits are sorted as frames (``set_index``) instead.
-3. Per sorted range, the same kernels as in memory. Counts, Mann-Whitney sums, log-loss sums and
-   confusion counts add up over partitions; the AUC of a slot adds ``2 * positives * negatives of
-   the earlier partitions``; the best-F1 sweep of a partition starts from the counts of the earlier
-   partitions (prefix sums), and the global best is the highest F1, the earliest partition on ties.
-   ECE bins come from the reduced minima and maxima, so their edges are bit-identical.
+3. Per sorted range, the engine's fused pass as in memory (``_engine.range_sums``), in the same task
+   as the range's sort. What a range needs of the others comes from the routing's counts (each
+   partition counts its rows per range and slot, and finds each slot's lowest and highest score):
+   the global ECE bin edges, bit-identical to the in-memory ones, and the counts of the ranges below
+   and above it (the best-F1 sweep and the summed precision start from them). The ranges' sums then
+   join as the in-memory engine joins those of consecutive ranges (``_engine.from_ranges``): added,
+   the U of a range credited with its positives times the negatives below it, and each grouping's
+   best-F1 threshold the best of the ranges' candidates, the lowest range's on ties.
 
 Only per-partition summaries, whose size is the number of groups, travel to the client. See the
 README section "Dask and out-of-core data" for running on a cluster.
@@ -85,12 +88,6 @@ def _quiet() -> Iterator[None]:
     finally:
         for logger, level in zip(loggers, levels):
             logger.setLevel(level)
-
-
-def _kernels():
-    from .kernels import _slots, calibration, ranking
-
-    return ranking, calibration, _slots
 
 
 # ---------------------------------------------------------------------------------------------
@@ -519,9 +516,11 @@ def _bits(values: np.ndarray) -> np.ndarray:
     return values.view(np.uint64 if values.dtype.itemsize == 8 else np.uint32)
 
 
-def _pack(local: _LocalColumns, plan: _Plan, layout: _Layout, bounds: np.ndarray) -> tuple:
+def _pack(local: _LocalColumns, plan: _Plan, layout: _Layout, bounds: np.ndarray, sizes: np.ndarray) -> tuple:
     """One partition's rows (:func:`_local`) as records, split by score range: a tuple of one piece per
-    range (the words, or the keys and payloads), each sent whole to the task that sorts its range."""
+    range (the words, or the keys and payloads), each sent whole to the task that sorts its range,
+    then the partition's counts: per range and slot its negatives and positives (R, n_slots, 2), and
+    per slot the lowest and highest score's key (n_slots, 2; see ``kernels.records``)."""
     from .kernels import records
 
     scores, labels, rows = _rows(local, plan)
@@ -532,15 +531,46 @@ def _pack(local: _LocalColumns, plan: _Plan, layout: _Layout, bounds: np.ndarray
     first = np.empty(len(bounds) + 2, np.int64)
     words = np.empty(n, np.uint64)
     pays = np.empty(n if layout.pay_dtype is not None else 0, layout.pay_dtype or np.uint64)
+    n_slots = int(np.sum(sizes + 1))
+    tally = np.empty((len(bounds) + 1, n_slots, 2), np.int64)
+    ends = np.empty((n_slots, 2), np.uint64)
     # writable arrays (pandas may hand out read-only views): the compiled signatures are those of these
     records.route_records(_bits(np.require(scores, requirements=["C", "W"])),
                           np.require(labels, requirements=["C", "W"]), codes,
                           np.array(layout.code_shifts, np.uint64), bounds, layout.pay_bits, np.empty(n, np.int32),
-                          first, words, pays)
-    ends = first.tolist()
+                          first, words, pays, sizes, tally, ends)
+    at = first.tolist()
     if layout.pay_dtype is None:
-        return tuple(words[a:b] for a, b in zip(ends[:-1], ends[1:]))
-    return tuple((words[a:b], pays[a:b]) for a, b in zip(ends[:-1], ends[1:]))
+        pieces = tuple(words[a:b] for a, b in zip(at[:-1], at[1:]))
+    else:
+        pieces = tuple((words[a:b], pays[a:b]) for a, b in zip(at[:-1], at[1:]))
+    return (*pieces, (tally, ends))
+
+
+def _counted(counts: list[tuple[np.ndarray, np.ndarray]], dtype: np.dtype) -> tuple[np.ndarray, ...]:
+    """Per range and slot the samples and positives (R, n_slots), per slot the lowest and highest
+    score (NaN where empty), from the partitions' counts (:func:`_pack`)."""
+    from .kernels import records
+
+    tally = sum(c[0] for c in counts)
+    low = np.minimum.reduce([c[1][:, 0] for c in counts])
+    high = np.maximum.reduce([c[1][:, 1] for c in counts])
+    count = tally[:, :, 0] + tally[:, :, 1]
+    empty = count.sum(axis=0) == 0
+    low, high = records.key_scores(low, dtype), records.key_scores(high, dtype)
+    low[empty] = high[empty] = np.nan
+    return count, tally[:, :, 1], low, high
+
+
+def _summed(summaries: list[tuple[np.ndarray, ...]]) -> tuple[np.ndarray, ...]:
+    """:func:`_counted` from each sorted range's ``_engine.range_summary`` (the sort of frames)."""
+    count, positives, low, high = (np.stack(values) for values in zip(*summaries))
+    return count, positives, np.fmin.reduce(low, axis=0), np.fmax.reduce(high, axis=0)
+
+
+def _range_plan(counted: tuple[np.ndarray, ...], sizes: np.ndarray, n: int, thresholds: list[float], sweep: bool,
+                extra: tuple[str, ...], analytic: bool) -> _engine.RangePlan:
+    return _engine.range_plan(*counted, sizes, n, thresholds, sweep, extra, analytic)
 
 
 def _sorted_range(pieces: list, layout: _Layout, sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -584,139 +614,33 @@ def _arrays(part: pd.DataFrame, names: list[str]) -> tuple[np.ndarray, np.ndarra
     return scores, labels, codes
 
 
-def _optional_sums(extra: Sequence[str], combine: str | None = None) -> tuple[str, ...]:
-    """The optional per-slot sums that the opt-in keys ``extra`` read (those combined by ``combine``)."""
-    needed = _metric_registry.optional_sums(frozenset(key.removesuffix(_engine.BEST) for key in extra))
-    return tuple(name for name in needed if combine is None or _metric_registry.SUM[name].combine == combine)
-
-
-def _sum_entries(extra: Sequence[str], combine: str) -> tuple:
-    """The registry entries of :func:`_optional_sums`, made by the pass each names (``_engine.optional_sums``).
-    On a worker, a metric not known yet is a plugin's: its entry point is loaded (``check_metrics``)."""
-    if extra:
-        _metric_registry.check_metrics({key.removesuffix(_engine.BEST) for key in extra})
-    return tuple(_metric_registry.SUM[name] for name in _optional_sums(extra, combine))
-
-
-def _first_pass(rows: tuple[np.ndarray, np.ndarray, np.ndarray], sizes: np.ndarray, thresholds: list[float],
-                extra: Sequence[str] = (), analytic: bool = False) -> dict[str, Any]:
-    """Of one sorted range's ``rows`` (scores, labels, codes): order-free sums (counts above the fixed
-    thresholds too) and the range's own Mann-Whitney sums; the optional sums that combine by addition
-    (``_metric_registry.SUMS``) that the opt-in ``extra`` read; the range's placement sums (DeLong)
-    with ``analytic``."""
-    ranking, calibration, _ = _kernels()
+def _range_sums(rows: tuple[np.ndarray, np.ndarray, np.ndarray], plan: _engine.RangePlan, index: int
+                ) -> dict[str, Any]:
+    """The engine's sums of one sorted range (``_engine.range_sums``), with its first and last score."""
     scores, labels, codes = rows
-    squared = {}
-    if analytic:
-        from .kernels import delong
-
-        squared["placement"] = delong.placement_sums(scores, labels, codes, sizes, 0, len(scores), False)
-    squared.update(_engine.optional_sums(scores, labels, codes, sizes, _sum_entries(extra, "add")))
-    count, positives, low, high = calibration.score_ranges(scores, labels, codes, sizes)
-    u2 = ranking.rank_statistics(scores, labels, codes, sizes)[2]
-    table = np.empty((len(sizes), len(thresholds)))
-    table[:] = thresholds
-    pos_above, neg_above = ranking.confusion_above(scores, labels, codes, sizes, table)
-    return {"count": count, "positives": positives, "low": low, "high": high, "u2": u2,
-            "log_sums": calibration.slot_sums(calibration.log_loss_terms(scores, labels), codes, sizes),
-            "pos_above": pos_above, "neg_above": neg_above,
-            "first": float(scores[0]) if len(scores) else math.nan,
-            "last": float(scores[-1]) if len(scores) else math.nan, **squared}
+    sums = _engine.range_sums(scores, labels, codes, plan, index)
+    sums["first"] = float(scores[0]) if len(scores) else math.nan
+    sums["last"] = float(scores[-1]) if len(scores) else math.nan
+    return sums
 
 
-def _between(firsts: list[dict[str, Any]], sizes: np.ndarray) -> dict[str, Any]:
-    """Prefix sums of the groupings' positives and negatives, and the global ECE bin edges."""
-    _, calibration, _slots = _kernels()
-    offsets, _ = _slots.slot_offsets(sizes)
-    overall = offsets + sizes
-    positives = np.stack([f["positives"][overall] for f in firsts])
-    negatives = np.stack([f["count"][overall] for f in firsts]) - positives
-    low = np.fmin.reduce(np.stack([f["low"] for f in firsts]), axis=0)
-    high = np.fmax.reduce(np.stack([f["high"] for f in firsts]), axis=0)
-    slot_pos = np.stack([f["positives"] for f in firsts])
-    slot_neg = np.stack([f["count"] for f in firsts]) - slot_pos
-    return {"pos_before": np.cumsum(positives, axis=0) - positives,
-            "neg_before": np.cumsum(negatives, axis=0) - negatives,
-            # per slot, the samples of later partitions (all scoring higher): average precision's start
-            "pos_after": slot_pos.sum(axis=0) - np.cumsum(slot_pos, axis=0),
-            "neg_after": slot_neg.sum(axis=0) - np.cumsum(slot_neg, axis=0),
-            "n_pos": positives.sum(axis=0), "n_neg": negatives.sum(axis=0),
-            "edges": calibration.equal_width_edges(low, high, _engine.ECE_BINS)}
+def _sorted_sums(pieces: list, layout: _Layout, plan: _engine.RangePlan, index: int) -> dict[str, Any]:
+    """One range's records sorted (:func:`_sorted_range`) and summed (:func:`_range_sums`) in one task:
+    its sorted arrays live only as long as the task."""
+    return _range_sums(_sorted_range(pieces, layout, plan.sizes), plan, index)
 
 
-def _second_pass(rows: tuple[np.ndarray, np.ndarray, np.ndarray], sizes: np.ndarray, between: dict[str, Any],
-                 index: int, sweep: bool, extra: Sequence[str] = ()) -> dict[str, Any]:
-    """Of one sorted range's ``rows``: its best-F1 candidates (counting the earlier ranges), counts above
-    them, ECE bins; the optional sums that start from the ranges above (the summed precision) that
-    ``extra`` read."""
-    ranking, calibration, _ = _kernels()
-    scores, labels, codes = rows
-    bins = calibration.binned_calibration(scores, labels, codes, sizes, between["edges"], False)
-    # the optional sums that start from the partitions above (the summed precision)
-    ranked = _engine.optional_sums(scores, labels, codes, sizes, _sum_entries(extra, "add_above"),
-                                   above=(between["pos_after"][index], between["neg_after"][index]))
-    if not sweep:
-        return {"bins": bins, **ranked}
-    thresholds, best = ranking.best_f1_thresholds(scores, labels, codes, between["n_pos"], between["n_neg"],
-                                                  between["pos_before"][index], between["neg_before"][index])
-    pos_above, neg_above = ranking.confusion_above(scores, labels, codes, sizes,
-                                                 np.ascontiguousarray(thresholds[:, None]))
-    return {"thresholds": thresholds, "best": best, "pos_above": pos_above[:, 0], "neg_above": neg_above[:, 0],
-            "bins": bins, **ranked}
-
-
-def _groupings(firsts: list[dict[str, Any]], seconds: list[dict[str, Any]], sizes: np.ndarray,
-               fixed_best: float | None, extra: Sequence[str] = ()) -> list[_engine.Grouping]:
-    """Per-slot metrics from the per-partition sums, as ``_engine.compute`` lays them out."""
-    _, calibration, _slots = _kernels()
-    offsets, _ = _slots.slot_offsets(sizes)
+def _groupings(sums: list[dict[str, Any]], plan: _engine.RangePlan, fixed_best: float | None
+               ) -> list[_engine.Grouping]:
+    """Per-slot metrics from the ranges' sums, as ``_engine.compute`` lays them out."""
     last = -math.inf
-    for f in firsts:  # equal scores never straddle partitions: the sweeps below rely on it
-        if f["first"] == f["first"]:
-            if not f["first"] > last:
+    for part in sums:  # equal scores never straddle ranges: the joined sweeps rely on it
+        if part["first"] == part["first"]:
+            if not part["first"] > last:
                 raise RuntimeError("the distributed sort left equal scores in two partitions; please report "
                                    "this with your dask version")
-            last = f["last"]
-    counts = np.stack([f["count"] for f in firsts])
-    positives_by_part = np.stack([f["positives"] for f in firsts])
-    negatives_by_part = counts - positives_by_part
-    neg_before = np.cumsum(negatives_by_part, axis=0) - negatives_by_part
-    u2 = sum(f["u2"] + 2 * f["positives"] * neg_before[p] for p, f in enumerate(firsts))
-    count = counts.sum(axis=0)
-    positives = positives_by_part.sum(axis=0)
-    negatives = count - positives
-    bin_count = sum(s["bins"][0] for s in seconds)
-    bin_labels = sum(s["bins"][1] for s in seconds)
-    bin_scores = sum(s["bins"][2] for s in seconds)
-    log_sums = sum(f["log_sums"] for f in firsts)
-    tp_half = sum(f["pos_above"][:, 0] for f in firsts)
-    fp_half = sum(f["neg_above"][:, 0] for f in firsts)
-    # Best F1 of each grouping: the highest over partitions, the earliest on ties.
-    thresholds = np.full(len(sizes), np.nan)
-    tp_best = np.zeros(len(count), np.int64)
-    fp_best = np.zeros(len(count), np.int64)
-    if fixed_best is not None:
-        thresholds[:] = fixed_best
-        tp_best = sum(f["pos_above"][:, 1] for f in firsts)
-        fp_best = sum(f["neg_above"][:, 1] for f in firsts)
-    for k in range(len(sizes) if fixed_best is None else 0):
-        window = slice(offsets[k], offsets[k] + sizes[k] + 1)
-        best, chosen = -math.inf, None
-        for p, s in enumerate(seconds):
-            if s["best"][k] > best:
-                best, chosen = s["best"][k], p
-        if chosen is None:
-            continue
-        thresholds[k] = seconds[chosen]["thresholds"][k]
-        tp_best[window] = seconds[chosen]["pos_above"][window] + positives_by_part[chosen + 1:, window].sum(axis=0)
-        fp_best[window] = seconds[chosen]["neg_above"][window] + negatives_by_part[chosen + 1:, window].sum(axis=0)
-    ece = calibration.calibration_error(bin_count, bin_labels, bin_scores, 0)
-    confusion = {"": (tp_half, fp_half), _engine.BEST: (tp_best, fp_best)}
-    # the optional sums add up over partitions (those "add_above" started from the partitions above)
-    sums = {name: sum(part[name] for part in (firsts if _metric_registry.SUM[name].combine == "add" else seconds))
-            for name in _optional_sums(extra)}
-    return _engine.from_counts(sizes, count, positives, negatives, thresholds, {*_engine.all_keys(), *extra},
-                               u2=u2, loss_sums=log_sums, ece=ece, confusion=confusion, extra=sums)
+            last = part["last"]
+    return _engine.from_ranges(sums, plan, fixed_best)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -813,7 +737,7 @@ def evaluate(ddf: Any, *, label: str, score: str, sensitive: str | Sequence[str]
     if not (isinstance(ci, (float, int)) and 0 < ci < 1):
         raise ValueError(f"ci must be a coverage strictly between 0 and 1, such as 0.95; got {ci!r}")
     quantile = any(isinstance(spec, (int, np.integer)) for spec in bins.values())
-    tasks = ddf.npartitions * (2 if quantile else 1) + 2 * (npartitions or ddf.npartitions)
+    tasks = ddf.npartitions * (2 if quantile else 1) + 1 + (npartitions or ddf.npartitions)
     with _quiet(), Progress(tasks, "dask", check(progress), unit="task") as bar:
         return _evaluate(dask, ddf, label, score, names, bins, intersectional, pos_label, score_type, threshold,
                          npartitions, bar, metrics, (float(ci), p_adjust) if interval else None)
@@ -898,28 +822,33 @@ def _evaluate(dask: Any, ddf: Any, label: str, score: str, names: list[str], bin
     if layout is not None:  # records routed by score range, each range sorted where it lands
         bounds = _bits(np.array(divisions[1:-1], plan.score_dtype))
         n_ranges = len(divisions) - 1
-        packed = []
+        packed, counts = [], []
         for item, holder in zip(local, holders):
             with _on(dask, holder):  # the selection of each piece too: else it may fetch the whole tuple
-                pieces = dask.delayed(_pack, nout=n_ranges)(item, plan, layout, bounds)
+                pieces = dask.delayed(_pack, nout=n_ranges + 1)(item, plan, layout, bounds, sizes)
                 packed.append([pieces[r] for r in range(n_ranges)])
-        ranges = [dask.delayed(_sorted_range)([pieces[r] for pieces in packed], layout, sizes)
-                  for r in range(n_ranges)]
+                counts.append(pieces[n_ranges])
+        counted = dask.delayed(_counted)(counts, plan.score_dtype)
     else:  # the sort of frames
         code_names = _code_names(plan)
         frame_meta = pd.DataFrame({_SCORE: np.empty(0, plan.score_dtype), _LABEL: np.empty(0, np.uint8),
                                    **{name: np.empty(0, plan.code_dtype) for name in code_names}})
         ordered = ddf.map_partitions(_prepare, plan, meta=frame_meta).set_index(_SCORE, divisions=divisions)
         ranges = [dask.delayed(_arrays)(part, code_names) for part in ordered.to_delayed()]
-    fixed = [0.5] if threshold is None else [0.5, threshold]
+        counted = dask.delayed(_summed)([dask.delayed(_engine.range_summary)(rows[0], rows[1], rows[2], sizes)
+                                         for rows in ranges])
     extra = _metric_registry.optional_keys(metrics)
-    firsts = [dask.delayed(_first_pass)(rows, sizes, fixed, extra, analytic is not None) for rows in ranges]
-    between = dask.delayed(_between)(firsts, sizes)
-    seconds = [dask.delayed(_second_pass)(rows, sizes, between, p, threshold is None, extra)
-               for p, rows in enumerate(ranges)]
-    done = _computed(dask, [*firsts, *seconds], bar)
-    firsts, seconds = done[:len(firsts)], done[len(firsts):]
-    groupings = _groupings(list(firsts), list(seconds), sizes, threshold, extra)
+    fixed = [0.5] if threshold is None else [0.5, threshold]
+    ranged = dask.delayed(_range_plan)(counted, sizes, metadata["n_samples"], fixed, threshold is None, tuple(extra),
+                                       analytic is not None)
+    if layout is not None:
+        sums = [dask.delayed(_sorted_sums)([pieces[r] for pieces in packed], layout, ranged, r)
+                for r in range(n_ranges)]
+    else:
+        sums = [dask.delayed(_range_sums)(rows, ranged, r) for r, rows in enumerate(ranges)]
+    done = _computed(dask, [ranged, *sums], bar)
+    ranged, sums = done[0], done[1:]
+    groupings = _groupings(list(sums), ranged, threshold)
     if threshold is not None:
         metadata["threshold"] = threshold
     if metrics:
@@ -927,7 +856,7 @@ def _evaluate(dask: Any, ddf: Any, label: str, score: str, names: list[str], bin
     report, results = _report(plan, groupings, metadata)
     if analytic is not None:
         starts = np.concatenate(([0], np.cumsum(sizes + 1)))
-        variances = {k: _analytic.variances_of([f["placement"][starts[k]:starts[k + 1]] for f in firsts])
+        variances = {k: _analytic.variances_of([part["placement"][starts[k]:starts[k + 1]] for part in sums])
                      for k, result in enumerate(results) if result.rows}
         report.ci = {"level": analytic[0], "n_boot": 0,
                      "analytic": _analytic.from_variances(variances, results, analytic[0], report.warnings,

@@ -98,8 +98,8 @@ SIGNATURES: dict[str, list[tuple]] = {
         (A(T.float64), A(T.uint8), A(T.int8, 2), A(T.int64), T.Omitted(None)),
     ],
     'records.route_records': [
-        (A(T.uint32), A(T.uint8), A(T.int8, 2), A(T.uint64), A(T.uint32), T.int64, A(T.int32), A(T.int64), A(T.uint64), A(T.uint64)),
-        (A(T.uint64), A(T.uint8), A(T.int8, 2), A(T.uint64), A(T.uint64), T.int64, A(T.int32), A(T.int64), A(T.uint64), A(T.uint32)),
+        (A(T.uint32), A(T.uint8), A(T.int8, 2), A(T.uint64), A(T.uint32), T.int64, A(T.int32), A(T.int64), A(T.uint64), A(T.uint64), A(T.int64), A(T.int64, 3), A(T.uint64, 2)),
+        (A(T.uint64), A(T.uint8), A(T.int8, 2), A(T.uint64), A(T.uint64), T.int64, A(T.int32), A(T.int64), A(T.uint64), A(T.uint32), A(T.int64), A(T.int64, 3), A(T.uint64, 2)),
     ],
     'records.unpack_records': [
         (A(T.uint64), A(T.uint32), T.int64, A(T.uint64), A(T.uint64), A(T.uint8), A(T.int8, 2)),

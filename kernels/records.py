@@ -43,9 +43,11 @@ def _range_of(key, bound_keys):
 
 
 @kernel
-def route_records(score_bits, labels, codes, code_shifts, bounds, pay_bits, ranges, first, words, pays):
+def route_records(score_bits, labels, codes, code_shifts, bounds, pay_bits, ranges, first, words, pays, n_groups,
+                  tally, ends):
     """Pack each sample of ``score_bits`` (uint32 or uint64 bits of float32 or float64 scores) into a
-    record and group the records by score range, in sample order within a range.
+    record and group the records by score range, in sample order within a range; on the way, count
+    each slot's negatives and positives per range and find each slot's lowest and highest score key.
 
     Parameters
     ----------
@@ -59,6 +61,10 @@ def route_records(score_bits, labels, codes, code_shifts, bounds, pay_bits, rang
     first : int64 (R + 1,), out: range ``r``'s records are ``words[first[r]:first[r + 1]]``
     words : uint64 (n,), out: the records (one word), or their keys (two words)
     pays : uint32 or uint64 (n,) or (0,), out: the payloads (two words)
+    n_groups : int64 (K,), groups per grouping (the slot layout of ``kernels/__init__.py``)
+    tally : int64 (R, n_slots, 2), out: per range and slot, negatives and positives
+    ends : uint64 (n_slots, 2), out: per slot, the lowest and highest key (:func:`key_scores`);
+        ``2**64 - 1`` and 0 for an empty slot
     """
     n = score_bits.shape[0]
     n_groupings = codes.shape[0]
@@ -69,6 +75,16 @@ def route_records(score_bits, labels, codes, code_shifts, bounds, pay_bits, rang
     for r in range(bounds.shape[0]):
         bound_keys[r] = float_key(np.uint64(bounds[r]), wide)
     first[:] = 0
+    tally[:] = 0
+    ends[:, 0] = np.uint64(0xFFFFFFFFFFFFFFFF)
+    ends[:, 1] = 0
+    offsets = np.empty(n_groupings, np.int64)
+    overall = np.empty(n_groupings, np.int64)
+    start = 0
+    for k in range(n_groupings):
+        offsets[k] = start
+        overall[k] = start + n_groups[k]
+        start += n_groups[k] + 1
     for i in range(n):
         r = _range_of(float_key(np.uint64(score_bits[i]), wide), bound_keys)
         ranges[i] = r
@@ -77,11 +93,20 @@ def route_records(score_bits, labels, codes, code_shifts, bounds, pay_bits, rang
         first[r + 1] += first[r]
     next_free = first[:-1].copy()
     for i in range(n):
-        payload = np.uint64(labels[i])
-        for k in range(n_groupings):
-            payload |= np.uint64(max(np.int64(codes[k, i]), -1) + 1) << code_shifts[k]
+        label = labels[i]
+        payload = np.uint64(label)
         key = float_key(np.uint64(score_bits[i]), wide)
         r = ranges[i]
+        for k in range(n_groupings):
+            code = max(np.int64(codes[k, i]), -1)
+            payload |= np.uint64(code + 1) << code_shifts[k]
+            if code >= 0:  # the group's slot (its grouping's "all" slot is their sum: below)
+                slot = offsets[k] + code
+                tally[r, slot, label] += 1
+                if key < ends[slot, 0]:
+                    ends[slot, 0] = key
+                if key > ends[slot, 1]:
+                    ends[slot, 1] = key
         position = next_free[r]
         next_free[r] = position + 1
         if two_words:
@@ -89,6 +114,13 @@ def route_records(score_bits, labels, codes, code_shifts, bounds, pay_bits, rang
             pays[position] = payload
         else:
             words[position] = (key << at) | payload
+    for k in range(n_groupings):  # each grouping's "all" slot from its groups'
+        for slot in range(offsets[k], overall[k]):
+            for r in range(tally.shape[0]):
+                tally[r, overall[k], 0] += tally[r, slot, 0]
+                tally[r, overall[k], 1] += tally[r, slot, 1]
+            ends[overall[k], 0] = min(ends[overall[k], 0], ends[slot, 0])
+            ends[overall[k], 1] = max(ends[overall[k], 1], ends[slot, 1])
 
 
 @kernel
@@ -120,3 +152,14 @@ def unpack_records(words, pays, pay_bits, code_shifts, out_bits, out_labels, out
         out_labels[i] = np.uint8(payload & one)
         for k in range(n_groupings):
             out_codes[k, i] = np.int64((payload >> code_shifts[k]) & masks[k]) - 1
+
+
+def key_scores(keys, dtype):
+    """The scores (float64, of ``dtype`` float32 or float64) whose keys (:func:`.sorting.float_key`,
+    uint64) these are; -0.0 comes back as 0.0, as from :func:`unpack_records`."""
+    keys = np.asarray(keys, np.uint64)
+    wide = np.dtype(dtype).itemsize == 8
+    sign = np.uint64(1) << np.uint64(63 if wide else 31)
+    full = np.uint64(0xFFFFFFFFFFFFFFFF if wide else 0xFFFFFFFF)
+    bits = np.where(keys & sign, keys ^ sign, full ^ keys)
+    return bits.astype(np.uint64 if wide else np.uint32).view(dtype).astype(np.float64)

@@ -538,13 +538,13 @@ def test_command_line_masks_on_a_cluster(client, tmp_path):
 
 
 def test_more_sorted_partitions_than_input_partitions(sync, monkeypatch):
-    original, sizes = fdask._first_pass, []
+    original, sizes = fdask._range_sums, []
 
     def spy(part, *args):
         sizes.append(len(part[0]))
         return original(part, *args)
 
-    monkeypatch.setattr(fdask, "_first_pass", spy)
+    monkeypatch.setattr(fdask, "_range_sums", spy)
     frame = tied_frame(3000, 19, levels=100_000)
     both(dd.from_pandas(frame, npartitions=1), "y", "p", ["sex"], npartitions=150)
     assert len(sizes) > 120 and max(sizes) < 60  # the sketch was fine enough for 150 partitions

@@ -11,10 +11,11 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent.parent / "fairmedfm_fast"
 CLASSIFICATION_KERNELS = {"ranking", "calibration", "sweeps", "sorting", "curves", "rank_sums", "delong"}
 ENGINE = {"_engine.py"}
-#: Still calling kernels themselves: the Dask backend. (fairmedfm's legacy functions in metrics.py
-#: reach them through the engine's one-grouping functions, and voxels.py, whose bucket sweep is its
-#: own kernel, takes the ECE edges and errors from the engine.)
-PENDING = {"dask.py"}
+#: Still calling kernels themselves: none. (fairmedfm's legacy functions in metrics.py reach them
+#: through the engine's one-grouping functions; voxels.py, whose bucket sweep is its own kernel, takes
+#: the ECE edges and errors from the engine; the Dask backend routes records (``kernels.records``) and
+#: sums each sorted range with the engine's ``range_sums``.)
+PENDING: set[str] = set()
 
 
 def _callers() -> set[str]:

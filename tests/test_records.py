@@ -22,9 +22,32 @@ def _route(scores, labels, codes, sizes, bounds, two_words):
     first = np.empty(len(bounds) + 2, np.int64)
     words = np.empty(n, np.uint64)
     pays = np.empty(n if two_words else 0, np.uint64 if pay_bits > 32 else np.uint32)
+    n_slots = int(sum(size + 1 for size in sizes))
+    tally = np.empty((len(bounds) + 1, n_slots, 2), np.int64)
+    ends = np.empty((n_slots, 2), np.uint64)
     records.route_records(_bits(scores), labels, codes, shifts, _bits(bounds), pay_bits, np.empty(n, np.int32), first,
-                          words, pays)
+                          words, pays, np.array(sizes, np.int64), tally, ends)
+    _check_counts(scores, labels, codes, sizes, bounds, tally, ends)
     return words, pays, first, pay_bits, shifts
+
+
+def _check_counts(scores, labels, codes, sizes, bounds, tally, ends):
+    """Per range and slot the samples and positives, per slot the lowest and highest score, by NumPy."""
+    ranges = np.searchsorted(bounds, scores, side="right")
+    start = 0
+    for k, size in enumerate(sizes):
+        for slot, members in [(start + g, codes[k] == g) for g in range(size)] + [(start + size, codes[k] >= 0)]:
+            for r in range(len(bounds) + 1):
+                here = members & (ranges == r)
+                assert tally[r, slot, 0] == np.count_nonzero(here & (labels == 0))
+                assert tally[r, slot, 1] == np.count_nonzero(here & (labels == 1))
+            low, high = records.key_scores(ends[slot], scores.dtype)
+            if members.any():
+                assert low == scores[members].min() and high == scores[members].max()
+                assert not np.signbit(low) or low != 0
+            else:
+                assert ends[slot, 0] == np.uint64(2**64 - 1) and ends[slot, 1] == 0
+        start += size + 1
 
 
 def _unpack(words, pays, pay_bits, shifts, dtype, n_rows, code_type):
