@@ -1,6 +1,6 @@
 """fairmedfm_fast.dask.evaluate beside its lower bound and beside one process, on the same Parquet files.
 
-python benchmarks/scripts/dask_lower_bound.py DIR [ROWS] [FILES] [WORKERS] [--frames] [--float64]
+python benchmarks/scripts/dask_lower_bound.py DIR [ROWS] [FILES] [WORKERS] [--frames] [--float64] [--sync]
 
 Writes ROWS rows (default 1e7: float32 scores, int8 labels, three attributes: two dictionary-encoded
 text columns and an int16 site) into FILES Parquet files (default 10) under DIR unless they are there,
@@ -16,11 +16,15 @@ then times, in one run:
 Beside each call, the bytes the workers moved, from Dask's own counters on each worker: what they
 sent each other and the client (``Worker.transfer_outgoing_bytes_total``), what a p2p shuffle sent
 and wrote, and what was spilled to disk (``digests_total`` entries in bytes). ``--float64`` writes
-float64 scores (two-word records) into DIR instead of float32.
+float64 scores (two-word records) into DIR instead of float32. ``--sync`` also runs ``fmd.evaluate``
+twice on Dask's synchronous scheduler (every task in this process) and prints its CPU seconds beside
+those of the in-memory path: the work of the Dask path without the cluster, steadier than wall
+times on a shared machine.
 
 It prints each time, the ratios to the in-memory path and to the lower bound, the load average and
 NumPy's CPU features, and checks that the two reports agree within 1e-9.
 """
+import math
 import os
 import sys
 import time
@@ -88,7 +92,7 @@ def difference(after, before):
     return {name: after[name] - before.get(name, 0) for name in after if after[name] - before.get(name, 0)}
 
 
-def main(folder, rows, files, workers, frames=False, score_type=np.float32):
+def main(folder, rows, files, workers, frames=False, score_type=np.float32, sync=False):
     import pandas as pd
 
     import fairmedfm_fast as fm
@@ -101,9 +105,27 @@ def main(folder, rows, files, workers, frames=False, score_type=np.float32):
         frame = pd.read_parquet(folder, columns=COLUMNS)
         return fm.evaluate(frame["y"], frame["p"], frame[OPTIONS["sensitive"]], intersectional=True)
 
-    memory = [timed(in_memory) for _ in range(2)]
+    memory, memory_cpu = [], math.inf
+    for _ in range(2):
+        cpu = time.process_time()
+        memory.append(timed(in_memory))
+        memory_cpu = min(memory_cpu, time.process_time() - cpu)
     expected = memory[-1][1]
     load.append(os.getloadavg()[0])
+    if sync:  # every task in this process: the CPU seconds of the Dask path's work
+        import dask
+
+        from fairmedfm_fast import dask as fmd
+
+        with dask.config.set(scheduler="sync"):
+            ddf = fmd.read_parquet(folder, columns=COLUMNS)
+            seconds = []
+            for _ in range(2):
+                cpu = time.process_time()
+                fmd.evaluate(ddf, **OPTIONS)
+                seconds.append(time.process_time() - cpu)
+        print(f"  synchronous scheduler, CPU seconds: {seconds[0]:.2f}, {seconds[1]:.2f} = "
+              f"{seconds[1] / memory_cpu:.2f}x the in-memory path's best {memory_cpu:.2f} s")
 
     import logging
 
@@ -154,4 +176,5 @@ if __name__ == "__main__":
     arguments = [argument for argument in sys.argv[1:] if not argument.startswith("--")]
     main(arguments[0], int(float(arguments[1])) if len(arguments) > 1 else 10_000_000,
          int(arguments[2]) if len(arguments) > 2 else 10, int(arguments[3]) if len(arguments) > 3 else 2,
-         frames="--frames" in flags, score_type=np.float64 if "--float64" in flags else np.float32)
+         frames="--frames" in flags, score_type=np.float64 if "--float64" in flags else np.float32,
+         sync="--sync" in flags)
