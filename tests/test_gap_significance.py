@@ -193,6 +193,17 @@ def test_a_group_of_two_samples_is_flagged_and_named_behind_the_gap():
     assert gaps.loc["auc-gap", "low_group"] == "tiny" and gaps.loc["auc-gap", "value"] == report.summary.loc[
         "site", "auc-gap"]
     assert report.to_dict()["attributes"]["site"]["groups"]["tiny"]["small_group"] is True
+    # Its resamples cannot show how uncertain its AUC, TPR and TNR are (every resample that defines its
+    # AUC gives 0): the gaps of those metrics are bounded by 1 only, and stay bounded without it.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        boot = fm.evaluate(y, scores, {"site": site}, n_boot=100, random_state=0).gaps.loc["site"]
+        plain = fm.evaluate(y[2:], scores[2:], {"site": site[2:]}, n_boot=100, random_state=0).gaps.loc["site"]
+    for column in ("auc-gap", "eo"):
+        assert (boot.loc[column, "lo"], boot.loc[column, "hi"]) == (0.0, 1.0), column
+        assert 0 <= plain.loc[column, "lo"] <= plain.loc[column, "value"] <= plain.loc[column, "hi"] < 0.2, column
+    assert (boot.loc["eod", "lo"], boot.loc["eod", "hi"]) == (0.0, 1.0)
+    assert boot.loc["acc-gap", "hi"] < 1.0  # accuracy does not condition on the label: its resamples move
 
 
 def test_every_setting_is_recorded_in_metadata_json_and_html():
@@ -237,3 +248,30 @@ def test_every_setting_is_recorded_in_metadata_json_and_html():
     assert plain.metadata["bins"] == {} and plain.metadata["metrics"] == [] and plain.metadata["intersectional"] is False
     fixed = fm.evaluate(y, scores, {"sex": sex}, threshold=0.4)
     assert fixed.metadata["threshold"] == 0.4 and fixed.metadata["best_f1_threshold"] is None
+
+
+def test_evaluate_tasks_records_the_settings_once_and_the_thresholds_per_task():
+    rng = np.random.default_rng(6)
+    n = 800
+    y = (rng.random((n, 2)) < 0.3).astype(int)
+    scores = 1 / (1 + np.exp(-(rng.normal(size=(n, 2)) + 1.5 * y)))
+    features = {"sex": rng.choice(["F", "M"], n), "age": rng.uniform(20, 90, n)}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        report = fm.evaluate_tasks(y, scores, features, bins={"age": 3}, intersectional=True, n_boot=20,
+                                   random_state=4, p_adjust="holm", n_permutations=20)
+    meta = report.metadata
+    one = report.tasks["task_0"].metadata
+    assert set(one) <= set(meta) and meta["tasks"] == ["task_0", "task_1"]
+    for key in ("random_state", "n_boot", "n_permutations", "ci", "stratify", "p_adjust", "bins", "metrics",
+                "small_group_below", "versions"):
+        assert meta[key] == one[key], key
+    assert meta["intersectional"] is True and one["intersectional"] is True
+    assert meta["best_f1_threshold"] == {name: task.metadata["best_f1_threshold"]
+                                         for name, task in report.tasks.items()}
+    assert meta["best_f1_threshold"]["task_0"] != meta["best_f1_threshold"]["task_1"]
+    assert meta["samples_dropped"] == {"task_0": [], "task_1": []}
+    assert json.loads(report.to_json())["metadata"]["best_f1_threshold"] == meta["best_f1_threshold"]
+    page = report.to_html(figures=False)
+    for key in meta:
+        assert f"<th>{key}</th>" in page, key
