@@ -59,9 +59,11 @@ def score_ends(sorted_scores, sorted_codes, n_groups, weights=None):
     low = filled(n_slots, np.nan)
     high = filled(n_slots, np.nan)
     for k in range(n_groupings):
-        found = _first_met(sorted_scores, sorted_codes, k, offsets[k], n_groups[k], weights, 0, n, 1,
-                           n_groups[k] + 1, low)
-        _first_met(sorted_scores, sorted_codes, k, offsets[k], n_groups[k], weights, n - 1, -1, -1, found, high)
+        wanted = n_groups[k] + 1
+        for end in range(2):  # up from the lowest score, then down from the highest: one copy of the loop to compile
+            up = end == 0
+            wanted = _first_met(sorted_scores, sorted_codes, k, offsets[k], n_groups[k], weights, 0 if up else n - 1,
+                                n if up else -1, 1 if up else -1, wanted, low if up else high)
     return low, high
 
 
