@@ -218,20 +218,13 @@ def _lsd(keys, pays, keys2, pays2, start, stop, low, n_bits, counts, starts):
     a_keys, a_pays, b_keys, b_pays = keys, pays, keys2, pays2
     swapped = False
     for d in range(n_digits):
-        shift = np.uint64(8 * d)
         if _one_bucket(counts[d], m):  # every key has the same digit: nothing moves
             continue
         total = start
         for bucket in range(256):
             starts[bucket] = total
             total += counts[d, bucket]
-        for i in range(start, stop):
-            key = a_keys[i]
-            bucket = np.intp(((key - low) >> shift) & mask)
-            position = starts[bucket]
-            b_keys[position] = key
-            b_pays[position] = a_pays[i]
-            starts[bucket] = position + 1
+        _scatter_from(a_keys, a_pays, b_keys, b_pays, start, stop, low, np.uint64(8 * d), np.int64(8), starts)
         a_keys, a_pays, b_keys, b_pays = b_keys, b_pays, a_keys, a_pays
         swapped = not swapped
     if swapped:
