@@ -607,23 +607,18 @@ def _curve_cuts(scores: np.ndarray, n_slots: int, fixed: list[int]) -> np.ndarra
     ``CURVE_POINTS + 2`` in all, ascending."""
     n = len(scores)
     most = max(CURVE_LEAST, min(CURVE_POINTS, CURVE_CELLS // max(n_slots, 1))) - 3  # room for the fixed ones
+    cuts = np.zeros(n + 1, bool)  # a mask of the cuts: sorted and without repeats by construction
     if n <= most:
-        inner = np.flatnonzero(scores[1:] != scores[:-1]) + 1
+        np.not_equal(scores[1:], scores[:-1], out=cuts[1:n])
     else:
-        inner = np.arange(1, most, dtype=np.int64) * n // most
+        inner = np.arange(n, most * n, n, dtype=np.int64) // most  # i * n // most for i in 1 .. most - 1
         tied = scores[inner - 1] == scores[inner]  # within a tie block: back to its start (rare)
         if tied.any():
             inner[tied] = scores.searchsorted(scores[inner[tied]], "left")
-            keep = np.empty(len(inner), bool)  # ascending still: repeats are neighbours
-            keep[0] = inner[0] > 0
-            np.not_equal(inner[1:], inner[:-1], out=keep[1:])
-            inner = inner[keep]
-    cuts = np.concatenate(([0], inner, [n])).astype(np.int64, copy=False)
-    for position in fixed:
-        at = int(cuts.searchsorted(position))
-        if cuts[at] != position:
-            cuts = np.insert(cuts, at, position)
-    return cuts
+        cuts[inner] = True
+    cuts[0] = cuts[n] = True
+    cuts[fixed] = True
+    return cuts.nonzero()[0].astype(np.int64, copy=False)
 
 
 def _parts(complete: list[bool]) -> list[list[int]]:

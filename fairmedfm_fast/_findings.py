@@ -20,13 +20,19 @@ from . import _gap_interval, _metric_registry
 #: bootstrap standard error of the AUC exceeds about 0.1: the group can define a gap by chance alone.
 SMALL_CLASS = 10
 
-#: Gaps whose permutation test shuffles the groups within each class (their metrics condition on the
-#: label: AUC, TPR, TNR, FPR, FNR); the others shuffle the groups among all samples.
-WITHIN_LABEL = ("auc-gap", "eo", "eod", "fpr-gap", "fnr-gap")
+def gap_reads() -> dict[str, tuple[str, ...]]:
+    """Summary columns that are gaps between groups (registered metrics' too), and the per-group keys
+    they read."""
+    return {summary.column: summary.reads for summary in _metric_registry.SUMMARIES
+            if summary.kind == "gap" or summary.column == "eod"}
 
-#: Summary columns that are gaps between groups, and the per-group keys they read.
-GAP_READS = {summary.column: summary.reads for summary in _metric_registry.SUMMARIES
-             if summary.kind == "gap" or summary.column == "eod"}
+
+def within_label() -> tuple[str, ...]:
+    """Gaps whose permutation test shuffles the groups within each class: those of metrics that
+    depend on the scores given the label (``PerGroup.given_label``: AUC, TPR, TNR, FPR, FNR); the
+    others shuffle the groups among all samples."""
+    return tuple(column for column, reads in gap_reads().items()
+                 if all(_metric_registry.given_label(key) for key in reads))
 
 
 def small_groups(result) -> dict[int, tuple[float, float]]:
@@ -78,13 +84,20 @@ def simultaneous_gaps(results, replicates: Mapping, summary, level: float) -> No
     for result in results:
         if len(result.valid) < 2 or result.name not in summary.index:
             continue
-        for column, reads in GAP_READS.items():
+        for column, reads in gap_reads().items():
             if f"{column}_lo" not in summary.columns or not all(("boot", result.name, k) in replicates for k in reads):
                 continue
             observed = np.stack([_observed(result, key) for key in reads])
             draws = np.stack([replicates[("boot", result.name, key)] for key in reads], axis=1)
-            d, se, c = _gap_interval.from_replicates(observed, draws, level)
+            # A small group's resamples barely move its AUC, TPR or TNR (one positive: every resample
+            # that defines them gives the same value), so its pairs bound nothing: the gap may be as
+            # large as the metric allows.
+            small = np.isin(result.valid, list(small_groups(result)))
+            left_out = np.stack([small & _metric_registry.given_label(key) for key in reads])
+            d, se, c = _gap_interval.from_replicates(observed, draws, level, left_out)
             bounds = [_gap_interval.simultaneous_interval(d[m], se[m], c) for m in range(len(reads))]
+            bounds = [(0.0 if math.isnan(lo) else lo, 1.0) if out.any() else (lo, hi)
+                      for (lo, hi), out in zip(bounds, left_out)]
             # A gap of values within [0, 1] (every metric but the cross-entropy) is at most 1.
             bounds = [(lo, hi if key == "bce" else min(hi, 1.0)) for (lo, hi), key in zip(bounds, reads)]
             if column == "eod":  # 1 - (TPR gap + TNR gap) / 2, from the two gaps' joint intervals
@@ -130,9 +143,10 @@ def gap_frame(results, flagged: Mapping[str, Mapping[int, Any]], ci: dict | None
         if len(result.valid) < 2:
             continue
         small = flagged.get(result.name, {})
-        columns = ["worst-auc", *(column for column in GAP_READS if column in result.summary)]
+        gaps = gap_reads()
+        columns = ["worst-auc", *(column for column in gaps if column in result.summary)]
         for column in columns:
-            reads = GAP_READS.get(column, ("auc",))
+            reads = gaps.get(column, ("auc",))
             values = _observed(result, reads[0])
             top, bottom = (result.valid[i] for i in _extremes(values))
             row = {"attribute": result.name, "column": column, "value": float(result.summary[column]),

@@ -97,23 +97,29 @@ def pair_differences(values) -> tuple[np.ndarray, np.ndarray]:
     return values[..., i] - values[..., j], np.stack([i, j], axis=1)
 
 
-def from_replicates(observed, replicates, level: float) -> tuple[np.ndarray, np.ndarray, float]:
+def from_replicates(observed, replicates, level: float, left_out=None) -> tuple[np.ndarray, np.ndarray, float]:
     """Pair differences ``d``, their bootstrap standard errors and the critical value ``c``.
 
     ``observed``: (n_metrics, n_groups) or (n_groups,) values; ``replicates``: the same with a first axis
     of resamples (NaN where a group is undefined in a resample). Metrics given together share one
     ``c``: the ``level`` quantile over the resamples of the largest ``|d_b - d| / se`` over every
     metric's pairs (the eod, which reads the TPR and the TNR gaps, needs them jointly), taken as the
-    ``ceil(level (B + 1))``-th smallest of the ``B`` resamples' values.
+    ``ceil(level (B + 1))``-th smallest of the ``B`` resamples' values. ``left_out`` (booleans shaped
+    as ``observed``): groups whose resamples do not show their uncertainty (a group of one positive
+    and one negative has the same AUC in every resample that defines it); their pairs get a NaN
+    standard error and stay out of ``c``.
     """
     observed = np.atleast_2d(np.asarray(observed, np.float64))
     replicates = np.asarray(replicates, np.float64)
     if replicates.ndim == 2:
         replicates = replicates[:, None, :]
-    d, _ = pair_differences(observed)
+    d, pairs = pair_differences(observed)
     draws, _ = pair_differences(replicates)
     with np.errstate(invalid="ignore", divide="ignore"):
         se = np.nanstd(draws, axis=0, ddof=1) if len(draws) > 1 else np.full(d.shape, np.nan)
+        if left_out is not None:
+            left_out = np.atleast_2d(np.asarray(left_out, bool))
+            se[left_out[:, pairs[:, 0]] | left_out[:, pairs[:, 1]]] = np.nan
         z = np.abs(draws - d) / se
     z = np.where(se == 0, 0.0, z)  # a pair that never moves is exactly known
     z = np.where(np.isnan(draws), np.nan, z)

@@ -40,6 +40,11 @@ class PerGroup:
     ``shown``: how the plots' bar chart shows it: "bars" (from 0), "dots" (around the value of all
     samples, on a zoomed axis: for values near 1 whose gaps would vanish on bars) or None (not shown).
     It is shown at BEST when ``at_threshold``.
+    ``given_label``: depends on the scores given the label only, not on how many samples of each
+    class a group has (AUC, TPR, TNR, FPR, FNR; not accuracy or BCE). A gap of such metrics is
+    tested by shuffling the groups within each class, and a group with few samples of a class
+    (``small_group``) gets no bootstrap bound in the gap's interval (its resamples cannot show how
+    uncertain its value is).
     """
 
     name: str
@@ -51,6 +56,7 @@ class PerGroup:
     interval: bool = True
     shown: str | None = "bars"
     integer: bool = False
+    given_label: bool = False
 
     @property
     def ranked(self) -> bool:
@@ -163,13 +169,15 @@ def _average_precision(s):
 
 
 PER_GROUP: tuple[PerGroup, ...] = (
-    PerGroup("auc", "AUC", ("u2", "positives", "negatives"), _auc, shown="dots"),
+    PerGroup("auc", "AUC", ("u2", "positives", "negatives"), _auc, shown="dots", given_label=True),
     PerGroup("acc", "accuracy", ("tp", "fp", "positives", "negatives"),
              lambda s: (s["tp"] + (s["negatives"] - s["fp"])) / (s["positives"] + s["negatives"]), True),
     PerGroup("bce", "BCE", ("loss", "totals"), lambda s: s["loss"] / s["totals"]),
     PerGroup("ece", "ECE", ("ece",), lambda s: s["ece"]),
-    PerGroup("tpr", "TPR", ("tp", "positives"), lambda s: s["tp"] / s["positives"], True),
-    PerGroup("tnr", "TNR", ("fp", "negatives"), lambda s: (s["negatives"] - s["fp"]) / s["negatives"], True),
+    PerGroup("tpr", "TPR", ("tp", "positives"), lambda s: s["tp"] / s["positives"], True,
+             given_label=True),
+    PerGroup("tnr", "TNR", ("fp", "negatives"), lambda s: (s["negatives"] - s["fp"]) / s["negatives"], True,
+             given_label=True),
     PerGroup("tn", "TN", ("fp", "negatives"), lambda s: s["negatives"] - s["fp"], True, interval=False, shown=None, integer=True),
     PerGroup("fp", "FP", ("fp",), lambda s: s["fp"], True, interval=False, shown=None, integer=True),
     PerGroup("fn", "FN", ("tp", "positives"), lambda s: s["positives"] - s["tp"], True, interval=False, shown=None, integer=True),
@@ -180,9 +188,10 @@ PER_GROUP: tuple[PerGroup, ...] = (
              optional=True),
     PerGroup("selection_rate", "selection rate", ("tp", "fp", "positives", "negatives"),
              lambda s: (s["tp"] + s["fp"]) / (s["positives"] + s["negatives"]), True, optional=True),
-    PerGroup("fpr", "FPR", ("fp", "negatives"), lambda s: s["fp"] / s["negatives"], True, optional=True),
+    PerGroup("fpr", "FPR", ("fp", "negatives"), lambda s: s["fp"] / s["negatives"], True, optional=True,
+             given_label=True),
     PerGroup("fnr", "FNR", ("tp", "positives"), lambda s: (s["positives"] - s["tp"]) / s["positives"], True,
-             optional=True),
+             optional=True, given_label=True),
 )
 BY_NAME = {metric.name: metric for metric in PER_GROUP}
 #: fairmedfm's per-group metrics, in report order; each also exists with the suffix BEST.
@@ -520,7 +529,8 @@ def load_plugins() -> bool:
 def register_metric(name: str, finish: Callable[[Mapping[str, np.ndarray]], np.ndarray], sums: Sequence[str], *,
                     display: str | None = None, at_threshold: bool = False,
                     summaries: Mapping[str, str] | None = None, shown: str | None = "bars",
-                    terms: Mapping[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] | None = None) -> None:
+                    terms: Mapping[str, Callable[[np.ndarray, np.ndarray], np.ndarray]] | None = None,
+                    given_label: bool = False) -> None:
     """Add an opt-in classification metric, computed with ``metrics=[name]`` everywhere.
 
     Parameters
@@ -553,6 +563,11 @@ def register_metric(name: str, finish: Callable[[Mapping[str, np.ndarray]], np.n
         New sums, name -> ``term(labels, scores)``: the per-sample values (from 0/1 labels and
         float scores, arithmetic only, a float64 array) that every backend adds up per group, as
         it does the squared errors of the Brier score. Define them at the top level of a module.
+    given_label : bool
+        Whether the metric depends on the scores given the label only (as TPR or AUC do; NPV does
+        not: it moves with the prevalence). Its gaps are then tested by shuffling the groups within
+        each class, and a small group (few positives or negatives) is left out of the lower bound
+        of their intervals.
 
     A module can reach the command line and Dask workers by declaring itself in the
     ``fairmedfm_fast.metrics`` entry-point group of its distribution (``[project.entry-points."
@@ -587,7 +602,8 @@ def register_metric(name: str, finish: Callable[[Mapping[str, np.ndarray]], np.n
         if kind not in KINDS or kind == "overall":
             raise ValueError(f"summaries={summaries!r}: the kind of {column!r} must be one of "
                              f"{[k for k in KINDS if k != 'overall']}")
-    metric = PerGroup(name, display or name, sums, finish, at_threshold=at_threshold, optional=True, shown=shown)
+    metric = PerGroup(name, display or name, sums, finish, at_threshold=at_threshold, optional=True, shown=shown,
+                      given_label=bool(given_label))
     existing = BY_NAME.get(name)
     if existing is not None:
         same = (getattr(existing.finish, "__module__", None), getattr(existing.finish, "__qualname__", None)) == (
@@ -604,6 +620,13 @@ def register_metric(name: str, finish: Callable[[Mapping[str, np.ndarray]], np.n
     SUMS = (*SUMS, *(Sum(term_name, "slot_sums", optional=True, term=term) for term_name, term in terms.items()
                      if term_name not in SUM and term_name in sums))
     _rebuild()
+
+
+def given_label(key: str) -> bool:
+    """Whether the per-group ``key`` (a metric's name, with or without BEST) depends on the scores
+    given the label only (:attr:`PerGroup.given_label`)."""
+    metric = BY_NAME.get(key[:-len(BEST)] if key.endswith(BEST) else key)
+    return metric is not None and metric.given_label
 
 
 #: The cache_clear functions of the backends' caches derived from these tables (see :func:`derived`).

@@ -94,7 +94,7 @@ def _p_values(arranged, results: list[AttributeResult], n_permutations: int, see
     rows = {}
     tested = [k for k, result in enumerate(results) if len(result.valid) >= 2]
     # Two sets of permutations: the groups shuffled among all samples, and within each class for the
-    # gaps of metrics that condition on the label (auc-gap, eo, eod, ...; _findings.WITHIN_LABEL).
+    # gaps of metrics that condition on the label (auc-gap, eo, eod, ...; _findings.within_label).
     with _progress.Progress(2 * n_permutations * len(tested), "permutations", progress, unit="permutation") as bar:
         for k, result in enumerate(results):
             if k not in tested:
@@ -109,11 +109,11 @@ def _p_values(arranged, results: list[AttributeResult], n_permutations: int, see
                 arranged, k, result.valid, result.summary, summarize, n_permutations,
                 _resample.stream(seed, "permutation within labels", result.name), result.threshold, bar, kept, extra,
                 within_labels=True)
-            rows[result.name].update({c: within[c] for c in _findings.WITHIN_LABEL if c in within})
+            rows[result.name].update({c: within[c] for c in _findings.within_label() if c in within})
             keys, plain = kept[0]
             conditional = kept[1][1]
             for j, key in enumerate(keys):  # pairwise p-values of label-conditional metrics from the latter
-                if key.split("@")[0] in ("auc", "tpr", "tnr", "fpr", "fnr"):
+                if _metric_registry.given_label(key):
                     plain[:, :, j] = conditional[:, :, j]
             _keep(replicates, "perm", [result], {result.name: (keys, plain)})
     columns = _metric_registry.tested_columns(extra)

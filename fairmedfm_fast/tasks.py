@@ -53,7 +53,10 @@ def evaluate_tasks(y_true: Any, y_score: Any, sensitive_features: Any, *, pos_la
         ``summary`` indexed by (task, attribute) and ``by_group`` by (task, attribute, group);
         ``ci`` and ``p_values`` likewise when asked for, and ``gaps`` by (task, attribute, column). ``tasks`` maps each evaluated task to its
         own report (the same as ``evaluate`` on that task); ``metadata["skipped_tasks"]`` names the
-        tasks whose labels are all of one class, which are reported, not raised.
+        tasks whose labels are all of one class, which are reported, not raised. ``metadata`` holds
+        the settings as ``evaluate`` records them, once where every task has the same value and as
+        ``{task: value}`` for ``best_f1_threshold``, ``samples_dropped`` and any setting that
+        differs between tasks.
     """
     if "score_column" in options:
         raise ValueError("score_column does not apply to evaluate_tasks: each column of y_score is a task; "
@@ -84,9 +87,11 @@ def evaluate_tasks(y_true: Any, y_score: Any, sensitive_features: Any, *, pos_la
     def one(task: tuple[str, Any, Any]) -> FairnessReport:
         name, labels, scores = task
         try:
-            return evaluate(labels, scores, coded, pos_label=pos_label, **options)
+            report = evaluate(labels, scores, coded, pos_label=pos_label, **options)
         except ValueError as error:
             raise ValueError(f"task {name!r}: {error}") from None
+        report.metadata["intersectional"] = bool(intersectional)  # it was handed the coded intersections
+        return report
 
     workers = min(resolve_n_jobs(n_jobs), max(len(runnable), 1))
     if workers > 1:
@@ -156,6 +161,10 @@ def _one_class(labels: Any, pos_label: Any) -> str | None:
     return None
 
 
+#: Settings that ``metadata`` always gives per task (``{task: value}``): they depend on the task's data.
+PER_TASK = ("best_f1_threshold", "samples_dropped")
+
+
 def combine(tasks: dict[str, FairnessReport], skipped: dict[str, str], notes: list[str], n: int) -> FairnessReport:
     """One report from per-task reports: every table gains a leading ``task`` level."""
     if not tasks:
@@ -166,6 +175,12 @@ def combine(tasks: dict[str, FairnessReport], skipped: dict[str, str], notes: li
         warnings += [f"task {name!r}: {message}" for message in report.warnings]
     first = next(iter(tasks.values()))
     metadata = {"n_samples": n, "tasks": list(tasks), "skipped_tasks": dict(skipped)}
+    for key, value in first.metadata.items():  # the settings, once where the tasks agree
+        if key in metadata:
+            continue
+        values = {name: report.metadata.get(key) for name, report in tasks.items()}
+        same = key not in PER_TASK and all(v == value for v in values.values())
+        metadata[key] = value if same else values
     combined = FairnessReport(first.task, _stack({k: r.summary for k, r in tasks.items()}),
                               _stack({k: r.by_group for k, r in tasks.items()}),
                               {k: r.overall for k, r in tasks.items()}, {}, warnings, metadata, tasks=tasks)

@@ -117,10 +117,6 @@ SIGNATURES: dict[str, list[tuple]] = {
         (A(T.float64), A(T.uint8), A(T.int8, 2), A(T.int64), A(T.float64), A(T.float64), A(T.float64)),
         (A(T.float64), A(T.uint8), A(T.int8, 2), A(T.int64), A(T.int64), A(T.int64), T.none),
     ],
-    'sweeps.edge_positions': [
-        (A(T.float32), A(T.float64, 2), A(T.int64)),
-        (A(T.float64), A(T.float64, 2), A(T.int64)),
-    ],
     'sweeps.ranked_sums': [
         (A(T.float32), A(T.uint8), A(T.int8, 2), A(T.int64), A(T.float64), A(T.int64), T.UniTuple(A(T.int64), 3), T.int64, T.int64, T.int64, A(T.float64)),
         (A(T.float64), A(T.uint8), A(T.int8, 2), A(T.int64), A(T.float64), A(T.int64), T.UniTuple(A(T.int64), 3), T.int64, T.int64, T.int64, A(T.float64)),

@@ -30,7 +30,7 @@ from ._slots import (
     neumaier_step,
     slot_offsets,
 )
-from ._statistics import add_sample, f1_candidate, first_above, settle, tie_end, twice_placement
+from ._statistics import add_sample, f1_candidate, settle, tie_end, twice_placement
 from ._weights import counters, weight_of
 
 # Per-slot state of :func:`ranked_sums`, one row of each table per slot (a row is a cache line).
@@ -59,9 +59,11 @@ def score_ends(sorted_scores, sorted_codes, n_groups, weights=None):
     low = filled(n_slots, np.nan)
     high = filled(n_slots, np.nan)
     for k in range(n_groupings):
-        found = _first_met(sorted_scores, sorted_codes, k, offsets[k], n_groups[k], weights, 0, n, 1,
-                           n_groups[k] + 1, low)
-        _first_met(sorted_scores, sorted_codes, k, offsets[k], n_groups[k], weights, n - 1, -1, -1, found, high)
+        wanted = n_groups[k] + 1
+        for end in range(2):  # up from the lowest score, then down from the highest: one copy of the loop to compile
+            up = end == 0
+            wanted = _first_met(sorted_scores, sorted_codes, k, offsets[k], n_groups[k], weights, 0 if up else n - 1,
+                                n if up else -1, 1 if up else -1, wanted, low if up else high)
     return low, high
 
 
@@ -315,29 +317,6 @@ def _settle_block(sorted_codes, offsets, start, stop, tally, o_u2, o_neg_below, 
     return settle(o_u2, o_neg_below, o_block_pos, o_block_neg)
 
 
-@kernel
-def edge_positions(sorted_scores, edges, slots):
-    """Where the bin edges of the given slots fall in the sorted order: the first sample above
-    each edge (bins are right-closed).
-
-    Parameters
-    ----------
-    sorted_scores : float32 or float64 array of shape (n,), ascending
-    edges : float64 array of shape (n_slots, n_edges)
-    slots : int64 array of shape (m,)
-
-    Returns
-    -------
-    int64 array of shape (m, n_edges)
-    """
-    n = sorted_scores.shape[0]
-    positions = filled((slots.shape[0], edges.shape[1]), 0)
-    for u in range(slots.shape[0]):
-        for e in range(edges.shape[1]):
-            positions[u, e] = first_above(sorted_scores, 0, n, edges[slots[u], e])
-    return positions
-
-
 def bin_marks(sorted_scores, edges, n_groups):
     """The marks of :func:`ranked_sums`: each slot's bin edges as positions in the sorted order, in
     ascending order, with their slots and edge numbers. The overall slots of the groupings after
@@ -358,7 +337,17 @@ def bin_marks(sorted_scores, edges, n_groups):
     keep = ~np.isnan(edges[:, 0])
     keep[np.cumsum(np.asarray(n_groups) + 1)[1:] - 1] = False  # the overall slots after the first grouping's
     slots = keep.nonzero()[0].astype(np.int64)
-    positions = edge_positions(sorted_scores, edges, slots).ravel()
+    wanted = edges[slots].ravel()
+    if sorted_scores.dtype == np.float32:
+        # Searched as float32 (NumPy would otherwise copy the scores to float64): a float32 is above
+        # an edge exactly when it is above the largest float32 at or below the edge.
+        with np.errstate(over="ignore"):
+            below = wanted.astype(np.float32)
+        over = below > wanted
+        below[over] = np.nextafter(below[over], np.float32(-np.inf))
+        wanted = below
+    # each edge's first sample above it (bins are right-closed); no kernel: one less to compile
+    positions = sorted_scores.searchsorted(wanted, "right").astype(np.int64, copy=False)
     order = positions.argsort(kind="stable")
     return positions[order], slots[order // n_edges], (order % n_edges).astype(np.int64)
 

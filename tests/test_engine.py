@@ -165,3 +165,22 @@ def test_one_best_f1_sweep_for_the_complete_groupings(monkeypatch, n_jobs, missi
     apart = fm.evaluate(y, s, groups)
     pd.testing.assert_frame_equal(shared.summary, apart.summary, check_exact=True)
     pd.testing.assert_frame_equal(shared.by_group, apart.by_group, check_exact=True)
+
+
+@pytest.mark.parametrize("n_slots", [1, 11, 3000])
+def test_curve_cuts_are_the_tie_block_starts_or_equal_steps_with_the_fixed_positions(n_slots):
+    # the definition, one position at a time: 0, n, the fixed positions, and every tie-block start
+    # (few samples) or the start of the tie block holding each of the equal steps i * n // most
+    rng = np.random.default_rng(n_slots)
+    for n in (1, 2, 50, 997, 998, 1000, 1003, 4000):
+        scores = np.sort(np.round(rng.random(n), int(rng.integers(1, 4))))
+        fixed = sorted({int(scores.searchsorted(t, "right")) for t in (0.25, 0.5, 2.0)})
+        most = max(_engine.CURVE_LEAST, min(_engine.CURVE_POINTS, _engine.CURVE_CELLS // n_slots)) - 3
+        if n <= most:
+            inner = {i for i in range(1, n) if scores[i] != scores[i - 1]}
+        else:
+            inner = {int(scores.searchsorted(scores[i * n // most], "left")) for i in range(1, most)}
+        expected = sorted({0, n, *fixed, *inner})
+        cuts = _engine._curve_cuts(scores, n_slots, fixed)
+        assert cuts.dtype == np.int64
+        assert cuts.tolist() == expected

@@ -61,6 +61,14 @@ fairmedfm_fast.register_metric("mean_precision", mean_precision, ["precision", "
                                summaries={"mean_precision-ratio": "ratio"})
 
 
+def miss_rate(sums):
+    """FNR under another name, declared to depend on the scores given the label only."""
+    return (sums["positives"] - sums["tp"]) / sums["positives"]
+
+
+fairmedfm_fast.register_metric("miss_rate", miss_rate, ["tp", "positives"], at_threshold=True, given_label=True)
+
+
 def iou(counts):
     """|P and T| / |P or T| per sample (NaN when both masks are empty)."""
     union = counts[:, 0] + counts[:, 1] - counts[:, 2]
@@ -427,3 +435,25 @@ def test_a_broken_plugin_is_named(tmp_path, monkeypatch):
     monkeypatch.setattr(_metric_registry, "_plugins_loaded", False)
     with pytest.raises(ValueError, match="plugin 'broken' .*failed to load: ImportError: no such thing"):
         fm.evaluate([0, 1, 0, 1], [0.1, 0.8, 0.3, 0.6], {"sex": ["F", "F", "M", "M"]}, metrics=["unknown"])
+
+
+def test_a_metric_given_the_label_is_tested_within_classes(plugin):
+    # miss_rate is FNR under another name: the same within-class permutations and simultaneous
+    # interval as the built-in fnr-gap; npv moves with the prevalence, so its groups are shuffled
+    # among all samples.
+    from fairmedfm_fast import _findings
+
+    assert {"miss_rate-gap", "fnr-gap", "auc-gap", "eo", "eod"} <= set(_findings.within_label())
+    assert "npv-gap" not in _findings.within_label() and "acc-gap" not in _findings.within_label()
+    y, scores, groups = _data(4000, seed=12)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        report = fm.evaluate(y, scores, groups, metrics=["miss_rate", "fnr", "npv"], n_boot=40,
+                             n_permutations=40, random_state=1)
+    p = report.p_values.loc["site"]
+    assert p["miss_rate-gap"] == p["fnr-gap"]
+    ci = report.ci["summary"].loc["site"]
+    assert (ci["miss_rate-gap_lo"], ci["miss_rate-gap_hi"]) == (ci["fnr-gap_lo"], ci["fnr-gap_hi"])
+    gaps = report.gaps.loc["site"]
+    assert gaps.loc["miss_rate-gap", "lo"] == gaps.loc["fnr-gap", "lo"]
+    assert gaps.loc["npv-gap", "hi"] - gaps.loc["npv-gap", "value"] > 0  # simultaneous, not a percentile

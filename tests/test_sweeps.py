@@ -226,3 +226,24 @@ def test_engine_split_does_not_change_the_report(monkeypatch):
         split = fm.evaluate(y, s, attributes)
         pd.testing.assert_frame_equal(split.by_group, one.by_group, rtol=1e-12, atol=1e-14)
         pd.testing.assert_frame_equal(split.summary, one.summary, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_bin_marks_are_the_first_samples_above_each_edge(dtype):
+    # float32 scores are searched as float32: the positions must be those of the float64 comparison,
+    # also for edges between two float32 values, on one, and at the ends
+    rng = np.random.default_rng(3)
+    scores = np.sort(np.round(rng.random(3000), 3).astype(dtype))
+    as64 = scores.astype(np.float64)
+    n_groups = np.array([2, 3], np.int64)
+    picks = as64[rng.integers(0, len(scores), (7, 4))]
+    edges = np.concatenate([picks, np.nextafter(picks, np.inf), np.nextafter(picks, -np.inf),
+                            np.full((7, 1), -1.0), np.full((7, 1), 2.0)], axis=1)
+    edges.sort(axis=1)
+    edges[1] = np.nan  # an empty slot: no marks
+    positions, slots, numbers = sweeps.bin_marks(scores, edges, n_groups)
+    expected = sorted((int(np.searchsorted(as64, edges[s, e], "right")), s, e)
+                      for s in (0, 2, 3, 4, 5) for e in range(edges.shape[1]))  # slot 6 is an overall slot
+    assert sorted(zip(positions.tolist(), slots.tolist(), numbers.tolist())) == expected
+    assert positions.tolist() == sorted(positions.tolist())
+    assert positions.dtype == slots.dtype == numbers.dtype == np.int64
