@@ -187,7 +187,7 @@ def stratified_resample(members, stratum_starts, seed, resample, tally, counts, 
             neg_at[n_groups] = best_neg
     _overall(counts, sorted_scores, sorted_labels, sorted_codes, loss_terms, block_starts, block_ends, cuts, edges,
              n_groups, count, positives, u2, loss, pos_cut, neg_cut, at_count, at_pos, at_score)
-    next_run = 0  # the first tie block of the group
+    next_run = np.int64(0)  # the first tie block of the group (not a literal: see _overall)
     for c in range(n_strata):
         a = stratum_starts[c]
         b = stratum_starts[c + 1]
@@ -263,7 +263,7 @@ def _overall(counts, sorted_scores, sorted_labels, sorted_codes, loss_terms, blo
     o_loss_part = o_score_part = o_loss = o_loss_comp = o_score = o_score_comp = 0.0  # its float sums
     next_cut = 0
     cut = cuts[0] if n_cuts > 0 else n + 1
-    next_block = 0
+    next_block = np.int64(0)  # not a literal 0: enter_block would also compile for Literal[int](0)
     next_tie = block_starts[0] if block_starts.shape[0] > 0 else n  # where the first tie block starts
     block_start = 0
     block_end = 0
@@ -400,7 +400,7 @@ def _best_f1(counts, sorted_scores, sorted_labels, block_starts, block_ends, n_p
     neg_below = 0
     best_pos = 0
     best_neg = 0
-    next_block = 0
+    next_block = np.int64(0)  # not a literal 0: enter_block would also compile for Literal[int](0)
     next_tie = block_starts[0] if block_starts.shape[0] > 0 else n
     retry = 0  # where to try skipping again
     i = 0
