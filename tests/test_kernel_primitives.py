@@ -1,6 +1,6 @@
 """Each sorted-order statistic is written once (``kernels/_statistics.py``, ``kernels/_slots.py``) and
 its callers use it: the AUC tie-block walk, the best-F1 sweep, the per-slot accumulation. So are the
-radix sort's key-and-payload scatter (``sorting._scatter_from``) and the segmentation kernels'
+radix sort's key-and-payload scatter (``sorting._scatter_digit``) and the segmentation kernels'
 interval rule (``segmentation.inside``).
 
 AST based, nothing compiles: every caller module calls the shared step, and no kernel module but
@@ -26,9 +26,9 @@ CALLERS = {
     "tie-block start (walks down)": ({"tie_start"}, {"curves", "precision"}),
     "best-F1 sweep": ({"f1_candidate", "cannot_beat"}, {"sweeps", "ranking", "bootstrap", "voxels"}),
     "per-slot accumulation": ({"slots_of"}, {"ranking", "delong"}),
-    "threshold position": ({"first_above"}, {"sweeps", "bootstrap"}),
+    "threshold position": ({"first_above"}, {"bootstrap"}),  # sweeps: ndarray.searchsorted (main 1f8bab2)
     "listed tie blocks": ({"enter_block"}, {"bootstrap"}),
-    "key-and-payload radix scatter": ({"_scatter_from"}, {"sorting"}),
+    "key-and-payload radix scatter": ({"_scatter_digit"}, {"sorting"}),
     "interval rule": ({"inside"}, {"segmentation"}),
 }
 
@@ -128,7 +128,7 @@ def test_no_kernel_module_writes_a_shared_step_again():
 
 
 def test_the_sort_scatters_keys_and_payloads_in_one_place():
-    assert _scatters(_tree("sorting.py")) == ["_scatter_from"]
+    assert _scatters(_tree("sorting.py")) == ["_scatter_digit"]
 
 
 def test_segmentation_writes_the_interval_rule_once():
