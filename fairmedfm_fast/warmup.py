@@ -30,7 +30,7 @@ import time
 import warnings
 from collections.abc import Callable
 
-KERNEL_MODULES = ("_slots", "sorting", "sweeps", "ranking", "calibration", "curves", "resampling", "bootstrap",
+KERNEL_MODULES = ("_slots", "_statistics", "sorting", "sweeps", "ranking", "calibration", "curves", "resampling", "bootstrap",
                   "segmentation", "surface", "voxels", "precision", "rank_sums", "coding", "delong",
                   "records")
 

@@ -35,5 +35,6 @@ Every kernel takes optional float64 ``weights`` (sample weights or bootstrap cou
 :mod:`._weights` resolves ``weights=None`` at compile time. The steps that several kernels share
 are written once: the slot layout and the slots a sample adds to in :mod:`._slots`, and the steps of
 the sorted-order statistics (a tie block's end, AUC's credit of a tie block, the best-F1 candidate)
-in :mod:`._statistics`.
+in :mod:`._statistics`; within a module, the radix sort's key-and-payload scatter
+(``sorting._scatter_digit``) and the segmentation kernels' interval rule (``segmentation.inside``).
 """

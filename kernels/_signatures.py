@@ -36,6 +36,9 @@ SIGNATURES: dict[str, list[tuple]] = {
     '_slots.slot_offsets': [
         (A(T.int64),),
     ],
+    '_statistics.enter_block': [
+        (A(T.int64), A(T.int64), T.int64, T.int64),
+    ],
     'bootstrap.stratified_resample': [
         (A(T.int32), A(T.int64), T.uint64, T.int64, A(T.uint8), A(T.uint8), T.int64, T.int64, A(T.float64), A(T.uint8), A(T.int8), A(T.float64), A(T.int64), A(T.int64), A(T.float64), A(T.uint8), A(T.int64), A(T.int64), A(T.int64), A(T.int64, 2), T.int64, T.boolean),
     ],

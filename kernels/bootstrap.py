@@ -31,7 +31,15 @@ from ._slots import (
     fold_sums,
     neumaier_step,
 )
-from ._statistics import add_sample, cannot_beat, f1_candidate, f1_slack, first_above, settle
+from ._statistics import (
+    add_sample,
+    cannot_beat,
+    enter_block,
+    f1_candidate,
+    f1_slack,
+    first_above,
+    settle,
+)
 from .calibration import calibration_error, equal_width_edges
 from .resampling import draw_strata
 from .sweeps import FOLD
@@ -179,7 +187,7 @@ def stratified_resample(members, stratum_starts, seed, resample, tally, counts, 
             neg_at[n_groups] = best_neg
     _overall(counts, sorted_scores, sorted_labels, sorted_codes, loss_terms, block_starts, block_ends, cuts, edges,
              n_groups, count, positives, u2, loss, pos_cut, neg_cut, at_count, at_pos, at_score)
-    next_run = 0  # the first tie block of the group
+    next_run = np.int64(0)  # the first tie block of the group (not a literal: see _overall)
     for c in range(n_strata):
         a = stratum_starts[c]
         b = stratum_starts[c + 1]
@@ -241,7 +249,6 @@ def _overall(counts, sorted_scores, sorted_labels, sorted_codes, loss_terms, blo
     n = sorted_scores.shape[0]
     n_cuts = cuts.shape[0]
     n_edges = edges.shape[1]
-    n_blocks = block_starts.shape[0]
     # every slot's bin edges as positions, in ascending order (ties in any order: they read the same)
     marks = filled((overall + 1) * n_edges, 0)
     for slot in range(overall + 1):
@@ -256,8 +263,8 @@ def _overall(counts, sorted_scores, sorted_labels, sorted_codes, loss_terms, blo
     o_loss_part = o_score_part = o_loss = o_loss_comp = o_score = o_score_comp = 0.0  # its float sums
     next_cut = 0
     cut = cuts[0] if n_cuts > 0 else n + 1
-    next_block = 0
-    next_tie = block_starts[0] if n_blocks > 0 else n + 1
+    next_block = np.int64(0)  # not a literal 0: enter_block would also compile for Literal[int](0)
+    next_tie = block_starts[0] if block_starts.shape[0] > 0 else n  # where the first tie block starts
     block_start = 0
     block_end = 0
     m = 0
@@ -297,10 +304,7 @@ def _overall(counts, sorted_scores, sorted_labels, sorted_codes, loss_terms, blo
         if i == n:
             break
         if i == next_tie:
-            block_start = i
-            block_end = block_ends[next_block]
-            next_block += 1
-            next_tie = block_starts[next_block] if next_block < n_blocks else n + 1
+            block_start, block_end, next_block, next_tie = enter_block(block_starts, block_ends, next_block, n)
         stop = min(cut, mark, next_tie, n)
         tied = i < block_end
         if tied:
@@ -321,9 +325,7 @@ def _overall(counts, sorted_scores, sorted_labels, sorted_codes, loss_terms, blo
             o_count, o_pos, o_u2, o_neg_below, o_block_pos, o_block_neg = add_sample(
                 o_count, o_pos, o_u2, o_neg_below, o_block_pos, o_block_neg, w, pw, tied)
             i += 1
-    count[overall] = o_count
-    positives[overall] = o_pos
-    u2[overall] = o_u2
+    count[overall], positives[overall], u2[overall] = o_count, o_pos, o_u2
     loss[overall] = o_loss + o_loss_comp
     for slot in range(overall):
         loss[slot] = sums[slot, LOSS] + sums[slot, LOSS_COMP]
@@ -336,12 +338,11 @@ def _group(c, a, b, tally, stratum_scores, stratum_labels, run_starts, run_ends,
     # the cuts, at its bin edges and at the best threshold (integers: exact in any order).
     n_cuts = stratum_cuts.shape[1]
     n_edges = edges.shape[1]
-    n_runs = run_starts.shape[0]
     next_cut = 0
     cut = a + stratum_cuts[c, 0] if n_cuts > 0 else b + 1
     mark_e = 0
     mark = first_above(stratum_scores, a, b, edges[c, 0]) if not np.isnan(edges[c, 0]) else b + 1
-    next_tie = run_starts[next_run] if next_run < n_runs and run_starts[next_run] < b else b + 1
+    next_tie = run_starts[next_run] if next_run < run_starts.shape[0] and run_starts[next_run] < b else b
     g_count = 0
     g_pos = 0
     g_u2 = 0
@@ -371,10 +372,7 @@ def _group(c, a, b, tally, stratum_scores, stratum_labels, run_starts, run_ends,
         if j == b:
             break
         if j == next_tie:
-            block_start = j
-            block_end = run_ends[next_run]
-            next_run += 1
-            next_tie = run_starts[next_run] if next_run < n_runs and run_starts[next_run] < b else b + 1
+            block_start, block_end, next_run, next_tie = enter_block(run_starts, run_ends, next_run, b)
         stop = min(cut, mark, next_tie, b)
         if best_at > j:
             stop = min(stop, best_at)
@@ -387,9 +385,7 @@ def _group(c, a, b, tally, stratum_scores, stratum_labels, run_starts, run_ends,
             g_count, g_pos, g_u2, g_neg_below, block_pos, block_neg = add_sample(
                 g_count, g_pos, g_u2, g_neg_below, block_pos, block_neg, w, pw, tied)
             j += 1
-    count[c] = g_count
-    positives[c] = g_pos
-    u2[c] = g_u2
+    count[c], positives[c], u2[c] = g_count, g_pos, g_u2
 
 
 @inline_kernel
@@ -397,7 +393,6 @@ def _best_f1(counts, sorted_scores, sorted_labels, block_starts, block_ends, n_p
     # best_f1_sweep over the drawn samples: the threshold, where its block ends in the sorted order,
     # and the positives and negatives below that end. A block is a tie block or a single sample.
     n = sorted_scores.shape[0]
-    n_blocks = block_starts.shape[0]
     best = -np.inf
     best_stop = 0
     best_value = np.nan
@@ -405,8 +400,8 @@ def _best_f1(counts, sorted_scores, sorted_labels, block_starts, block_ends, n_p
     neg_below = 0
     best_pos = 0
     best_neg = 0
-    next_block = 0
-    next_tie = block_starts[0] if n_blocks > 0 else n
+    next_block = np.int64(0)  # not a literal 0: enter_block would also compile for Literal[int](0)
+    next_tie = block_starts[0] if block_starts.shape[0] > 0 else n
     retry = 0  # where to try skipping again
     i = 0
     while i < n:
@@ -433,9 +428,7 @@ def _best_f1(counts, sorted_scores, sorted_labels, block_starts, block_ends, n_p
                     continue
         end = i + 1  # one block: a tie block, or the single sample i
         if i == next_tie:
-            end = block_ends[next_block]
-            next_block += 1
-            next_tie = block_starts[next_block] if next_block < n_blocks else n
+            _, end, next_block, next_tie = enter_block(block_starts, block_ends, next_block, n)
         block_pos = 0
         block_neg = 0
         for j in range(i, end):

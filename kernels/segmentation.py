@@ -25,7 +25,19 @@ and exact; the counts of a mask's chunks add up to the mask's.
 """
 import numpy as np
 
-from ._config import kernel
+from ._config import inline_kernel, kernel
+
+
+@inline_kernel
+def inside(v, low, high):
+    """The interval rule: ``low <= v <= high``, as 0 or 1 without a branch (NaN is never inside)."""
+    return (v >= low) & (v <= high)
+
+
+@inline_kernel
+def segment_pair(pred, true, starts, row):
+    """Segment ``row`` of both sides: ``pred`` and ``true`` over ``starts[row]:starts[row + 1]``."""
+    return pred[starts[row]:starts[row + 1]], true[starts[row]:starts[row + 1]]
 
 
 @kernel
@@ -43,14 +55,13 @@ def overlap_counts(pred, true, starts, pred_low, pred_high, true_low, true_high,
         ``|P|``, ``|T|`` and ``|P and T|`` of each segment.
     """
     for row in range(starts.shape[0] - 1):
-        p = pred[starts[row]:starts[row + 1]]
-        t = true[starts[row]:starts[row + 1]]
+        p, t = segment_pair(pred, true, starts, row)
         n_pred = 0
         n_true = 0
         n_both = 0
         for i in range(p.shape[0]):
-            in_pred = (p[i] >= pred_low) & (p[i] <= pred_high)
-            in_true = (t[i] >= true_low) & (t[i] <= true_high)
+            in_pred = inside(p[i], pred_low, pred_high)
+            in_true = inside(t[i], true_low, true_high)
             n_pred += in_pred
             n_true += in_true
             n_both += in_pred & in_true
@@ -81,8 +92,7 @@ def probability_overlap_counts(pred, true, starts, threshold, smallest_positive,
     zero = pred.dtype.type(0)
     one = pred.dtype.type(1)
     for row in range(starts.shape[0] - 1):
-        p = pred[starts[row]:starts[row + 1]]
-        t = true[starts[row]:starts[row + 1]]
+        p, t = segment_pair(pred, true, starts, row)
         n_unit = 0
         n_thresholded = 0
         n_positive = 0
@@ -91,10 +101,10 @@ def probability_overlap_counts(pred, true, starts, threshold, smallest_positive,
         both_positive = 0
         for i in range(p.shape[0]):
             v = p[i]
-            in_unit = (v >= zero) & (v <= one)
+            in_unit = inside(v, zero, one)
             above = v >= threshold
             positive = v >= smallest_positive
-            in_true = (t[i] >= true_low) & (t[i] <= true_high)
+            in_true = inside(t[i], true_low, true_high)
             n_unit += in_unit
             n_thresholded += above
             n_positive += positive

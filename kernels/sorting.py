@@ -218,20 +218,13 @@ def _lsd(keys, pays, keys2, pays2, start, stop, low, n_bits, counts, starts):
     a_keys, a_pays, b_keys, b_pays = keys, pays, keys2, pays2
     swapped = False
     for d in range(n_digits):
-        shift = np.uint64(8 * d)
         if _one_bucket(counts[d], m):  # every key has the same digit: nothing moves
             continue
         total = start
         for bucket in range(256):
             starts[bucket] = total
             total += counts[d, bucket]
-        for i in range(start, stop):
-            key = a_keys[i]
-            bucket = np.intp(((key - low) >> shift) & mask)
-            position = starts[bucket]
-            b_keys[position] = key
-            b_pays[position] = a_pays[i]
-            starts[bucket] = position + 1
+        _scatter_digit(a_keys, a_pays, b_keys, b_pays, start, stop, low, np.uint64(8 * d), mask, starts)
         a_keys, a_pays, b_keys, b_pays = b_keys, b_pays, a_keys, a_pays
         swapped = not swapped
     if swapped:
@@ -304,7 +297,13 @@ def _histogram(keys, start, stop, low, shift, bits, counts):
 def _scatter_from(keys, pays, to_keys, to_pays, start, stop, low, shift, bits, starts):
     # Stable scatter of keys[start:stop] (payloads alongside) by the digit of :func:`_histogram`,
     # bucket b's next position being ``starts[b]`` (advanced).
-    mask = np.uint64((1 << bits) - 1)
+    _scatter_digit(keys, pays, to_keys, to_pays, start, stop, low, shift, np.uint64((1 << bits) - 1), starts)
+
+
+@inline_kernel
+def _scatter_digit(keys, pays, to_keys, to_pays, start, stop, low, shift, mask, starts):
+    # The scatter of :func:`_scatter_from`, the digit being ((key - low) >> shift) & mask: also each
+    # pass of :func:`_lsd` (inlined there: as a call of _scatter_from that pass ran 2 to 9% slower).
     for i in range(start, stop):
         key = keys[i]
         bucket = np.intp(((key - low) >> shift) & mask)

@@ -1,10 +1,13 @@
 """Each sorted-order statistic is written once (``kernels/_statistics.py``, ``kernels/_slots.py``) and
-its callers use it: the AUC tie-block walk, the best-F1 sweep, the per-slot accumulation.
+its callers use it: the AUC tie-block walk, the best-F1 sweep, the per-slot accumulation. So are the
+radix sort's key-and-payload scatter (``sorting._scatter_digit``) and the segmentation kernels'
+interval rule (``segmentation.inside``).
 
 AST based, nothing compiles: every caller module calls the shared step, and no kernel module but
 the one that defines it holds a second copy of its arithmetic (the tie credit ``b * (2 * n + t)``,
-the F1 bound's margin, a call of the F1 formula that skips the bound, or a loop that scans a tie
-block of scores).
+the F1 bound's margin, a call of the F1 formula that skips the bound, a loop that scans a tie
+block of scores, or a walk that enters a listed tie block by hand); nor does a second function of
+``sorting`` scatter keys and payloads, or a second function of ``segmentation`` test an interval.
 """
 import ast
 from pathlib import Path
@@ -23,7 +26,10 @@ CALLERS = {
     "tie-block start (walks down)": ({"tie_start"}, {"curves", "precision"}),
     "best-F1 sweep": ({"f1_candidate", "cannot_beat"}, {"sweeps", "ranking", "bootstrap", "voxels"}),
     "per-slot accumulation": ({"slots_of"}, {"ranking", "delong"}),
-    "threshold position": ({"first_above"}, {"sweeps", "bootstrap"}),
+    "threshold position": ({"first_above"}, {"bootstrap"}),  # sweeps: ndarray.searchsorted (main 1f8bab2)
+    "listed tie blocks": ({"enter_block"}, {"bootstrap"}),
+    "key-and-payload radix scatter": ({"_scatter_digit"}, {"sorting"}),
+    "interval rule": ({"inside"}, {"segmentation"}),
 }
 
 
@@ -67,7 +73,45 @@ def _copies(tree: ast.Module) -> list[str]:
                         and any(isinstance(side, ast.Subscript) and isinstance(side.value, ast.Name)
                                 and "score" in side.value.id for side in (compare.left, *compare.comparators))):
                     found.append(f"line {line}: a scan to the end of a tie block (tie_end)")
+        # a listed tie block entered by hand: its end read from the list
+        if (isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load) and isinstance(node.value, ast.Name)
+                and node.value.id.endswith("_ends")):
+            found.append(f"line {line}: a listed tie block entered by hand (enter_block)")
     return found
+
+
+def _functions(tree: ast.Module) -> list[ast.FunctionDef]:
+    return [node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)]
+
+
+def _scatters(tree: ast.Module) -> list[str]:
+    """The functions that hold a key-and-payload radix scatter: a loop that stores two arrays at one
+    position ``p`` and moves a bucket's next position to ``p + 1``."""
+    found = []
+    for function in _functions(tree):
+        for loop in (node for node in ast.walk(function) if isinstance(node, ast.For)):
+            stored, advanced = {}, set()
+            for node in ast.walk(loop):
+                if not (isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Subscript)):
+                    continue
+                target, value = node.targets[0], node.value
+                if isinstance(target.slice, ast.Name):
+                    stored.setdefault(target.slice.id, set()).add(ast.unparse(target.value))
+                if (isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add) and isinstance(value.left, ast.Name)
+                        and isinstance(value.right, ast.Constant) and value.right.value == 1):
+                    advanced.add(value.left.id)
+            if any(len(stored.get(name, ())) >= 2 for name in advanced) and function.name not in found:
+                found.append(function.name)
+    return found
+
+
+def _interval_tests(tree: ast.Module) -> list[str]:
+    """The functions that write the interval rule ``(v >= low) & (v <= high)`` out."""
+    def bound(side):
+        return isinstance(side, ast.Compare) and len(side.ops) == 1 and isinstance(side.ops[0], (ast.GtE, ast.LtE))
+    return [function.name for function in _functions(tree) if any(
+        isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitAnd) and bound(node.left) and bound(node.right)
+        for node in ast.walk(function))]
 
 
 @pytest.mark.parametrize("family", sorted(CALLERS))
@@ -83,6 +127,15 @@ def test_no_kernel_module_writes_a_shared_step_again():
     assert not copies, f"write these through kernels/_statistics.py: {copies}"
 
 
+def test_the_sort_scatters_keys_and_payloads_in_one_place():
+    assert _scatters(_tree("sorting.py")) == ["_scatter_digit"]
+
+
+def test_segmentation_writes_the_interval_rule_once():
+    # (kernels/surface.py still writes it out, in its own loops)
+    assert _interval_tests(_tree("segmentation.py")) == ["inside"]
+
+
 def test_the_detector_sees_each_kind_of_copy():
     # a test that cannot fail is a defect: each pattern above is found in a module that writes it out
     source = """
@@ -94,8 +147,21 @@ def walk(sorted_scores, i, stop, u2, below, block_pos, block_neg, w, tp, fp, n_p
     u2 += 2 * w * below
     if 2.0 * tp * (1.0 + 1e-11) < best * (tp + fp + n_pos):
         return f1_at(tp, fp, n_pos)
+    block_end = block_ends[next_block]
 """
     kinds = {place.split(": ", 1)[1].split(" (")[0].split(" +=")[0] for place in _copies(ast.parse(source))}
-    assert len(kinds) == 5, kinds
+    assert len(kinds) == 6, kinds
+    # a second scatter and a second interval test are seen too
+    scatter = """
+def scatter_again(keys, pays, to_keys, to_pays, starts, start, stop):
+    for i in range(start, stop):
+        key = keys[i]
+        position = starts[key & 255]
+        to_keys[position] = key
+        to_pays[position] = pays[i]
+        starts[key & 255] = position + 1
+"""
+    assert _scatters(ast.parse(scatter)) == ["scatter_again"]
+    assert _interval_tests(ast.parse("def rule(v, lo, hi):\n    return (v >= lo) & (v <= hi)\n")) == ["rule"]
     # and the homes hold the originals
     assert _copies(_tree("_statistics.py"))
