@@ -257,7 +257,8 @@ def _command_line() -> None:
                 [csv, "--task", "cls", "--bootstrap", "2", "--permutations", "2"]]
         # The child imports this very package (installed or a checkout), whatever its working folder.
         here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [here, os.environ.get("PYTHONPATH")]))}
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [here, os.environ.get("PYTHONPATH")])),
+               "FAIRMEDFM_FAST_INTERPRET": "never"}  # compile, even for these small tables
         for arguments in runs:
             done = subprocess.run([sys.executable, "-m", "fairmedfm_fast", "score", *arguments], capture_output=True,
                                   text=True, cwd=folder, env=env)
@@ -371,9 +372,17 @@ def warmup(jobs: int | None = None, out=None, names: list[str] | None = None, wo
     return 1 if failed else 0
 
 
+def _compiling() -> None:
+    """Small calls in this process compile (not run as plain Python): the workloads are for compiling."""
+    from .kernels import _config
+
+    _config.interpreting["enabled"] = False
+
+
 def _run_one(name: str) -> str | None:
     """Run one workload in this process; its error, or None."""
     os.environ.setdefault("MPLBACKEND", "Agg")
+    _compiling()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
@@ -401,6 +410,7 @@ def _run_workloads(jobs: int | None, out) -> int:
 def _signatures_reached(names: list[str]) -> dict[str, list[tuple]]:
     """Run the named workloads in this process; the argument types each kernel was called with."""
     os.environ.setdefault("MPLBACKEND", "Agg")
+    _compiling()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for name in names:

@@ -9,15 +9,17 @@ NumPy body runs instead.
 """
 import numpy as np
 from numba import types
-from numba.core import cgutils, config
+from numba.core import cgutils
 from numba.extending import intrinsic
+
+from ._config import PLAIN
 
 try:  # the allocation code numba's own np.empty emits (numba.np.arrayobj, stable since numba 0.20)
     from numba.np.arrayobj import _empty_nd_impl as _allocate
 except ImportError:  # pragma: no cover - a future numba: the NumPy overloads
     _allocate = None
 
-JIT_ARRAYS = _allocate is not None and not config.DISABLE_JIT
+JIT_ARRAYS = _allocate is not None and not PLAIN
 
 
 def filled(shape, value):

@@ -8,8 +8,9 @@ functions (about a second with an empty cache, see :mod:`._arrays`); these intri
 import numpy as np
 from llvmlite import ir
 from numba import types
-from numba.core import config
 from numba.extending import intrinsic
+
+from ._config import PLAIN
 
 
 def bits_of(value):
@@ -22,7 +23,7 @@ def float_of(bits):
     return np.uint64(bits).view(np.float64)
 
 
-if not config.DISABLE_JIT:
+if not PLAIN:
 
     @intrinsic
     def bits_of(typingctx, value):  # noqa: F811 - the compiled version of the Python body above

@@ -128,15 +128,18 @@ def _read_only(path: Path) -> None:
     path.chmod(0o555)
 
 
-def _run(runner, command, site: Path, tmpdir: Path, cwd: Path, read_only=()) -> subprocess.CompletedProcess:
+def _run(runner, command, site: Path, tmpdir: Path, cwd: Path, read_only=(), compile_small=False
+         ) -> subprocess.CompletedProcess:
     """``command`` as ``runner`` says, unable to write ``read_only`` (a mount where file permissions
-    do not bind: root)."""
+    do not bind: root); ``compile_small``: its small calls compile (no plain-Python first calls)."""
     mode, prefix = runner
     if read_only and mode != "user":
         prefix = _mount_read_only(read_only) + prefix
     environment = {key: value for key, value in os.environ.items() if not key.startswith(("NUMBA_", "PYTHON"))}
     environment.update(PYTHONPATH=str(site), HOME=str(site / "home"), TMPDIR=str(tmpdir),
                        XDG_CACHE_HOME=str(site / "home" / ".cache"), PYTHONDONTWRITEBYTECODE="1")
+    if compile_small:
+        environment["FAIRMEDFM_FAST_INTERPRET"] = "never"
     done = subprocess.run(prefix + command, cwd=cwd, env=environment, capture_output=True, text=True, timeout=600)
     if done.returncode == 97:
         pytest.skip("cannot mount read-only in a new mount namespace here")
@@ -185,7 +188,8 @@ def test_no_cache_folder_compiles_in_memory_with_one_warning(unprivileged, folde
     _install(site, prebuilt=False)
     (site / "home").mkdir()
     _read_only(folder)
-    done = _run(unprivileged, [sys.executable, "-c", _CALLS], site, site, folder, [folder, "/tmp", "/var/tmp"])
+    done = _run(unprivileged, [sys.executable, "-c", _CALLS], site, site, folder, [folder, "/tmp", "/var/tmp"],
+                compile_small=True)
     assert done.returncode == 0, done.stderr
     seen = json.loads(done.stdout.splitlines()[-1])
     assert len(seen["warnings"]) == 1 and seen["warnings"][0].startswith("RuntimeWarning: fairmedfm_fast: no writable")
@@ -202,7 +206,7 @@ def test_writable_temporary_folder_is_used(unprivileged, folder):
     _read_only(site)
     if unprivileged[0] == "nobody":  # the unprivileged user must own its temporary folder
         shutil.chown(scratch, "nobody", "nogroup")
-    done = _run(unprivileged, [sys.executable, "-c", _CALLS], site, scratch, folder, [site])
+    done = _run(unprivileged, [sys.executable, "-c", _CALLS], site, scratch, folder, [site], compile_small=True)
     assert done.returncode == 0, done.stderr
     seen = json.loads(done.stdout.splitlines()[-1])
     assert seen["warnings"] == []

@@ -134,6 +134,7 @@ def test_a_stale_shipped_cache_compiles_with_one_notice(venv, tmp_path):
     assert int(done.stdout) == 0
     assert not (tmp_path / "cache").exists()
     environment["NUMBA_CPU_NAME"] = "generic"
+    environment["FAIRMEDFM_FAST_INTERPRET"] = "never"  # this small call compiles (no plain-Python first call)
     done = subprocess.run([python, "-c", code], capture_output=True, text=True, env=environment, cwd=tmp_path,
                           timeout=1200)
     assert done.returncode == 0, done.stderr
@@ -168,7 +169,8 @@ def test_a_helper_edit_stales_the_shipped_entries_that_inline_it(venv, tmp_path)
     shutil.copytree(next((venv / "lib").glob("python*/site-packages/fairmedfm_fast")), package)
     environment = {key: value for key, value in os.environ.items()
                    if not key.startswith(("NUMBA_", "PYTHON", "FAIRMEDFM_FAST_"))}
-    environment.update(HOME=str(tmp_path), NUMBA_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=str(package.parent))
+    environment.update(HOME=str(tmp_path), NUMBA_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=str(package.parent),
+                       FAIRMEDFM_FAST_INTERPRET="never")  # a small call that misses compiles
     code = ("import numpy as np, fairmedfm_fast; from fairmedfm_fast.kernels import calibration as c; "
             f"assert fairmedfm_fast.__file__.startswith({str(package)!r}); "
             "c.log_loss_into(np.full(3, 0.25), np.array([0, 1, 1], np.uint8), np.empty(3)); "
