@@ -4,3 +4,11 @@ Modules whose names start with an underscore are shared helpers, not benchmarks:
 inputs, :mod:`._registry` maps each metric to its fast and reference function, :mod:`._baselines` holds
 the other libraries and the lower bounds that ``compare.py`` also runs.
 """
+
+from fairmedfm_fast.kernels import _config as _kernel_config
+
+# The benchmarks time compiled kernels: in their processes a call that finds nothing compiled compiles
+# (else a small one would run the kernels' plain-Python copy, kernels/_config.py); coldstart.py times
+# the default first call in fresh processes of its own.
+if hasattr(_kernel_config, "interpreting"):  # (compare_revisions.py also runs older checkouts with these)
+    _kernel_config.interpreting["enabled"] = False

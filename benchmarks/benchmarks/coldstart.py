@@ -27,6 +27,7 @@ def first_call_script(function: str, cache_dir: str, fresh: bool):
     setup = f"""
         import os, tempfile
         os.environ["NUMBA_CACHE_DIR"] = {cache}
+        os.environ.pop("FAIRMEDFM_FAST_INTERPRET", None)  # the default first call
         import numpy as np
         import fairmedfm_fast as fm
         rng = np.random.default_rng(0)

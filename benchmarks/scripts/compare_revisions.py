@@ -165,7 +165,9 @@ def worker() -> None:
 class _Side:
     def __init__(self, checkout: Path):
         self.checkout = checkout
-        environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(checkout), os.environ.get("PYTHONPATH", "")])}
+        environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(checkout), os.environ.get("PYTHONPATH", "")]),
+                       # compiled kernels on both sides (no plain-Python small calls while nothing is compiled)
+                       "FAIRMEDFM_FAST_INTERPRET": "never"}
         self.process = subprocess.Popen([sys.executable, __file__, "--worker"], stdin=subprocess.PIPE,
                                         stdout=subprocess.PIPE, text=True, env=environment, cwd=checkout)
 
