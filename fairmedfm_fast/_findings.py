@@ -84,6 +84,7 @@ def simultaneous_gaps(results, replicates: Mapping, summary, level: float) -> No
     for result in results:
         if len(result.valid) < 2 or result.name not in summary.index:
             continue
+        small = np.isin(result.valid, list(small_groups(result)))  # the same for every gap column
         for column, reads in gap_reads().items():
             if f"{column}_lo" not in summary.columns or not all(("boot", result.name, k) in replicates for k in reads):
                 continue
@@ -92,7 +93,6 @@ def simultaneous_gaps(results, replicates: Mapping, summary, level: float) -> No
             # A small group's resamples barely move its AUC, TPR or TNR (one positive: every resample
             # that defines them gives the same value), so its pairs bound nothing: the gap may be as
             # large as the metric allows.
-            small = np.isin(result.valid, list(small_groups(result)))
             left_out = np.stack([small & _metric_registry.given_label(key) for key in reads])
             d, se, c = _gap_interval.from_replicates(observed, draws, level, left_out)
             bounds = [_gap_interval.simultaneous_interval(d[m], se[m], c) for m in range(len(reads))]
