@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from . import _analytic, _engine, _findings, _groups, _inputs, _metric_registry, _resample
+from . import _allocator, _analytic, _engine, _findings, _groups, _inputs, _metric_registry, _resample
 from ._assess import as_python, attribute_result, range_conversion, transform_note
 from ._checks import check_interval, check_threshold
 from ._classification_report import classification_report, with_gaps
@@ -738,19 +738,29 @@ def evaluate(ddf: Any, *, label: str, score: str, sensitive: str | Sequence[str]
         raise ValueError(f"ci must be a coverage strictly between 0 and 1, such as 0.95; got {ci!r}")
     quantile = any(isinstance(spec, (int, np.integer)) for spec in bins.values())
     tasks = ddf.npartitions * (2 if quantile else 1) + 1 + (npartitions or ddf.npartitions)
-    with _quiet(), Progress(tasks, "dask", check(progress), unit="task") as bar:
+    with _quiet(), _allocator.roomy(_client()), Progress(tasks, "dask", check(progress), unit="task") as bar:
         return _evaluate(dask, ddf, label, score, names, bins, intersectional, pos_label, score_type, threshold,
                          npartitions, bar, metrics, (float(ci), p_adjust) if interval else None)
 
 
+def _client() -> Any | None:
+    """The ``distributed.Client`` our tasks run on, or None (no distributed client: Dask's local
+    schedulers run them in this process)."""
+    try:
+        from distributed import default_client
+
+        return default_client()
+    except (ImportError, ValueError):
+        return None
+
+
 def _holders(items: Sequence[Any]) -> list[str | None]:
     """The worker that holds each persisted item on a distributed cluster (None elsewhere, or unknown)."""
-    try:
-        from distributed import default_client, futures_of, wait
-
-        client = default_client()
-    except (ImportError, ValueError):  # no distributed client: the local scheduler holds them
+    client = _client()
+    if client is None:  # the local scheduler holds them
         return [None] * len(items)
+    from distributed import futures_of, wait
+
     futures = [futures_of(item) for item in items]
     if not all(len(found) == 1 for found in futures):
         return [None] * len(items)
@@ -771,14 +781,7 @@ def _on(dask: Any, worker: str | None) -> contextlib.AbstractContextManager:
 def _computed(dask: Any, items: list, bar: Progress) -> list:
     """``dask.compute(*items)``; ``bar`` advances per finished item on a distributed cluster, else
     by all of them at the end."""
-    client = None
-    if bar.shown:
-        try:
-            from distributed import default_client
-
-            client = default_client()
-        except (ImportError, ValueError):  # no distributed client: the local scheduler runs them
-            client = None
+    client = _client() if bar.shown else None
     if client is None:
         out = list(dask.compute(*items))
         bar.update(len(items))
