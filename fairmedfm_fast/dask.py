@@ -28,10 +28,13 @@ README section "Dask and out-of-core data" for running on a cluster.
 from __future__ import annotations
 
 import contextlib
+import functools
 import glob
 import logging
 import math
+import operator
 import os
+import uuid
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -516,7 +519,7 @@ def _bits(values: np.ndarray) -> np.ndarray:
     return values.view(np.uint64 if values.dtype.itemsize == 8 else np.uint32)
 
 
-def _pack(local: _LocalColumns, plan: _Plan, layout: _Layout, bounds: np.ndarray, sizes: np.ndarray) -> tuple:
+def _pack(local: _LocalColumns, *, plan: _Plan, layout: _Layout, bounds: np.ndarray, sizes: np.ndarray) -> tuple:
     """One partition's rows (:func:`_local`) as records, split by score range: a tuple of one piece per
     range (the words, or the keys and payloads), each sent whole to the task that sorts its range,
     then the partition's counts: per range and slot its negatives and positives (R, n_slots, 2), and
@@ -547,7 +550,7 @@ def _pack(local: _LocalColumns, plan: _Plan, layout: _Layout, bounds: np.ndarray
     return (*pieces, (tally, ends))
 
 
-def _counted(counts: list[tuple[np.ndarray, np.ndarray]], dtype: np.dtype) -> tuple[np.ndarray, ...]:
+def _counted(counts: list[tuple[np.ndarray, np.ndarray]], *, dtype: np.dtype) -> tuple[np.ndarray, ...]:
     """Per range and slot the samples and positives (R, n_slots), per slot the lowest and highest
     score (NaN where empty), from the partitions' counts (:func:`_pack`)."""
     from .kernels import records
@@ -568,7 +571,7 @@ def _summed(summaries: list[tuple[np.ndarray, ...]]) -> tuple[np.ndarray, ...]:
     return count, positives, np.fmin.reduce(low, axis=0), np.fmax.reduce(high, axis=0)
 
 
-def _range_plan(counted: tuple[np.ndarray, ...], sizes: np.ndarray, n: int, thresholds: list[float], sweep: bool,
+def _range_plan(counted: tuple[np.ndarray, ...], *, sizes: np.ndarray, n: int, thresholds: list[float], sweep: bool,
                 extra: tuple[str, ...], analytic: bool) -> _engine.RangePlan:
     return _engine.range_plan(*counted, sizes, n, thresholds, sweep, extra, analytic)
 
@@ -624,10 +627,54 @@ def _range_sums(rows: tuple[np.ndarray, np.ndarray, np.ndarray], plan: _engine.R
     return sums
 
 
-def _sorted_sums(pieces: list, layout: _Layout, plan: _engine.RangePlan, index: int) -> dict[str, Any]:
+def _sorted_sums(pieces: list, plan: _engine.RangePlan, index: int, *, layout: _Layout) -> dict[str, Any]:
     """One range's records sorted (:func:`_sorted_range`) and summed (:func:`_range_sums`) in one task:
     its sorted arrays live only as long as the task."""
     return _range_sums(_sorted_range(pieces, layout, plan.sizes), plan, index)
+
+
+def _routed(local: list, holders: list[str | None], plan: _Plan, layout: _Layout, bounds: np.ndarray,
+            sizes: np.ndarray, make_plan: Callable[[tuple], _engine.RangePlan]) -> tuple[Any, list[Any]]:
+    """The sort of records and the ranges' sums as one graph over the persisted columns ``local``: per
+    partition a routing task (:func:`_pack`) and a selection of each of its pieces, both on the worker
+    that holds the partition (``holders``; else the scheduler may send the whole tuple to an idle
+    worker), the range plan from the routing counts, and a sort-and-sum task per range
+    (:func:`_sorted_sums`). Returns the plan's Delayed and the ranges'.
+
+    The graph is written as a mapping: built as Delayed objects (one per piece), the P x R
+    selections kept the client busy merging graphs, 1.3 to 1.8 s at 50 partitions and 50 ranges,
+    while the workers waited."""
+    from dask.delayed import Delayed
+    from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
+
+    token = uuid.uuid4().hex  # keys "fairmedfm-pack-<token>" etc.: the dashboard shows the kind
+    pack_name, piece_name, sums_name = (f"fairmedfm-{kind}-{token}" for kind in ("pack", "piece", "sums"))
+    n_ranges, n_parts = len(bounds) + 1, len(local)
+    pack = functools.partial(_pack, plan=plan, layout=layout, bounds=bounds, sizes=sizes)
+    per_worker: dict[str | None, tuple[dict, list]] = {}
+    for p, (item, holder) in enumerate(zip(local, holders)):
+        tasks, items = per_worker.setdefault(holder, ({}, []))
+        tasks[(pack_name, p)] = (pack, item.key)
+        for r in range(n_ranges + 1):  # the last: the partition's counts
+            tasks[(piece_name, p, r)] = (operator.getitem, (pack_name, p), r)
+        items.append(item)
+    routed = []
+    for j, (holder, (tasks, items)) in enumerate(per_worker.items()):
+        annotations = None if holder is None else {"workers": [holder], "allow_other_workers": True}
+        layer = f"fairmedfm-route-{j}-{token}"
+        graph = HighLevelGraph.from_collections(layer, MaterializedLayer(tasks, annotations=annotations),
+                                                dependencies=items)
+        routed.append(Delayed(next(iter(tasks)), graph, layer=layer))
+    counted_key, plan_key = (f"fairmedfm-counted-{token}", 0), (f"fairmedfm-range-plan-{token}", 0)
+    tasks = {counted_key: (functools.partial(_counted, dtype=plan.score_dtype),
+                           [(piece_name, p, n_ranges) for p in range(n_parts)]),
+             plan_key: (make_plan, counted_key)}
+    sums = functools.partial(_sorted_sums, layout=layout)
+    for r in range(n_ranges):
+        tasks[(sums_name, r)] = (sums, [(piece_name, p, r) for p in range(n_parts)], plan_key, r)
+    graph = HighLevelGraph.from_collections(sums_name, MaterializedLayer(tasks), dependencies=routed)
+    return (Delayed(plan_key, graph, layer=sums_name),
+            [Delayed((sums_name, r), graph, layer=sums_name) for r in range(n_ranges)])
 
 
 def _groupings(sums: list[dict[str, Any]], plan: _engine.RangePlan, fixed_best: float | None
@@ -822,16 +869,13 @@ def _evaluate(dask: Any, ddf: Any, label: str, score: str, names: list[str], bin
                      + ([1] if plan.all_samples else []), np.int64)
     divisions = _boundaries(list(surveys), plan, target)
     layout = _layout(plan, sizes)
+    extra = _metric_registry.optional_keys(metrics)
+    make_plan = functools.partial(_range_plan, sizes=sizes, n=metadata["n_samples"],
+                                  thresholds=[0.5] if threshold is None else [0.5, threshold], sweep=threshold is None,
+                                  extra=tuple(extra), analytic=analytic is not None)
     if layout is not None:  # records routed by score range, each range sorted where it lands
         bounds = _bits(np.array(divisions[1:-1], plan.score_dtype))
-        n_ranges = len(divisions) - 1
-        packed, counts = [], []
-        for item, holder in zip(local, holders):
-            with _on(dask, holder):  # the selection of each piece too: else it may fetch the whole tuple
-                pieces = dask.delayed(_pack, nout=n_ranges + 1)(item, plan, layout, bounds, sizes)
-                packed.append([pieces[r] for r in range(n_ranges)])
-                counts.append(pieces[n_ranges])
-        counted = dask.delayed(_counted)(counts, plan.score_dtype)
+        ranged, sums = _routed(local, holders, plan, layout, bounds, sizes, make_plan)
     else:  # the sort of frames
         code_names = _code_names(plan)
         frame_meta = pd.DataFrame({_SCORE: np.empty(0, plan.score_dtype), _LABEL: np.empty(0, np.uint8),
@@ -840,14 +884,7 @@ def _evaluate(dask: Any, ddf: Any, label: str, score: str, names: list[str], bin
         ranges = [dask.delayed(_arrays)(part, code_names) for part in ordered.to_delayed()]
         counted = dask.delayed(_summed)([dask.delayed(_engine.range_summary)(rows[0], rows[1], rows[2], sizes)
                                          for rows in ranges])
-    extra = _metric_registry.optional_keys(metrics)
-    fixed = [0.5] if threshold is None else [0.5, threshold]
-    ranged = dask.delayed(_range_plan)(counted, sizes, metadata["n_samples"], fixed, threshold is None, tuple(extra),
-                                       analytic is not None)
-    if layout is not None:
-        sums = [dask.delayed(_sorted_sums)([pieces[r] for pieces in packed], layout, ranged, r)
-                for r in range(n_ranges)]
-    else:
+        ranged = dask.delayed(make_plan)(counted)
         sums = [dask.delayed(_range_sums)(rows, ranged, r) for r, rows in enumerate(ranges)]
     done = _computed(dask, [ranged, *sums], bar)
     ranged, sums = done[0], done[1:]
