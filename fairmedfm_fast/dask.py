@@ -211,11 +211,12 @@ def _value_counts(part: pd.DataFrame, names: list[str]) -> dict[str, pd.Series |
 
 def _present_combinations(local: list[tuple[np.ndarray, list[str]]]) -> list[tuple[str, ...]]:
     """Name tuples of the attribute combinations present in a partition (rows with every value)."""
-    key = np.zeros(len(local[0][0]), np.int64)
-    space = 1
-    for codes, names in local:  # code + 1: 0 for a missing value
-        key = key * (len(names) + 1) + (codes + 1)
-        space *= len(names) + 1
+    space = math.prod(len(names) + 1 for _, names in local)
+    key = np.zeros(len(local[0][0]), np.int32 if space < 2**31 else np.int64)
+    for codes, names in local:  # code + 1: 0 for a missing value; in place, no temporary per step
+        key *= len(names) + 1
+        key += codes
+        key += 1
     # a count per combination where there are few (no sort), else the distinct keys
     keys = np.flatnonzero(np.bincount(key, minlength=space)) if space <= _DENSE_CELLS else np.unique(key)
     found = []
@@ -409,12 +410,13 @@ def _rows(local: _LocalColumns, plan: _Plan) -> tuple[np.ndarray, np.ndarray, li
     rows = []
     for (codes, local_names), names in zip(encoded, plan.groups):
         position = {group: i for i, group in enumerate(names)}
-        lookup = np.array([position[group] for group in local_names] + [-1], np.intp)
+        # in the narrow type of the records' codes: a gather into int64 wrote 8 bytes a row
+        lookup = np.array([position[group] for group in local_names] + [-1], plan.code_dtype)
         rows.append(lookup[codes])
     if plan.combined:
         rows.append(_combined_codes(rows, plan))
     if plan.all_samples:
-        rows.append(np.zeros(n, np.intp))
+        rows.append(np.zeros(n, plan.code_dtype))
     return scores, labels, rows
 
 
@@ -430,18 +432,20 @@ def _prepare(part: pd.DataFrame, plan: _Plan) -> pd.DataFrame:
 def _combined_codes(rows: list[np.ndarray], plan: _Plan) -> np.ndarray:
     """Codes of the intersectional attribute: the index of each row's combination among those present."""
     widths = [len(names) + 1 for names in plan.groups]  # code + 1: 0 for a missing value
-    key = np.zeros(len(rows[0]), np.int64)
-    for row, width in zip(rows, widths):
-        key = key * width + (row + 1)
+    space = math.prod(widths)
+    key = np.zeros(len(rows[0]), np.int32 if space < 2**31 else np.int64)
+    for row, width in zip(rows, widths):  # in place: no temporary array per step
+        key *= width
+        key += row
+        key += 1
     cells = np.zeros(len(plan.combined), np.int64)  # ascending, as the combinations are
     for i, cell in enumerate(plan.combined):
         value = 0
         for code, width in zip(cell, widths):
             value = value * width + code + 1
         cells[i] = value
-    space = math.prod(widths)
     if space <= _DENSE_CELLS:  # one gather from a table of every combination
-        table = np.full(space, -1, np.int32 if len(cells) < 2**31 else np.intp)
+        table = np.full(space, -1, plan.code_dtype)
         table[cells] = np.arange(len(cells))
         return table[key]
     codes = np.searchsorted(cells, key)
