@@ -76,10 +76,14 @@ def fold_sums(sums, slot):
 
 
 @inline_kernel
-def slots_of(codes, offsets, n_groups, k, i):
+def slots_of(codes, offsets, n_groups, k, i, groups_only=False):
     """The slots that sample ``i`` adds to in grouping ``k`` (row ``k`` of ``codes``): its group's and
-    the grouping's "all present samples" slot; ``(-1, -1)`` when it has no group there."""
+    the grouping's "all present samples" slot (-1 when ``groups_only``); ``(-1, -1)`` when it has no
+    group there."""
     code = codes[k, i]
     if code < 0:
         return -1, -1
-    return offsets[k] + code, offsets[k] + n_groups[k]
+    overall = offsets[k] + n_groups[k]
+    if groups_only:
+        overall = -1
+    return offsets[k] + code, overall

@@ -9,7 +9,9 @@ The sorted-order pass (``sweeps``), the per-grouping kernels (``ranking``), the 
 (``bootstrap``), the radix-bucket sums (``rank_sums``), the voxel sweep (``voxels``) and DeLong's
 placement values (``delong``) call these (``tests/test_kernel_primitives.py`` checks it). A walk
 that knows its tie blocks beforehand (the bootstrap's, from a list of their starts and ends) enters
-each through :func:`enter_block`.
+each through :func:`enter_block`. A walk over every grouping's slots at once (``ranking.rank_statistics``,
+``delong.placement_sums``) counts a tie block of two samples or more by slot with :func:`tally_block`,
+which lists the slots the block touched, and settles those.
 
 The helpers are inlined into their callers (they run per sample or per block, in inner loops), but
 for :func:`enter_block`, a plain kernel: it runs once a listed tie block, and inlined into the
@@ -18,6 +20,8 @@ bootstrap's three walks it added about a tenth to the compile of ``bootstrap.str
 import numpy as np
 
 from ._config import inline_kernel, kernel
+from ._slots import slots_of
+from ._weights import weight_of
 
 
 @inline_kernel
@@ -78,6 +82,39 @@ def settle(u2, neg_below, block_pos, block_neg):
     ``(u2, neg_below, block_pos, block_neg)``."""
     u2, neg_below = credit(u2, neg_below, block_pos, block_neg)
     return u2, neg_below, block_pos - block_pos, block_neg - block_neg
+
+
+@inline_kernel
+def tally_block(sorted_labels, sorted_codes, offsets, n_groups, weights, start, stop, block_pos, block_neg,
+                listed_at, touched, groups_only):
+    """The tie block ``start:stop`` counted per slot: each sample's weight added to ``block_pos`` (a
+    positive) or ``block_neg`` (a negative) of the slots it adds to (:func:`.slots_of`; its group's
+    alone when ``groups_only``), and each slot it touches listed once, in ``touched[:n]`` in the order
+    first touched. Returns ``n`` and the block's (weighted) positives.
+
+    The caller settles the listed slots and zeroes their counts before the next block; ``listed_at``
+    (-1 at first) holds the start of the block in which each slot was last listed. A sample of weight
+    0 may list a slot with counts of zero, which settles to no change. Walking the block's samples
+    and their ``K * 2`` slots again to find the slots to settle, as the kernels did before (5da1100),
+    took them 1.3 to 2.8 times as long (200,000 and 1,000,000 samples, scores rounded to 2 or 4 decimals, 1 and 3
+    groupings); testing a slot's counts for zero instead of ``listed_at``, 1.3 to 1.6 with weights."""
+    n_touched = 0
+    tied_pos = 0
+    for j in range(start, stop):
+        w = weight_of(weights, j)
+        pw = w * (1 if sorted_labels[j] != 0 else 0)
+        tied_pos += pw
+        for k in range(sorted_codes.shape[0]):
+            for slot in slots_of(sorted_codes, offsets, n_groups, k, j, groups_only):
+                if slot < 0:
+                    continue
+                if listed_at[slot] != start:
+                    listed_at[slot] = start
+                    touched[n_touched] = slot
+                    n_touched += 1
+                block_pos[slot] += pw
+                block_neg[slot] += w - pw
+    return n_touched, tied_pos
 
 
 @inline_kernel

@@ -26,6 +26,7 @@ CALLERS = {
     "tie-block start (walks down)": ({"tie_start"}, {"curves", "precision"}),
     "best-F1 sweep": ({"f1_candidate", "cannot_beat"}, {"sweeps", "ranking", "bootstrap", "voxels"}),
     "per-slot accumulation": ({"slots_of"}, {"ranking", "delong"}),
+    "tie-block tally by slot": ({"tally_block"}, {"ranking", "delong"}),
     "threshold position": ({"first_above"}, {"bootstrap"}),  # sweeps: ndarray.searchsorted (main 1f8bab2)
     "listed tie blocks": ({"enter_block"}, {"bootstrap"}),
     "key-and-payload radix scatter": ({"_scatter_digit"}, {"sorting"}),
@@ -80,6 +81,23 @@ def _copies(tree: ast.Module) -> list[str]:
     return found
 
 
+def _rewalks(tree: ast.Module) -> list[str]:
+    """The functions that find a tie block's slots by walking its samples again: a loop over the
+    samples whose body tests a slot's block counts, ``block_pos[slot] + block_neg[slot]`` against 0
+    (what :func:`tally_block`'s list of the block's slots replaces)."""
+    found = []
+    for function in _functions(tree):
+        for loop in (node for node in ast.walk(function) if isinstance(node, ast.For)):
+            tests = [node.test for node in ast.walk(loop) if isinstance(node, ast.If)]
+            if any(isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add)
+                   and all(isinstance(side, ast.Subscript) and isinstance(side.slice, ast.Name)
+                           and side.slice.id == "slot" and isinstance(side.value, ast.Name)
+                           and side.value.id.startswith("block_") for side in (node.left, node.right))
+                   for test in tests for node in ast.walk(test)) and function.name not in found:
+                found.append(function.name)
+    return found
+
+
 def _functions(tree: ast.Module) -> list[ast.FunctionDef]:
     return [node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)]
 
@@ -131,6 +149,13 @@ def test_the_sort_scatters_keys_and_payloads_in_one_place():
     assert _scatters(_tree("sorting.py")) == ["_scatter_digit"]
 
 
+def test_the_tally_callers_do_not_walk_a_tie_block_again():
+    # (rank_sums, precision and curves still do, in walks of their own: packed words, one grouping at a
+    # time from the highest score down, and ROC points)
+    _, modules = CALLERS["tie-block tally by slot"]
+    assert {module: _rewalks(_tree(f"{module}.py")) for module in sorted(modules)} == {m: [] for m in sorted(modules)}
+
+
 def test_segmentation_writes_the_interval_rule_once():
     # (kernels/surface.py still writes it out, in its own loops)
     assert _interval_tests(_tree("segmentation.py")) == ["inside"]
@@ -163,5 +188,14 @@ def scatter_again(keys, pays, to_keys, to_pays, starts, start, stop):
 """
     assert _scatters(ast.parse(scatter)) == ["scatter_again"]
     assert _interval_tests(ast.parse("def rule(v, lo, hi):\n    return (v >= lo) & (v <= hi)\n")) == ["rule"]
+    rewalk = """
+def settle_again(sorted_codes, offsets, start, stop, block_pos, block_neg, u2, neg_below):
+    for i in range(start, stop):
+        slot = offsets[0] + sorted_codes[0, i]
+        if block_pos[slot] + block_neg[slot] > 0:
+            u2[slot], neg_below[slot] = credit(u2[slot], neg_below[slot], block_pos[slot], block_neg[slot])
+"""
+    assert _rewalks(ast.parse(rewalk)) == ["settle_again"]
+    assert _rewalks(_tree("precision.py")) == ["precision_sums"]  # an original one, still written out
     # and the homes hold the originals
     assert _copies(_tree("_statistics.py"))

@@ -354,7 +354,7 @@ _NO_JIT_SCRIPT = textwrap.dedent("""
     import numba
     assert numba.config.DISABLE_JIT, "NUMBA_DISABLE_JIT was not honoured"
     import reference as ref
-    from fairmedfm_fast.kernels import calibration, ranking
+    from fairmedfm_fast.kernels import calibration, delong, ranking
 
     rng = np.random.default_rng(7)
     for n, n_groups in [(1, [1]), (2, [2]), (9, [3, 1]), (25, [4, 2, 5])]:
@@ -364,6 +364,10 @@ _NO_JIT_SCRIPT = textwrap.dedent("""
         ng = np.array(n_groups, np.int64)
         order = np.argsort(scores, kind="stable")
         count, positives, u2 = ranking.rank_statistics(scores[order], labels[order], codes[:, order], ng)
+        placed = delong.placement_sums(scores[order], labels[order], codes[:, order], ng, 0, n, False)
+        complete = np.maximum(codes[:, order], 0)
+        assert (delong.placement_sums(scores[order], labels[order], complete, ng, 0, n, True)
+                == delong.placement_sums(scores[order], labels[order], complete, ng, 0, n, False)).all()
         present = codes >= 0
         n_pos = np.array([labels[p].sum() for p in present], np.int64)
         n_neg = present.sum(axis=1) - n_pos
@@ -383,6 +387,7 @@ _NO_JIT_SCRIPT = textwrap.dedent("""
                 mask = present[k] if g is None else codes[k] == g
                 assert count[slot] == mask.sum()
                 assert u2[slot] == ref.pairwise_u2(scores[mask], labels[mask])
+                assert list(placed[slot, :3]) == [positives[slot], count[slot] - positives[slot], u2[slot]]
                 slot += 1
             if present[k].any():
                 assert thresholds[k] == ref.best_f1_threshold(scores[present[k]], labels[present[k]])[0]
