@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from . import _allocator, _analytic, _engine, _findings, _groups, _inputs, _metric_registry, _resample
+from . import _analytic, _engine, _findings, _groups, _inputs, _metric_registry, _resample
 from ._assess import as_python, attribute_result, range_conversion, transform_note
 from ._checks import check_interval, check_threshold
 from ._classification_report import classification_report, with_gaps
@@ -789,7 +789,7 @@ def evaluate(ddf: Any, *, label: str, score: str, sensitive: str | Sequence[str]
         raise ValueError(f"ci must be a coverage strictly between 0 and 1, such as 0.95; got {ci!r}")
     quantile = any(isinstance(spec, (int, np.integer)) for spec in bins.values())
     tasks = ddf.npartitions * (2 if quantile else 1) + 1 + (npartitions or ddf.npartitions)
-    with _quiet(), _allocator.roomy(_client()), Progress(tasks, "dask", check(progress), unit="task") as bar:
+    with _quiet(), Progress(tasks, "dask", check(progress), unit="task") as bar:
         return _evaluate(dask, ddf, label, score, names, bins, intersectional, pos_label, score_type, threshold,
                          npartitions, bar, metrics, (float(ci), p_adjust) if interval else None)
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import logging
 import math
-import sys
 import warnings
 
 import numpy as np
@@ -550,65 +549,3 @@ def test_more_sorted_partitions_than_input_partitions(sync, monkeypatch):
     both(dd.from_pandas(frame, npartitions=1), "y", "p", ["sex"], npartitions=150)
     assert len(sizes) > 120 and max(sizes) < 60  # the sketch was fine enough for 150 partitions
 
-
-# ---------------------------------------------------------------------------------------------
-# The workers' allocator during a call (fairmedfm_fast/_allocator.py)
-# ---------------------------------------------------------------------------------------------
-
-class _FakeLibc:
-    """Records the calls that ``_allocator.hold_freed`` makes of glibc."""
-
-    def __init__(self):
-        self.calls = []
-
-    def mallopt(self, parameter, value):
-        self.calls.append(("mallopt", parameter, value))
-        return 1
-
-    def malloc_trim(self, pad):
-        self.calls.append(("malloc_trim", pad))
-        return 1
-
-
-def test_allocator_lifted_for_the_call_and_restored_by_the_last_one_out(monkeypatch):
-    from fairmedfm_fast import _allocator
-
-    libc = _FakeLibc()
-    monkeypatch.setattr(_allocator, "_glibc", lambda: libc)
-    monkeypatch.setattr(_allocator, "_active", 0)
-    monkeypatch.delenv("MALLOC_MMAP_THRESHOLD_", raising=False)
-    monkeypatch.delenv("MALLOC_TRIM_THRESHOLD_", raising=False)
-    assert _allocator.hold_freed(True) is False and libc.calls == []  # no policy to lift: untouched
-    monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "65536")
-    assert _allocator.hold_freed(True) and _allocator.hold_freed(True)  # two overlapping calls
-    assert libc.calls == [("mallopt", -3, 32 * 2**20), ("mallopt", -1, 2**30)]
-    assert _allocator.hold_freed(False)
-    assert len(libc.calls) == 2  # the other call still runs: nothing restored yet
-    assert _allocator.hold_freed(False)
-    assert libc.calls[2:] == [("mallopt", -1, 65536), ("mallopt", -3, 128 * 1024), ("malloc_trim", 0)]
-    assert _allocator.hold_freed(False) is False and len(libc.calls) == 5  # not ours: left alone
-
-
-def test_workers_allocator_lifted_during_a_call_and_restored(client, monkeypatch):
-    from fairmedfm_fast import _allocator
-
-    sent, on_every_worker = [], _allocator._on_every_worker
-
-    def spy(client, entering):
-        out = on_every_worker(client, entering)
-        sent.append((entering, sorted(out.values())))
-        return out
-
-    monkeypatch.setattr(_allocator, "_on_every_worker", spy)
-    ddf = dd.from_pandas(tied_frame(2000, 3), npartitions=2)
-    fdask.evaluate(ddf, label="y", score="p", sensitive=["sex"])
-    # distributed's nannies set MALLOC_TRIM_THRESHOLD_: on Linux with glibc both workers lift it for
-    # the call, then restore it
-    changed = sys.platform.startswith("linux") and _allocator._glibc() is not None
-    assert sent == [(True, [changed, changed]), (False, [changed, changed])]
-    assert sorted(client.run(lambda: _allocator._active).values()) == [0, 0]
-    # the client's switch leaves the workers alone
-    monkeypatch.setenv("FAIRMEDFM_FAST_WORKER_MALLOC", "keep")
-    sent.clear()
-    fdask.evaluate(ddf, label="y", score="p", sensitive=["sex"])
-    assert sent == []
