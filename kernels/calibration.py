@@ -8,7 +8,7 @@ import numpy as np
 from ._arrays import filled
 from ._bits import bits_of, float_of
 from ._config import inline_kernel, kernel
-from ._slots import neumaier_add, slot_offsets
+from ._slots import neumaier_add, slot_offsets, slots_of
 from ._weights import counters, weight_of
 
 
@@ -42,10 +42,10 @@ def score_ranges(scores, labels, codes, n_groups, weights=None):
         score = np.float64(scores[i])
         positive = labels[i] != 0
         for k in range(n_groupings):
-            code = codes[k, i]
-            if code < 0:
+            group, overall = slots_of(codes, offsets, n_groups, k, i)
+            if group < 0:
                 continue
-            for slot in (offsets[k] + code, offsets[k] + n_groups[k]):
+            for slot in (group, overall):
                 count[slot] += w
                 if positive:
                     positives[slot] += w
@@ -151,6 +151,8 @@ def binned_calibration(scores, labels, codes, n_groups, edges, include_lowest, w
             code = codes[k, i]
             if code < 0:
                 continue
+            # (the slot pair written out, not from _slots.slots_of as in score_ranges: through it
+            # this loop ran 2.0 to 2.4 times slower, 200,000 and 1,000,000 samples, 1 and 3 groupings)
             for slot in (offsets[k] + code, offsets[k] + n_groups[k]):
                 # The bin of pandas: right-closed (edge[b], edge[b + 1]]; the lowest edge itself is in
                 # bin 0 only with include_lowest (pandas.qcut). A guess from the (nearly) uniform

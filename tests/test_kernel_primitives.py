@@ -25,7 +25,7 @@ CALLERS = {
     "tie-block end": ({"tie_end"}, {"sweeps", "ranking", "delong"}),
     "tie-block start (walks down)": ({"tie_start"}, {"curves", "precision"}),
     "best-F1 sweep": ({"f1_candidate", "cannot_beat"}, {"sweeps", "ranking", "bootstrap", "voxels"}),
-    "per-slot accumulation": ({"slots_of"}, {"ranking", "delong"}),
+    "per-slot accumulation": ({"slots_of"}, {"ranking", "delong", "calibration"}),
     "tie-block tally by slot": ({"tally_block"}, {"ranking", "delong"}),
     "threshold position": ({"first_above"}, {"bootstrap"}),  # sweeps: ndarray.searchsorted (main 1f8bab2)
     "listed tie blocks": ({"enter_block"}, {"bootstrap"}),
