@@ -23,7 +23,6 @@ Modules, one per kernel family:
   the Dask backend's sort across workers.
 - :mod:`.calibration`: score ranges, pandas.cut-equivalent bin edges, binned calibration sums
   (ECE), per-sample log-loss terms and their per-slot sums (BCE).
-- :mod:`.curves`: ROC points per slot from the ascending sort (for the plots).
 - :mod:`.resampling`: stratified bootstrap counts and permuted codes (counter-based random
   numbers: results depend on the seed only).
 - :mod:`.bootstrap`: the sums of one resample within a grouping's groups, from its draw counts

@@ -1,4 +1,4 @@
-"""Only the engine calls the classification kernels (ranking, calibration, sweeps, sorting, curves).
+"""Only the engine calls the classification kernels (ranking, calibration, sweeps, sorting, rank_sums, delong).
 
 AST based: a module of fairmedfm_fast that imports one of these kernel modules (``from .kernels
 import ranking``, ``from fairmedfm_fast.kernels.ranking import ...``) is a caller. Modules not yet
@@ -9,7 +9,7 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "fairmedfm_fast"
-CLASSIFICATION_KERNELS = {"ranking", "calibration", "sweeps", "sorting", "curves", "rank_sums", "delong"}
+CLASSIFICATION_KERNELS = {"ranking", "calibration", "sweeps", "sorting", "rank_sums", "delong"}
 ENGINE = {"_engine.py"}
 #: Still calling kernels themselves: none. (fairmedfm's legacy functions in metrics.py reach them
 #: through the engine's one-grouping functions; voxels.py, whose bucket sweep is its own kernel, takes

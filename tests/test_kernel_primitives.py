@@ -23,7 +23,7 @@ CALLERS = {
     "AUC tie-block walk": ({"credit", "settle", "add_sample", "twice_placement"},
                            {"sweeps", "ranking", "bootstrap", "rank_sums", "voxels", "delong"}),
     "tie-block end": ({"tie_end"}, {"sweeps", "ranking", "delong"}),
-    "tie-block start (walks down)": ({"tie_start"}, {"curves", "precision"}),
+    "tie-block start (walks down)": ({"tie_start"}, {"precision"}),
     "best-F1 sweep": ({"f1_candidate", "cannot_beat"}, {"sweeps", "ranking", "bootstrap", "voxels"}),
     "per-slot accumulation": ({"slots_of"}, {"ranking", "delong", "calibration"}),
     "tie-block tally by slot": ({"tally_block"}, {"ranking", "delong"}),
@@ -150,8 +150,8 @@ def test_the_sort_scatters_keys_and_payloads_in_one_place():
 
 
 def test_the_tally_callers_do_not_walk_a_tie_block_again():
-    # (rank_sums, precision and curves still do, in walks of their own: packed words, one grouping at a
-    # time from the highest score down, and ROC points)
+    # (rank_sums and precision still do, in walks of their own: packed words, and one grouping at a
+    # time from the highest score down)
     _, modules = CALLERS["tie-block tally by slot"]
     assert {module: _rewalks(_tree(f"{module}.py")) for module in sorted(modules)} == {m: [] for m in sorted(modules)}
 

@@ -9,11 +9,11 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from roc_reference import roc_points
 from sklearn.metrics import roc_curve
 
 import fairmedfm_fast
 from fairmedfm_fast import _groups, _pictures
-from fairmedfm_fast.kernels.curves import roc_points
 from fairmedfm_fast.report import FairnessReport, group_frame, summary_frame
 
 pytest.importorskip("matplotlib")

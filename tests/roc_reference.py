@@ -1,4 +1,6 @@
-"""Curve kernels: the points of every slot's ROC curve, from the one ascending sort.
+"""The reference of the report's ROC curves: the points of every slot's ROC curve, from one ascending
+sort (a kernel the package used before the fused pass recorded the curves; tests/test_plots.py checks
+it against scikit-learn and the report's curves against it).
 
 The points are those of scikit-learn's ``roc_curve(..., drop_intermediate=False)``: one per distinct
 score of the slot, thresholds descending, each with the cumulative false and true positives
@@ -8,10 +10,10 @@ final division.
 """
 import numpy as np
 
-from ._config import kernel
-from ._slots import slot_offsets
-from ._statistics import tie_start
-from ._weights import counters, weight_of
+from fairmedfm_fast.kernels._config import kernel
+from fairmedfm_fast.kernels._slots import slot_offsets
+from fairmedfm_fast.kernels._statistics import tie_start
+from fairmedfm_fast.kernels._weights import counters, weight_of
 
 
 @kernel
