@@ -5,7 +5,9 @@
 imports the copy being built (with no ``NUMBA_*`` variable, so that nothing redirects or disables
 the cache), one worker per core. ``bdist_wheel`` then tags the wheel for this Python and platform,
 since it holds machine code. Set ``FAIRMEDFM_FAST_SKIP_COMPILE=1`` to skip the step (a pure wheel
-whose kernels compile on first use), for packagers that build where the package will not run.
+whose kernels compile on first use), for packagers that build where the package will not run, and
+``FAIRMEDFM_FAST_PORTABLE=1`` to add entries for any CPU of the architecture beside the build
+machine's (:data:`PORTABLE_ENV`).
 
 setuptools loads this file by its path, outside the package: it imports nothing of fairmedfm_fast.
 """
@@ -23,13 +25,21 @@ except ImportError:  # setuptools < 70.1
     from wheel.bdist_wheel import bdist_wheel as _bdist_wheel
 
 SKIP_ENV = "FAIRMEDFM_FAST_SKIP_COMPILE"
+#: Set to 1 to add, beside the build machine's entries, entries compiled for any CPU of its
+#: architecture (numba's ``generic`` CPU), loaded where the machine's own do not apply: a wheel for
+#: several CPU models, at twice the build time and slower kernels there (docs/deployment.md).
+PORTABLE_ENV = "FAIRMEDFM_FAST_PORTABLE"
 # Kept in step with kernels/_config.py (BUILD_ENV, SHIPPED_FOLDER), which this file cannot import.
 BUILD_ENV = "FAIRMEDFM_FAST_BUILDING_CACHE"
 SHIPPED_FOLDER = "_compiled"
 
 
+def _set(name: str) -> bool:
+    return os.environ.get(name, "").strip().lower() not in ("", "0", "false", "no")
+
+
 def _skipped() -> bool:
-    return os.environ.get(SKIP_ENV, "").strip().lower() not in ("", "0", "false", "no")
+    return _set(SKIP_ENV)
 
 
 class BuildPy(_build_py):
@@ -53,8 +63,12 @@ class BuildPy(_build_py):
         environment["PYTHONDONTWRITEBYTECODE"] = "1"  # no __pycache__ in the built package
         begin = time.perf_counter()
         self.announce(f"compiling the kernels into {target}", level=2)
-        done = subprocess.run([sys.executable, "-m", "fairmedfm_fast.kernels._signatures", "--build"],
-                              cwd=os.path.abspath(self.build_lib), env=environment)
+        targets = [{}] + ([{"NUMBA_CPU_NAME": "generic"}] if _set(PORTABLE_ENV) else [])
+        for cpu in targets:  # this machine's CPU, then (when asked) any CPU of its architecture
+            done = subprocess.run([sys.executable, "-m", "fairmedfm_fast.kernels._signatures", "--build"],
+                                  cwd=os.path.abspath(self.build_lib), env={**environment, **cpu})
+            if done.returncode != 0:
+                break
         for name in os.listdir(target):  # the lock and any temporary file of an interrupted save
             if not name.endswith((".nbi", ".nbc")):
                 os.remove(os.path.join(target, name))

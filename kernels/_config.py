@@ -22,8 +22,11 @@ Compiled kernels are cached on disk, in two places:
   4. a private folder in the temporary directory (``fairmedfm_fast-numba-<uid>``, mode 0700);
   5. none: the kernel compiles in memory in each process, with one warning.
 
-Where an installed package compiles because its shipped cache does not apply (another CPU, numba or
-NumPy than the build's, or a wheel built without it), one line on stderr says so, once per process.
+Where an installed package compiles, one line on stderr says so, once per process: why the shipped
+cache does not apply (another CPU, numba or NumPy than the build's, or a wheel built without it), or,
+where it applies but lacks the call's argument types, which kernel compiles first and that later calls
+are fast. Under a numba other than :data:`NUMBA_VERSIONS` (whose private internals this module uses)
+the kernels are plain ``@njit(cache=True)``, with a notice.
 
 **Small calls before anything is compiled run as plain Python.** Compiling the kernels of a first
 ``evaluate`` takes numba 8-10 s of CPU (``sweeps.ranked_sums`` alone about 4 s), while their plain
@@ -71,15 +74,52 @@ ALWAYS_COMPILED = ("bootstrap", "resampling")
 SHIPPED_FOLDER = "_compiled"
 #: Set (to a folder) by the build step only: every kernel saves its compiled signatures there.
 BUILD_ENV = "FAIRMEDFM_FAST_BUILDING_CACHE"
+#: numba's CPU name for code that runs on every CPU of an architecture (``NUMBA_CPU_NAME=generic``):
+#: the shipped cache's second entry of each signature, loaded where this CPU's own is missing.
+PORTABLE_CPU = "generic"
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 # Installed, kernels/ is fairmedfm_fast/kernels; in a source checkout it sits beside fairmedfm_fast/.
 INSTALLED = os.path.basename(os.path.dirname(_HERE)) == "fairmedfm_fast"
 
-try:  # numba's cache machinery; its layout has been stable since numba 0.49
-    from numba.core import caching as _caching
-except ImportError:  # pragma: no cover - a future numba: fall back to its own cache=True
+#: The numba minor versions (first, last) whose private dispatcher and cache internals this module
+#: uses (``Dispatcher._compile_for_args``, ``_cache.load_overload``, ``add_overload``, the cache and
+#: locator classes): the versions the tests run, and pyproject.toml's pin. Under any other numba the
+#: kernels are plain ``@njit(cache=True)`` (no shipped cache, no plain-Python first calls), with a notice.
+NUMBA_VERSIONS = ((0, 68), (0, 68))
+#: What this module needs of ``numba.core.caching``.
+_CACHE_NAMES = ("Cache", "CompileResultCacheImpl", "IndexDataCacheFile", "UserProvidedCacheLocator",
+                "InTreeCacheLocator", "UserWideCacheLocator", "_CacheLocator", "_SourceFileBackedLocatorMixin",
+                "compiler")
+
+
+def _numba_problem() -> str | None:
+    """Why this numba cannot be served by this module's cache and dispatch hooks (None: it can)."""
+    import numba
+    from numba.core.dispatcher import Dispatcher
+
+    try:
+        version = tuple(int(part) for part in numba.__version__.split(".")[:2])
+    except ValueError:
+        version = None
+    (first, last) = NUMBA_VERSIONS
+    if version is None or not first <= version <= last:
+        supported = ".".join(map(str, first)) + ("" if first == last else "-" + ".".join(map(str, last)))
+        return f"numba {numba.__version__} is not the version it was tested with ({supported})"
+    try:
+        from numba.core import caching
+    except ImportError:
+        return "numba.core.caching is missing"
+    missing = [name for name in _CACHE_NAMES if not hasattr(caching, name)]
+    missing += [name for name in ("_compile_for_args", "add_overload", "typeof_pyval") if not hasattr(Dispatcher, name)]
+    return f"numba {numba.__version__} lacks {', '.join(missing)}" if missing else None
+
+
+_NUMBA_PROBLEM = None if PLAIN else _numba_problem()
+if PLAIN or _NUMBA_PROBLEM:
     _caching = None
+else:
+    from numba.core import caching as _caching
 
 _warned = False
 _noticed = False
@@ -90,6 +130,9 @@ def kernel(function):
     call runs it as plain Python instead (see the module's docstring)."""
     if PLAIN:
         return function
+    if _NUMBA_PROBLEM:
+        _notice_unsupported()
+        return njit(cache=True, **JIT_OPTIONS)(function)
     dispatcher = _cached(njit(**JIT_OPTIONS)(function))
     if function.__module__.rsplit(".", 1)[-1] not in ALWAYS_COMPILED:
         # numba's dispatcher calls this (from C) only when no compiled version matches the arguments;
@@ -113,6 +156,8 @@ def inline_kernel(function):
 #: kernels) and the seconds spent in them.
 interpreting = {"enabled": os.environ.get(INTERPRET_ENV, "").strip().lower() != "never", "seconds": 0.0}
 _interpreted_lock = threading.Lock()
+#: ``active`` while :func:`_from_cache` looks a signature up (on this thread): a miss there compiles nothing.
+_probing = threading.local()
 
 
 def _compile_or_interpret(dispatcher, compile_for_args, *args, **kws):
@@ -157,7 +202,11 @@ def _from_cache(dispatcher, args):
         existing = dispatcher.overloads.get(signature)
         if existing is not None:
             return existing.entry_point
-        result = dispatcher._cache.load_overload(signature, dispatcher.targetctx)
+        _probing.active = True  # a miss here runs the plain copy: no notice of compiling
+        try:
+            result = dispatcher._cache.load_overload(signature, dispatcher.targetctx)
+        finally:
+            _probing.active = False
         if result is None:
             return None
         dispatcher._cache_hits[signature] += 1
@@ -239,11 +288,19 @@ def source_stamp() -> str:
 def _cached(dispatcher):
     if not hasattr(dispatcher, "enable_caching"):  # NUMBA_DISABLE_JIT=1: plain Python
         return dispatcher
-    if _caching is None:  # pragma: no cover
-        dispatcher.enable_caching()
-        return dispatcher
     dispatcher._cache = _KernelCache(dispatcher.py_func)
     return dispatcher
+
+
+def _notice_unsupported() -> None:
+    """One line on stderr, once per process: this numba gets numba's own cache, not this module's."""
+    global _noticed
+    if _noticed:
+        return
+    _noticed = True
+    sys.stderr.write(f"fairmedfm_fast: {_NUMBA_PROBLEM}; the kernels compile with numba's own cache instead of "
+                     "the compiled ones shipped with this package (the first calls take seconds more, the "
+                     "numbers are the same); install the numba that pyproject.toml names to use them\n")
 
 
 def _warn_no_folder():
@@ -255,13 +312,19 @@ def _warn_no_folder():
                       RuntimeWarning, stacklevel=4)
 
 
-def _notice(reason: str, folder: str | None) -> None:
-    """One line on stderr, once per process: the shipped cache does not apply, kernels compile."""
+def _notice(reason: str | None, folder: str | None, kernel: str) -> None:
+    """One line on stderr, once per process, when an installed package compiles: why (``reason``: the
+    shipped cache does not apply; None: it applies but lacks this signature) and where it is kept."""
     global _noticed
     if _noticed:
         return
     _noticed = True
     kept = f"kept in {folder}" if folder else "not kept (no writable folder: set NUMBA_CACHE_DIR)"
+    if reason is None:
+        sys.stderr.write(f"fairmedfm_fast: compiling kernels for argument types this installation does not ship "
+                         f"(first: {kernel}); this takes seconds, once: later calls are fast ({kept}); "
+                         "`fairmedfm-fast warmup --workloads` compiles the rarer types ahead\n")
+        return
     sys.stderr.write(f"fairmedfm_fast: the kernels compiled with this package do not apply here ({reason}); "
                      f"small calls run uncompiled, and each kernel compiles once when a call is larger ({kept}); "
                      "`fairmedfm-fast warmup` compiles them all ahead, NUMBA_CACHE_DIR chooses where they are "
@@ -347,6 +410,11 @@ if _caching is not None:
     class _KernelCacheImpl(_caching.CompileResultCacheImpl):
         _locator_classes = [_Building, _UserProvided, _InTree, _PrebuiltInTree, _UserWide, _TempDir]
 
+    def _portable(key: tuple) -> tuple:
+        """The index key of ``key``'s signature compiled for any CPU of its architecture (numba's
+        ``generic`` CPU name, no features): the entries the build adds beside the host's."""
+        return (key[0], (key[1][0], PORTABLE_CPU, ""), *key[2:])
+
     def _filename_base(py_func) -> str:
         """numba's file name for a function's index and data files (without the extension)."""
         module = os.path.splitext(os.path.basename(py_func.__code__.co_filename))[0]
@@ -401,16 +469,17 @@ if _caching is not None:
             key = self._index_key(sig, target_context.codegen())
             if self._shipped is not None:
                 data = self._shipped.load(key)
+                if data is None and key[1][1] != PORTABLE_CPU:  # this CPU's entry first, else the portable one
+                    data = self._shipped.load(_portable(key))
                 if data is not None:
                     return _caching.compiler.CompileResult._rebuild(target_context, *data)
             writable = self._writable()
             data = writable.load(key) if writable is not None else None
             if data is not None:
                 return _caching.compiler.CompileResult._rebuild(target_context, *data)
-            if INSTALLED:
-                reason = self._why_not_shipped(key)
-                if reason:
-                    _notice(reason, self.writable_path())
+            if INSTALLED and not os.environ.get(BUILD_ENV) and not getattr(_probing, "active", False):
+                kernel = f"{self._py_func.__module__.rsplit('.', 1)[-1]}.{self._py_func.__name__}"
+                _notice(self._why_not_shipped(key), self.writable_path(), f"{kernel}{tuple(map(str, sig))}")
             return None
 
         def _why_not_shipped(self, key) -> str | None:
@@ -431,7 +500,7 @@ if _caching is not None:
                 return f"they were compiled with numba {version}, this is numba {self._shipped._version}"
             if stamp != self._shipped._source_stamp:
                 return "they were compiled with another NumPy or other kernel sources"
-            if not any(entry[1] == key[1] for entry in overloads):
+            if not any(entry[1] in (key[1], _portable(key)[1]) for entry in overloads):
                 return f"they were compiled for another CPU than this {key[1][1]}"
             return None
 
