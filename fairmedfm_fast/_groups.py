@@ -27,6 +27,10 @@ Bins = Mapping[str, int | Sequence[float]]
 MAX_NUMERIC_GROUPS = 20
 #: Columns of this many values and more are coded side by side on threads.
 PARALLEL_FROM = 1 << 18
+#: Columns shorter than this count their codes with ``np.bincount``; longer ones with a kernel.
+TABLE_CODES_BELOW = 1 << 16
+#: NumPy text arrays (``<U``, ``S``) of up to this many values are coded from their buffer.
+BUFFER_TEXT_UP_TO = 100_000
 
 
 @dataclass
@@ -294,7 +298,7 @@ def _codes_present(codes: np.ndarray, n_codes: int) -> np.ndarray:
 def _code_counts(codes: np.ndarray, n_codes: int) -> np.ndarray:
     """Samples of each code ``0 .. n_codes - 1``: a kernel on large columns (``np.bincount`` widens
     every code to intp and needs the negative ones taken out first)."""
-    if len(codes) < 1 << 16:
+    if len(codes) < TABLE_CODES_BELOW:
         return np.bincount(codes[codes >= 0], minlength=n_codes)
     from .kernels import coding
 
@@ -386,7 +390,7 @@ def encode_values(values: Column, max_distinct: int | None = None) -> tuple[np.n
     else:
         array = values if isinstance(values, np.ndarray) else None
         plain_text = False
-        if array is not None and array.dtype.kind in "US" and len(array) <= 100_000:
+        if array is not None and array.dtype.kind in "US" and len(array) <= BUFFER_TEXT_UP_TO:
             distinct, raw_codes = _distinct_text(array)  # sorting beats hashing when small
             if max_distinct is not None and len(distinct) > max_distinct:
                 return None

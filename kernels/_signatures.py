@@ -40,12 +40,22 @@ SIGNATURES: dict[str, list[tuple]] = {
         (A(T.int64), A(T.int64), T.int64, T.int64),
     ],
     'bootstrap.stratified_resample': [
+        (A(T.int32), A(T.int64), T.uint64, T.int64, A(T.uint8), A(T.uint8), T.int64, T.int64, A(T.float32), A(T.uint8), A(T.int16), A(T.float64), A(T.int64), A(T.int64), A(T.float32), A(T.uint8), A(T.int64), A(T.int64), A(T.int64), A(T.int64, 2), T.int64, T.boolean),
+        (A(T.int32), A(T.int64), T.uint64, T.int64, A(T.uint8), A(T.uint8), T.int64, T.int64, A(T.float32), A(T.uint8), A(T.int8), A(T.float64), A(T.int64), A(T.int64), A(T.float32), A(T.uint8), A(T.int64), A(T.int64), A(T.int64), A(T.int64, 2), T.int64, T.boolean),
+        (A(T.int32), A(T.int64), T.uint64, T.int64, A(T.uint8), A(T.uint8), T.int64, T.int64, A(T.float64), A(T.uint8), A(T.int16), A(T.float64), A(T.int64), A(T.int64), A(T.float64), A(T.uint8), A(T.int64), A(T.int64), A(T.int64), A(T.int64, 2), T.int64, T.boolean),
         (A(T.int32), A(T.int64), T.uint64, T.int64, A(T.uint8), A(T.uint8), T.int64, T.int64, A(T.float64), A(T.uint8), A(T.int8), A(T.float64), A(T.int64), A(T.int64), A(T.float64), A(T.uint8), A(T.int64), A(T.int64), A(T.int64), A(T.int64, 2), T.int64, T.boolean),
     ],
     'calibration.binned_calibration': [
-        (A(T.float32), A(T.uint8), A(T.int8, 2), A(T.int64), A(T.float64, 2), T.boolean, T.Omitted(None)),
+        (A(T.float32), A(T.float64), A(T.int64, 2), A(T.int64), A(T.float64, 2), T.boolean, T.Omitted(None)),
+        (A(T.float32), A(T.uint8), A(T.int16, 2), A(T.int64), A(T.float64, 2), T.boolean, A(T.float64)),
+        (A(T.float32), A(T.uint8), A(T.int16, 2), A(T.int64), A(T.float64, 2), T.boolean, T.none),
+        (A(T.float32), A(T.uint8), A(T.int8, 2), A(T.int64), A(T.float64, 2), T.boolean, A(T.float64)),
         (A(T.float32), A(T.uint8), A(T.int8, 2), A(T.int64), A(T.float64, 2), T.boolean, T.none),
-        (A(T.float64), A(T.uint8), A(T.int8, 2), A(T.int64), A(T.float64, 2), T.boolean, T.Omitted(None)),
+        (A(T.float32, readonly=True), A(T.uint8), A(T.int8, 2), A(T.int64), A(T.float64, 2), T.boolean, T.none),
+        (A(T.float64), A(T.float64), A(T.int64, 2), A(T.int64), A(T.float64, 2), T.boolean, T.Omitted(None)),
+        (A(T.float64), A(T.uint8), A(T.int16, 2), A(T.int64), A(T.float64, 2), T.boolean, A(T.float64)),
+        (A(T.float64), A(T.uint8), A(T.int16, 2), A(T.int64), A(T.float64, 2), T.boolean, T.none),
+        (A(T.float64), A(T.uint8), A(T.int8, 2), A(T.int64), A(T.float64, 2), T.boolean, A(T.float64)),
         (A(T.float64), A(T.uint8), A(T.int8, 2), A(T.int64), A(T.float64, 2), T.boolean, T.none),
         (A(T.float64, readonly=True), A(T.uint8), A(T.int8, 2), A(T.int64), A(T.float64, 2), T.boolean, T.none),
     ],
@@ -58,22 +68,44 @@ SIGNATURES: dict[str, list[tuple]] = {
         (A(T.float64), A(T.float64), T.int64),
     ],
     'calibration.log_loss_into': [
+        (A(T.float32), A(T.float64), A(T.float64)),
         (A(T.float32), A(T.uint8), A(T.float64)),
+        (A(T.float32, readonly=True), A(T.uint8), A(T.float64)),
+        (A(T.float64), A(T.float64), A(T.float64)),
         (A(T.float64), A(T.uint8), A(T.float64)),
+        (A(T.float64, readonly=True), A(T.uint8), A(T.float64)),
     ],
     'calibration.log_loss_terms': [
-        (A(T.float32), A(T.uint8)),
-        (A(T.float64), A(T.uint8)),
+        (A(T.float32), A(T.float64)),
+        (A(T.float64), A(T.float64)),
     ],
     'calibration.score_ranges': [
+        (A(T.float32), A(T.uint8), A(T.int16, 2), A(T.int64), A(T.float64)),
+        (A(T.float32), A(T.uint8), A(T.int16, 2), A(T.int64), T.Omitted(None)),
+        (A(T.float32), A(T.uint8), A(T.int16, 2), A(T.int64), T.none),
+        (A(T.float32), A(T.uint8), A(T.int64, 2), A(T.int64), T.Omitted(None)),
+        (A(T.float32), A(T.uint8), A(T.int8, 2), A(T.int64), A(T.float64)),
         (A(T.float32), A(T.uint8), A(T.int8, 2), A(T.int64), T.Omitted(None)),
         (A(T.float32), A(T.uint8), A(T.int8, 2), A(T.int64), T.none),
+        (A(T.float32, readonly=True), A(T.uint8), A(T.int8, 2), A(T.int64), T.none),
+        (A(T.float64), A(T.uint8), A(T.int16, 2), A(T.int64), A(T.float64)),
+        (A(T.float64), A(T.uint8), A(T.int16, 2), A(T.int64), T.Omitted(None)),
+        (A(T.float64), A(T.uint8), A(T.int16, 2), A(T.int64), T.none),
+        (A(T.float64), A(T.uint8), A(T.int64, 2), A(T.int64), T.Omitted(None)),
+        (A(T.float64), A(T.uint8), A(T.int8, 2), A(T.int64), A(T.float64)),
         (A(T.float64), A(T.uint8), A(T.int8, 2), A(T.int64), T.Omitted(None)),
         (A(T.float64), A(T.uint8), A(T.int8, 2), A(T.int64), T.none),
         (A(T.float64, readonly=True), A(T.uint8), A(T.int8, 2), A(T.int64), T.none),
     ],
     'calibration.slot_sums': [
+        (A(T.float64), A(T.int16, 2), A(T.int64), A(T.float64)),
+        (A(T.float64), A(T.int16, 2), A(T.int64), T.none),
+        (A(T.float64), A(T.int8, 2), A(T.int64), A(T.float64)),
         (A(T.float64), A(T.int8, 2), A(T.int64), T.Omitted(None)),
+        (A(T.float64), A(T.int8, 2), A(T.int64), T.none),
+    ],
+    'coding.code_counts': [
+        (A(T.int8, readonly=True), T.int64),
     ],
     'coding.text_codes': [
         (A(T.int64), A(T.uint8), T.int64),
@@ -85,19 +117,48 @@ SIGNATURES: dict[str, list[tuple]] = {
         (A(T.float64), A(T.uint8), A(T.int8, 2), A(T.int64), T.int64, T.int64, T.boolean),
     ],
     'precision.precision_sums': [
-        (A(T.float32), A(T.uint8), A(T.int8, 2), A(T.int64), A(T.int64), A(T.int64), T.Omitted(None)),
-        (A(T.float64), A(T.uint8), A(T.int8, 2), A(T.int64), A(T.int64), A(T.int64), T.Omitted(None)),
+        (A(T.float32), A(T.uint8), A(T.int16, 2), A(T.int64), A(T.float64), A(T.float64), A(T.float64)),
+        (A(T.float32), A(T.uint8), A(T.int16, 2), A(T.int64), A(T.int64), A(T.int64), T.none),
+        (A(T.float32), A(T.uint8), A(T.int8, 2), A(T.int64), A(T.float64), A(T.float64), A(T.float64)),
+        (A(T.float32), A(T.uint8), A(T.int8, 2), A(T.int64), A(T.int64), A(T.int64), T.none),
+        (A(T.float64), A(T.uint8), A(T.int16, 2), A(T.int64), A(T.float64), A(T.float64), A(T.float64)),
+        (A(T.float64), A(T.uint8), A(T.int16, 2), A(T.int64), A(T.int64), A(T.int64), T.none),
+        (A(T.float64), A(T.uint8), A(T.int8, 2), A(T.int64), A(T.float64), A(T.float64), A(T.float64)),
+        (A(T.float64), A(T.uint8), A(T.int8, 2), A(T.int64), A(T.int64), A(T.int64), T.none),
+    ],
+    'rank_sums.bucket_sums': [
+        (A(T.uint64), A(T.int64), T.int64, T.int64, T.int64, T.uint64, T.int64),
+    ],
+    'rank_sums.scatter_words': [
+        (A(T.uint32), A(T.uint8), A(T.int16), T.int64, T.int64, T.uint64, T.uint64, T.int64, T.uint64, A(T.int64), A(T.uint64)),
+        (A(T.uint32), A(T.uint8), A(T.int32), T.int64, T.int64, T.uint64, T.uint64, T.int64, T.uint64, A(T.int64), A(T.uint64)),
+        (A(T.uint32), A(T.uint8), A(T.int8), T.int64, T.int64, T.uint64, T.uint64, T.int64, T.uint64, A(T.int64), A(T.uint64)),
+        (A(T.uint32, readonly=True), A(T.uint8), A(T.int8), T.int64, T.int64, T.uint64, T.uint64, T.int64, T.uint64, A(T.int64), A(T.uint64)),
+        (A(T.uint64), A(T.uint8), A(T.int16), T.int64, T.int64, T.uint64, T.uint64, T.int64, T.uint64, A(T.int64), A(T.uint64)),
+        (A(T.uint64), A(T.uint8), A(T.int32), T.int64, T.int64, T.uint64, T.uint64, T.int64, T.uint64, A(T.int64), A(T.uint64)),
+        (A(T.uint64), A(T.uint8), A(T.int8), T.int64, T.int64, T.uint64, T.uint64, T.int64, T.uint64, A(T.int64), A(T.uint64)),
+        (A(T.uint64, readonly=True), A(T.uint8), A(T.int8), T.int64, T.int64, T.uint64, T.uint64, T.int64, T.uint64, A(T.int64), A(T.uint64)),
     ],
     'ranking.best_f1_thresholds': [
         (A(T.float32), A(T.uint8), A(T.int8, 2), A(T.int64), A(T.int64), A(T.int64), A(T.int64), T.Omitted(None)),
+        (A(T.float32), A(T.uint8), A(T.int8, 2), A(T.int64), A(T.int64), T.Omitted(None), T.Omitted(None), T.Omitted(None)),
         (A(T.float64), A(T.uint8), A(T.int8, 2), A(T.int64), A(T.int64), A(T.int64), A(T.int64), T.Omitted(None)),
+        (A(T.float64), A(T.uint8), A(T.int8, 2), A(T.int64), A(T.int64), T.Omitted(None), T.Omitted(None), T.Omitted(None)),
     ],
     'ranking.confusion_above': [
-        (A(T.float32), A(T.uint8), A(T.int8, 2), A(T.int64), A(T.float64, 2), T.Omitted(None)),
-        (A(T.float64), A(T.uint8), A(T.int8, 2), A(T.int64), A(T.float64, 2), T.Omitted(None)),
+        (A(T.float32), A(T.uint8), A(T.int16, 2), A(T.int64), A(T.float64, 2), A(T.float64)),
+        (A(T.float32), A(T.uint8), A(T.int16, 2), A(T.int64), A(T.float64, 2), T.none),
+        (A(T.float32), A(T.uint8), A(T.int8, 2), A(T.int64), A(T.float64, 2), A(T.float64)),
+        (A(T.float32), A(T.uint8), A(T.int8, 2), A(T.int64), A(T.float64, 2), T.none),
+        (A(T.float64), A(T.uint8), A(T.int16, 2), A(T.int64), A(T.float64, 2), A(T.float64)),
+        (A(T.float64), A(T.uint8), A(T.int16, 2), A(T.int64), A(T.float64, 2), T.none),
+        (A(T.float64), A(T.uint8), A(T.int8, 2), A(T.int64), A(T.float64, 2), A(T.float64)),
+        (A(T.float64), A(T.uint8), A(T.int8, 2), A(T.int64), A(T.float64, 2), T.none),
     ],
     'ranking.rank_statistics': [
+        (A(T.float32), A(T.uint8), A(T.int16, 2), A(T.int64), T.Omitted(None)),
         (A(T.float32), A(T.uint8), A(T.int8, 2), A(T.int64), T.Omitted(None)),
+        (A(T.float64), A(T.uint8), A(T.int16, 2), A(T.int64), T.Omitted(None)),
         (A(T.float64), A(T.uint8), A(T.int8, 2), A(T.int64), T.Omitted(None)),
     ],
     'records.route_records': [
@@ -108,34 +169,292 @@ SIGNATURES: dict[str, list[tuple]] = {
         (A(T.uint64), A(T.uint32), T.int64, A(T.uint64), A(T.uint64), A(T.uint8), A(T.int8, 2)),
         (A(T.uint64), A(T.uint64), T.int64, A(T.uint64), A(T.uint32), A(T.uint8), A(T.int8, 2)),
     ],
+    'resampling.drawn_samples': [
+        (A(T.int32), A(T.int64), T.uint64, T.int64, A(T.float32), A(T.uint8), A(T.int16, 2), A(T.float64), A(T.float64), A(T.float32), A(T.uint8), A(T.int16), A(T.float64), A(T.float64), A(T.uint8), A(T.uint8), T.int64),
+        (A(T.int32), A(T.int64), T.uint64, T.int64, A(T.float32), A(T.uint8), A(T.int16, 2), A(T.float64), T.none, A(T.float32), A(T.uint8), A(T.int16), A(T.float64), A(T.float64), A(T.uint8), A(T.uint8), T.int64),
+        (A(T.int32), A(T.int64), T.uint64, T.int64, A(T.float32), A(T.uint8), A(T.int8, 2), A(T.float64), A(T.float64), A(T.float32), A(T.uint8), A(T.int8), A(T.float64), A(T.float64), A(T.uint8), A(T.uint8), T.int64),
+        (A(T.int32), A(T.int64), T.uint64, T.int64, A(T.float32), A(T.uint8), A(T.int8, 2), A(T.float64), T.none, A(T.float32), A(T.uint8), A(T.int8), A(T.float64), A(T.float64), A(T.uint8), A(T.uint8), T.int64),
+        (A(T.int32), A(T.int64), T.uint64, T.int64, A(T.float64), A(T.uint8), A(T.int16, 2), A(T.float64), A(T.float64), A(T.float64), A(T.uint8), A(T.int16), A(T.float64), A(T.float64), A(T.uint8), A(T.uint8), T.int64),
+        (A(T.int32), A(T.int64), T.uint64, T.int64, A(T.float64), A(T.uint8), A(T.int16, 2), A(T.float64), T.none, A(T.float64), A(T.uint8), A(T.int16), A(T.float64), A(T.float64), A(T.uint8), A(T.uint8), T.int64),
+        (A(T.int32), A(T.int64), T.uint64, T.int64, A(T.float64), A(T.uint8), A(T.int8, 2), A(T.float64), A(T.float64), A(T.float64), A(T.uint8), A(T.int8), A(T.float64), A(T.float64), A(T.uint8), A(T.uint8), T.int64),
+        (A(T.int32), A(T.int64), T.uint64, T.int64, A(T.float64), A(T.uint8), A(T.int8, 2), A(T.float64), T.none, A(T.float64), A(T.uint8), A(T.int8), A(T.float64), A(T.float64), A(T.uint8), A(T.uint8), T.int64),
+    ],
+    'resampling.permuted_codes': [
+        (A(T.int16), T.uint64, T.int64, A(T.int16), A(T.uint8)),
+        (A(T.int16), T.uint64, T.int64, A(T.int16), T.Omitted(None)),
+        (A(T.int8), T.uint64, T.int64, A(T.int8), A(T.uint8)),
+        (A(T.int8), T.uint64, T.int64, A(T.int8), T.Omitted(None)),
+    ],
+    'resampling.stratified_bootstrap_counts': [
+        (A(T.int32), A(T.int64), T.uint64, T.int64, A(T.float64)),
+    ],
+    'segmentation.label_counts': [
+        (A(T.int16), A(T.int16), T.int64, T.int64),
+        (A(T.int32), A(T.int32), T.int64, T.int64),
+        (A(T.int64), A(T.int64), T.int64, T.int64),
+        (A(T.int8), A(T.int8), T.int64, T.int64),
+        (A(T.uint16), A(T.uint16), T.int64, T.int64),
+        (A(T.uint32), A(T.uint32), T.int64, T.int64),
+        (A(T.uint8), A(T.int16), T.int64, T.int64),
+        (A(T.uint8), A(T.int32), T.int64, T.int64),
+        (A(T.uint8), A(T.int64), T.int64, T.int64),
+        (A(T.uint8), A(T.int8), T.int64, T.int64),
+        (A(T.uint8), A(T.uint16), T.int64, T.int64),
+        (A(T.uint8), A(T.uint32), T.int64, T.int64),
+        (A(T.uint8), A(T.uint8), T.int64, T.int64),
+    ],
     'segmentation.overlap_counts': [
+        (A(T.float32), A(T.float32), A(T.int64), T.float32, T.float32, T.float32, T.float32, A(T.int64, 2)),
+        (A(T.float32), A(T.float64), A(T.int64), T.float32, T.float32, T.float64, T.float64, A(T.int64, 2)),
+        (A(T.float32), A(T.int16), A(T.int64), T.float32, T.float32, T.int16, T.int16, A(T.int64, 2)),
+        (A(T.float32), A(T.int32), A(T.int64), T.float32, T.float32, T.int32, T.int32, A(T.int64, 2)),
+        (A(T.float32), A(T.int64), A(T.int64), T.float32, T.float32, T.int64, T.int64, A(T.int64, 2)),
+        (A(T.float32), A(T.int8), A(T.int64), T.float32, T.float32, T.int8, T.int8, A(T.int64, 2)),
+        (A(T.float32), A(T.uint16), A(T.int64), T.float32, T.float32, T.uint16, T.uint16, A(T.int64, 2)),
+        (A(T.float32), A(T.uint32), A(T.int64), T.float32, T.float32, T.uint32, T.uint32, A(T.int64, 2)),
+        (A(T.float32), A(T.uint64), A(T.int64), T.float32, T.float32, T.uint64, T.uint64, A(T.int64, 2)),
+        (A(T.float32), A(T.uint8), A(T.int64), T.float32, T.float32, T.uint8, T.uint8, A(T.int64, 2)),
+        (A(T.float32, readonly=True), A(T.float32, readonly=True), A(T.int64), T.float32, T.float32, T.float32, T.float32, A(T.int64, 2)),
+        (A(T.float32, readonly=True), A(T.uint8, readonly=True), A(T.int64), T.float32, T.float32, T.uint8, T.uint8, A(T.int64, 2)),
+        (A(T.float64), A(T.float32), A(T.int64), T.float64, T.float64, T.float32, T.float32, A(T.int64, 2)),
+        (A(T.float64), A(T.float64), A(T.int64), T.float64, T.float64, T.float64, T.float64, A(T.int64, 2)),
+        (A(T.float64), A(T.int16), A(T.int64), T.float64, T.float64, T.int16, T.int16, A(T.int64, 2)),
+        (A(T.float64), A(T.int32), A(T.int64), T.float64, T.float64, T.int32, T.int32, A(T.int64, 2)),
+        (A(T.float64), A(T.int64), A(T.int64), T.float64, T.float64, T.int64, T.int64, A(T.int64, 2)),
+        (A(T.float64), A(T.int8), A(T.int64), T.float64, T.float64, T.int8, T.int8, A(T.int64, 2)),
+        (A(T.float64), A(T.uint16), A(T.int64), T.float64, T.float64, T.uint16, T.uint16, A(T.int64, 2)),
+        (A(T.float64), A(T.uint32), A(T.int64), T.float64, T.float64, T.uint32, T.uint32, A(T.int64, 2)),
+        (A(T.float64), A(T.uint64), A(T.int64), T.float64, T.float64, T.uint64, T.uint64, A(T.int64, 2)),
+        (A(T.float64), A(T.uint8), A(T.int64), T.float64, T.float64, T.uint8, T.uint8, A(T.int64, 2)),
+        (A(T.float64, readonly=True), A(T.float64, readonly=True), A(T.int64), T.float64, T.float64, T.float64, T.float64, A(T.int64, 2)),
+        (A(T.float64, readonly=True), A(T.uint8, readonly=True), A(T.int64), T.float64, T.float64, T.uint8, T.uint8, A(T.int64, 2)),
+        (A(T.int16), A(T.int16), A(T.int64), T.int16, T.int16, T.int16, T.int16, A(T.int64, 2)),
+        (A(T.int16, readonly=True), A(T.int16, readonly=True), A(T.int64), T.int16, T.int16, T.int16, T.int16, A(T.int64, 2)),
+        (A(T.int32), A(T.int32), A(T.int64), T.int32, T.int32, T.int32, T.int32, A(T.int64, 2)),
+        (A(T.int32, readonly=True), A(T.int32, readonly=True), A(T.int64), T.int32, T.int32, T.int32, T.int32, A(T.int64, 2)),
+        (A(T.int64), A(T.int64), A(T.int64), T.int64, T.int64, T.int64, T.int64, A(T.int64, 2)),
+        (A(T.int64, readonly=True), A(T.int64, readonly=True), A(T.int64), T.int64, T.int64, T.int64, T.int64, A(T.int64, 2)),
+        (A(T.int8), A(T.int8), A(T.int64), T.int8, T.int8, T.int8, T.int8, A(T.int64, 2)),
+        (A(T.int8, readonly=True), A(T.int8, readonly=True), A(T.int64), T.int8, T.int8, T.int8, T.int8, A(T.int64, 2)),
+        (A(T.uint16), A(T.uint16), A(T.int64), T.uint16, T.uint16, T.uint16, T.uint16, A(T.int64, 2)),
+        (A(T.uint16, readonly=True), A(T.uint16, readonly=True), A(T.int64), T.uint16, T.uint16, T.uint16, T.uint16, A(T.int64, 2)),
+        (A(T.uint32), A(T.uint32), A(T.int64), T.uint32, T.uint32, T.uint32, T.uint32, A(T.int64, 2)),
+        (A(T.uint32, readonly=True), A(T.uint32, readonly=True), A(T.int64), T.uint32, T.uint32, T.uint32, T.uint32, A(T.int64, 2)),
+        (A(T.uint64), A(T.uint64), A(T.int64), T.uint64, T.uint64, T.uint64, T.uint64, A(T.int64, 2)),
+        (A(T.uint64, readonly=True), A(T.uint64, readonly=True), A(T.int64), T.uint64, T.uint64, T.uint64, T.uint64, A(T.int64, 2)),
+        (A(T.uint8), A(T.float32), A(T.int64), T.uint8, T.uint8, T.float32, T.float32, A(T.int64, 2)),
+        (A(T.uint8), A(T.float64), A(T.int64), T.uint8, T.uint8, T.float64, T.float64, A(T.int64, 2)),
+        (A(T.uint8), A(T.int16), A(T.int64), T.uint8, T.uint8, T.int16, T.int16, A(T.int64, 2)),
+        (A(T.uint8), A(T.int32), A(T.int64), T.uint8, T.uint8, T.int32, T.int32, A(T.int64, 2)),
+        (A(T.uint8), A(T.int64), A(T.int64), T.uint8, T.uint8, T.int64, T.int64, A(T.int64, 2)),
+        (A(T.uint8), A(T.int8), A(T.int64), T.uint8, T.uint8, T.int8, T.int8, A(T.int64, 2)),
+        (A(T.uint8), A(T.uint16), A(T.int64), T.uint8, T.uint8, T.uint16, T.uint16, A(T.int64, 2)),
+        (A(T.uint8), A(T.uint32), A(T.int64), T.uint8, T.uint8, T.uint32, T.uint32, A(T.int64, 2)),
+        (A(T.uint8), A(T.uint64), A(T.int64), T.uint8, T.uint8, T.uint64, T.uint64, A(T.int64, 2)),
         (A(T.uint8), A(T.uint8), A(T.int64), T.uint8, T.uint8, T.uint8, T.uint8, A(T.int64, 2)),
         (A(T.uint8, readonly=True), A(T.uint8, readonly=True), A(T.int64), T.uint8, T.uint8, T.uint8, T.uint8, A(T.int64, 2)),
     ],
+    'segmentation.probability_overlap_counts': [
+        (A(T.float32), A(T.float32), A(T.int64), T.float32, T.float32, T.float32, T.float32, A(T.int64, 2)),
+        (A(T.float32), A(T.float64), A(T.int64), T.float32, T.float32, T.float64, T.float64, A(T.int64, 2)),
+        (A(T.float32), A(T.int16), A(T.int64), T.float32, T.float32, T.int16, T.int16, A(T.int64, 2)),
+        (A(T.float32), A(T.int32), A(T.int64), T.float32, T.float32, T.int32, T.int32, A(T.int64, 2)),
+        (A(T.float32), A(T.int64), A(T.int64), T.float32, T.float32, T.int64, T.int64, A(T.int64, 2)),
+        (A(T.float32), A(T.int8), A(T.int64), T.float32, T.float32, T.int8, T.int8, A(T.int64, 2)),
+        (A(T.float32), A(T.uint16), A(T.int64), T.float32, T.float32, T.uint16, T.uint16, A(T.int64, 2)),
+        (A(T.float32), A(T.uint32), A(T.int64), T.float32, T.float32, T.uint32, T.uint32, A(T.int64, 2)),
+        (A(T.float32), A(T.uint64), A(T.int64), T.float32, T.float32, T.uint64, T.uint64, A(T.int64, 2)),
+        (A(T.float32), A(T.uint8), A(T.int64), T.float32, T.float32, T.uint8, T.uint8, A(T.int64, 2)),
+        (A(T.float32, readonly=True), A(T.float32, readonly=True), A(T.int64), T.float32, T.float32, T.float32, T.float32, A(T.int64, 2)),
+        (A(T.float32, readonly=True), A(T.uint8, readonly=True), A(T.int64), T.float32, T.float32, T.uint8, T.uint8, A(T.int64, 2)),
+        (A(T.float64), A(T.float32), A(T.int64), T.float64, T.float64, T.float32, T.float32, A(T.int64, 2)),
+        (A(T.float64), A(T.float64), A(T.int64), T.float64, T.float64, T.float64, T.float64, A(T.int64, 2)),
+        (A(T.float64), A(T.int16), A(T.int64), T.float64, T.float64, T.int16, T.int16, A(T.int64, 2)),
+        (A(T.float64), A(T.int32), A(T.int64), T.float64, T.float64, T.int32, T.int32, A(T.int64, 2)),
+        (A(T.float64), A(T.int64), A(T.int64), T.float64, T.float64, T.int64, T.int64, A(T.int64, 2)),
+        (A(T.float64), A(T.int8), A(T.int64), T.float64, T.float64, T.int8, T.int8, A(T.int64, 2)),
+        (A(T.float64), A(T.uint16), A(T.int64), T.float64, T.float64, T.uint16, T.uint16, A(T.int64, 2)),
+        (A(T.float64), A(T.uint32), A(T.int64), T.float64, T.float64, T.uint32, T.uint32, A(T.int64, 2)),
+        (A(T.float64), A(T.uint64), A(T.int64), T.float64, T.float64, T.uint64, T.uint64, A(T.int64, 2)),
+        (A(T.float64), A(T.uint8), A(T.int64), T.float64, T.float64, T.uint8, T.uint8, A(T.int64, 2)),
+        (A(T.float64, readonly=True), A(T.float64, readonly=True), A(T.int64), T.float64, T.float64, T.float64, T.float64, A(T.int64, 2)),
+        (A(T.float64, readonly=True), A(T.uint8, readonly=True), A(T.int64), T.float64, T.float64, T.uint8, T.uint8, A(T.int64, 2)),
+    ],
+    'segmentation.value_range': [
+        (A(T.int16),),
+        (A(T.int32),),
+        (A(T.int64),),
+        (A(T.int8),),
+        (A(T.uint16),),
+        (A(T.uint32),),
+        (A(T.uint8),),
+    ],
+    'sorting._float_bits': [
+        (T.uint64, T.boolean),
+    ],
+    'sorting._histogram': [
+        (A(T.uint64), T.int64, T.int64, T.uint64, T.uint64, T.int64, A(T.int64)),
+    ],
+    'sorting._lsd': [
+        (A(T.uint64), A(T.uint32), A(T.uint64), A(T.uint32), T.int64, T.int64, T.uint64, T.int64, A(T.int64, 2), A(T.int64)),
+        (A(T.uint64), A(T.uint64), A(T.uint64), A(T.uint64), T.int64, T.int64, T.uint64, T.int64, A(T.int64, 2), A(T.int64)),
+    ],
+    'sorting._prepare': [
+        (A(T.uint32), A(T.uint8), A(T.int8, 2), A(T.uint64), A(T.uint32), T.int64, T.int64),
+        (A(T.uint64), A(T.uint8), A(T.int8, 2), A(T.uint64), A(T.uint32), T.int64, T.int64),
+        (A(T.uint64), A(T.uint8), A(T.int8, 2), A(T.uint64), A(T.uint64), T.int64, T.int64),
+    ],
+    'sorting._scatter': [
+        (A(T.uint64), A(T.uint32), A(T.uint64), A(T.uint32), T.int64, T.int64, T.uint64, T.uint64, T.int64, A(T.int64)),
+        (A(T.uint64), A(T.uint64), A(T.uint64), A(T.uint64), T.int64, T.int64, T.uint64, T.uint64, T.int64, A(T.int64)),
+    ],
+    'sorting._scatter_from': [
+        (A(T.uint64), A(T.uint32), A(T.uint64), A(T.uint32), T.int64, T.int64, T.uint64, T.uint64, T.int64, A(T.int64)),
+        (A(T.uint64), A(T.uint64), A(T.uint64), A(T.uint64), T.int64, T.int64, T.uint64, T.uint64, T.int64, A(T.int64)),
+    ],
+    'sorting._scatter_payload': [
+        (A(T.uint32), A(T.uint16), T.int64, T.int64, T.uint64, T.uint64, T.int64, T.uint64, A(T.int64), A(T.uint64)),
+        (A(T.uint32), A(T.uint32), T.int64, T.int64, T.uint64, T.uint64, T.int64, T.uint64, A(T.int64), A(T.uint64)),
+        (A(T.uint32, readonly=True), A(T.uint16), T.int64, T.int64, T.uint64, T.uint64, T.int64, T.uint64, A(T.int64), A(T.uint64)),
+        (A(T.uint64), A(T.uint16), T.int64, T.int64, T.uint64, T.uint64, T.int64, T.uint64, A(T.int64), A(T.uint64)),
+        (A(T.uint64, readonly=True), A(T.uint16), T.int64, T.int64, T.uint64, T.uint64, T.int64, T.uint64, A(T.int64), A(T.uint64)),
+    ],
+    'sorting._sort_buckets': [
+        (A(T.uint64), A(T.uint32), A(T.uint64), A(T.uint32), A(T.int64), T.int64, T.int64, T.uint64, T.int64),
+        (A(T.uint64), A(T.uint64), A(T.uint64), A(T.uint64), A(T.int64), T.int64, T.int64, T.uint64, T.int64),
+    ],
+    'sorting._unpack_buckets': [
+        (A(T.uint64), A(T.int64), T.int64, T.int64, T.uint64, T.int64, T.uint64, A(T.uint64), A(T.uint32), A(T.uint8), A(T.int8, 2)),
+        (A(T.uint64), A(T.int64), T.int64, T.int64, T.uint64, T.int64, T.uint64, A(T.uint64), A(T.uint64), A(T.uint8), A(T.int8, 2)),
+    ],
+    'sorting._unpack_carrying': [
+        (A(T.uint64), A(T.uint64), A(T.uint64), A(T.uint8), A(T.int8, 2), T.int64, T.int64),
+    ],
+    'sorting._unpack_order': [
+        (A(T.uint64), A(T.uint32), A(T.uint32), A(T.int64), T.int64, T.int64),
+        (A(T.uint64), A(T.uint32), A(T.uint64), A(T.int64), T.int64, T.int64),
+    ],
+    'sorting.digit_counts': [
+        (A(T.uint32), T.int64, T.int64, T.uint64, T.uint64, T.int64, A(T.int64)),
+        (A(T.uint32, readonly=True), T.int64, T.int64, T.uint64, T.uint64, T.int64, A(T.int64)),
+        (A(T.uint64), T.int64, T.int64, T.uint64, T.uint64, T.int64, A(T.int64)),
+        (A(T.uint64, readonly=True), T.int64, T.int64, T.uint64, T.uint64, T.int64, A(T.int64)),
+    ],
+    'sorting.key_range': [
+        (A(T.uint32), T.int64, T.int64),
+        (A(T.uint32, readonly=True), T.int64, T.int64),
+        (A(T.uint64), T.int64, T.int64),
+        (A(T.uint64, readonly=True), T.int64, T.int64),
+    ],
+    'sorting.pack_payload': [
+        (A(T.uint8), A(T.int8, 2), A(T.uint64), T.int64, T.int64, A(T.uint16)),
+        (A(T.uint8), A(T.int8, 2), A(T.uint64), T.int64, T.int64, A(T.uint32)),
+    ],
+    'sorting.word_lsd': [
+        (A(T.uint64), A(T.uint64), T.literal(0), T.int64, T.uint64, T.int64, A(T.int64, 2), A(T.int64)),
+    ],
+    'surface.both_count': [
+        (A(T.uint8, 3), A(T.uint8, 3)),
+    ],
+    'surface.crop_foreground': [
+        (A(T.float32, 3), T.float32, T.float32, A(T.int64), A(T.uint8, 3)),
+        (A(T.uint8, 3), T.uint8, T.uint8, A(T.int64), A(T.uint8, 3)),
+        (A(T.uint8, 3, readonly=True), T.uint8, T.uint8, A(T.int64), A(T.uint8, 3)),
+    ],
+    'surface.crop_pair': [
+        (A(T.float32, 3), T.float32, T.float32, A(T.uint8, 3), T.uint8, T.uint8, A(T.int64)),
+        (A(T.uint8, 3), T.uint8, T.uint8, A(T.uint8, 3), T.uint8, T.uint8, A(T.int64)),
+        (A(T.uint8, 3, readonly=True), T.uint8, T.uint8, A(T.uint8, 3, readonly=True), T.uint8, T.uint8, A(T.int64)),
+    ],
+    'surface.foreground_box': [
+        (A(T.float32, 3), T.float32, T.float32, A(T.int64)),
+        (A(T.uint8, 3), T.uint8, T.uint8, A(T.int64)),
+        (A(T.uint8, 3, readonly=True), T.uint8, T.uint8, A(T.int64)),
+    ],
+    'surface.surface_distances': [
+        (A(T.uint8, 3), A(T.uint8, 3), A(T.float64), T.int64, T.Omitted(8)),
+    ],
+    'surface.surface_measures': [
+        (A(T.uint8, 3), A(T.uint8, 3), A(T.float64), T.int64, T.float64, T.float64, T.boolean, A(T.float64)),
+    ],
+    'surface.surface_summary': [
+        (A(T.float64), A(T.float64), T.float64, T.float64, T.boolean, A(T.float64)),
+    ],
+    'surface.unit_interval': [
+        (A(T.float32, 2),),
+        (A(T.float32, 3),),
+    ],
     'sweeps.best_f1_sweep': [
+        (A(T.float32), A(T.uint8), A(T.int16, 2), A(T.int64), A(T.float64), A(T.float64), A(T.float64)),
+        (A(T.float32), A(T.uint8), A(T.int16, 2), A(T.int64), A(T.int64), A(T.int64), T.none),
         (A(T.float32), A(T.uint8), A(T.int8, 2), A(T.int64), A(T.float64), A(T.float64), A(T.float64)),
+        (A(T.float32), A(T.uint8), A(T.int8, 2), A(T.int64), A(T.int64), A(T.int64), T.none),
+        (A(T.float32), A(T.uint8), T.none, A(T.int64), A(T.int64), A(T.int64), T.Omitted(None)),
+        (A(T.float64), A(T.uint8), A(T.int16, 2), A(T.int64), A(T.float64), A(T.float64), A(T.float64)),
+        (A(T.float64), A(T.uint8), A(T.int16, 2), A(T.int64), A(T.int64), A(T.int64), T.none),
         (A(T.float64), A(T.uint8), A(T.int8, 2), A(T.int64), A(T.float64), A(T.float64), A(T.float64)),
         (A(T.float64), A(T.uint8), A(T.int8, 2), A(T.int64), A(T.int64), A(T.int64), T.none),
+        (A(T.float64), A(T.uint8), T.none, A(T.int64), A(T.int64), A(T.int64), T.Omitted(None)),
     ],
     'sweeps.ranked_sums': [
+        (A(T.float32), A(T.uint8), A(T.int16, 2), A(T.int64), A(T.float64), A(T.int64), T.UniTuple(A(T.int64), 3), T.int64, T.int64, T.int64, A(T.float64)),
+        (A(T.float32), A(T.uint8), A(T.int16, 2), A(T.int64), A(T.float64), A(T.int64), T.UniTuple(A(T.int64), 3), T.int64, T.int64, T.int64, T.none),
+        (A(T.float32), A(T.uint8), A(T.int16, 2), A(T.int64), T.none, A(T.int64), T.none, T.int64, T.int64, T.int64, A(T.float64)),
+        (A(T.float32), A(T.uint8), A(T.int16, 2), A(T.int64), T.none, A(T.int64), T.none, T.int64, T.int64, T.int64, T.none),
         (A(T.float32), A(T.uint8), A(T.int8, 2), A(T.int64), A(T.float64), A(T.int64), T.UniTuple(A(T.int64), 3), T.int64, T.int64, T.int64, A(T.float64)),
+        (A(T.float32), A(T.uint8), A(T.int8, 2), A(T.int64), A(T.float64), A(T.int64), T.UniTuple(A(T.int64), 3), T.int64, T.int64, T.int64, T.none),
+        (A(T.float32), A(T.uint8), A(T.int8, 2), A(T.int64), T.none, A(T.int64), T.none, T.int64, T.int64, T.int64, A(T.float64)),
+        (A(T.float32), A(T.uint8), A(T.int8, 2), A(T.int64), T.none, A(T.int64), T.none, T.int64, T.int64, T.int64, T.none),
+        (A(T.float64), A(T.uint8), A(T.int16, 2), A(T.int64), A(T.float64), A(T.int64), T.UniTuple(A(T.int64), 3), T.int64, T.int64, T.int64, A(T.float64)),
+        (A(T.float64), A(T.uint8), A(T.int16, 2), A(T.int64), A(T.float64), A(T.int64), T.UniTuple(A(T.int64), 3), T.int64, T.int64, T.int64, T.none),
+        (A(T.float64), A(T.uint8), A(T.int16, 2), A(T.int64), T.none, A(T.int64), T.none, T.int64, T.int64, T.int64, A(T.float64)),
+        (A(T.float64), A(T.uint8), A(T.int16, 2), A(T.int64), T.none, A(T.int64), T.none, T.int64, T.int64, T.int64, T.none),
         (A(T.float64), A(T.uint8), A(T.int8, 2), A(T.int64), A(T.float64), A(T.int64), T.UniTuple(A(T.int64), 3), T.int64, T.int64, T.int64, A(T.float64)),
         (A(T.float64), A(T.uint8), A(T.int8, 2), A(T.int64), A(T.float64), A(T.int64), T.UniTuple(A(T.int64), 3), T.int64, T.int64, T.int64, T.none),
+        (A(T.float64), A(T.uint8), A(T.int8, 2), A(T.int64), T.none, A(T.int64), T.none, T.int64, T.int64, T.int64, A(T.float64)),
         (A(T.float64), A(T.uint8), A(T.int8, 2), A(T.int64), T.none, A(T.int64), T.none, T.int64, T.int64, T.int64, T.none),
     ],
     'sweeps.score_ends': [
+        (A(T.float32), A(T.int16, 2), A(T.int64), A(T.float64)),
+        (A(T.float32), A(T.int16, 2), A(T.int64), T.none),
         (A(T.float32), A(T.int8, 2), A(T.int64), A(T.float64)),
+        (A(T.float32), A(T.int8, 2), A(T.int64), T.none),
+        (A(T.float64), A(T.int16, 2), A(T.int64), A(T.float64)),
+        (A(T.float64), A(T.int16, 2), A(T.int64), T.none),
         (A(T.float64), A(T.int8, 2), A(T.int64), A(T.float64)),
         (A(T.float64), A(T.int8, 2), A(T.int64), T.none),
     ],
+    'voxels.cell_counts': [
+        (A(T.uint32), A(T.int64, 2), T.int64, T.int64, T.int64, T.int64),
+    ],
+    'voxels.count_buckets': [
+        (A(T.uint32), A(T.uint8), T.int64, T.int64, A(T.int64)),
+        (A(T.uint32, readonly=True), A(T.uint8), T.int64, T.int64, A(T.int64)),
+        (A(T.uint64), A(T.uint8), T.int64, T.int64, A(T.int64)),
+        (A(T.uint8), A(T.uint8), T.int64, T.int64, A(T.int64)),
+    ],
     'voxels.count_map': [
         (A(T.uint32), A(T.uint8), A(T.uint8), T.int64, T.int64, A(T.int64), A(T.int64)),
+        (A(T.uint64), A(T.uint8), A(T.uint8), T.int64, T.int64, A(T.int64), A(T.int64)),
+        (A(T.uint8), A(T.uint8), A(T.uint8), T.int64, T.int64, A(T.int64), A(T.int64)),
+    ],
+    'voxels.encode_map': [
+        (A(T.uint32), A(T.uint8), A(T.uint8), T.int64, T.int64, T.int64, T.int64, T.int64, T.int64, A(T.uint16), A(T.uint32), A(T.int64), A(T.int64)),
+        (A(T.uint32, readonly=True), A(T.uint8, readonly=True), A(T.uint8), T.int64, T.int64, T.int64, T.int64, T.int64, T.int64, A(T.uint16), A(T.uint32), A(T.int64), A(T.int64)),
+        (A(T.uint64), A(T.uint8), A(T.uint8), T.int64, T.int64, T.int64, T.int64, T.int64, T.int64, A(T.uint16), A(T.uint64), A(T.int64), A(T.int64)),
     ],
     'voxels.scatter_map': [
         (A(T.uint32), A(T.uint8), A(T.uint8), T.int64, T.int64, T.int64, T.int64, T.int64, T.int64, A(T.uint32), A(T.int64)),
+        (A(T.uint64), A(T.uint8), A(T.uint8), T.int64, T.int64, T.int64, T.int64, T.int64, T.int64, A(T.uint64), A(T.int64)),
+        (A(T.uint8), A(T.uint8), A(T.uint8), T.int64, T.int64, T.int64, T.int64, T.int64, T.int64, A(T.uint32), A(T.int64)),
+    ],
+    'voxels.stage_by_bucket': [
+        (A(T.uint16), A(T.uint32), T.int64, T.int64, A(T.uint32), T.int64),
+        (A(T.uint16), A(T.uint64), T.int64, T.int64, A(T.uint64), T.int64),
     ],
     'voxels.sweep_buckets': [
         (A(T.uint32), A(T.int64, 2), T.int64, T.int64, T.int64, T.int64, T.int64, T.int64, A(T.int64, 2), T.int64, A(T.int64), T.UniTuple(A(T.int64), 2), T.UniTuple(A(T.int64), 3), A(T.float64), A(T.int64), A(T.float64), A(T.int64, 2), A(T.int64, 3), A(T.float64, 2), A(T.int64, 2), A(T.float64, 2), A(T.int64), A(T.float64, 2)),
+        (A(T.uint64), A(T.int64, 2), T.int64, T.int64, T.int64, T.int64, T.int64, T.int64, A(T.int64, 2), T.int64, A(T.int64), T.UniTuple(A(T.int64), 2), T.UniTuple(A(T.int64), 3), A(T.float64), A(T.int64), A(T.float64), A(T.int64, 2), A(T.int64, 3), A(T.float64, 2), A(T.int64, 2), A(T.float64, 2), A(T.int64), A(T.float64, 2)),
     ],
 }
 # --- end of signatures ---
@@ -171,12 +490,12 @@ def spell(numba_type) -> str:
     raise TypeError(f"no spelling for the numba type {numba_type!r}")
 
 
-def render(signatures: dict[str, list[tuple]]) -> str:
-    """The generated block of this file for ``signatures``."""
+def render(signatures: dict[str, set[tuple[str, ...]]]) -> str:
+    """The generated block of this file for ``signatures`` (each spelled by :func:`spell`)."""
     lines = ["SIGNATURES: dict[str, list[tuple]] = {"]
     for name in sorted(signatures):
         lines.append(f"    {name!r}: [")
-        for signature in sorted({tuple(spell(t) for t in s) for s in signatures[name]}):
+        for signature in sorted(set(signatures[name])):
             lines.append(f"        ({', '.join(signature)}{',' if len(signature) == 1 else ''}),")
         lines.append("    ],")
     lines.append("}")
@@ -200,10 +519,19 @@ def _compile(task: tuple[str, int]) -> tuple[str, float, int, int]:
             sum(kernel.stats.cache_misses.values()) - misses)
 
 
+#: The kernels that take longest to compile per signature (seconds on 2 cores: ``--build`` prints the
+#: split), compiled first.
+SLOW_FIRST = ("bootstrap.stratified_resample", "sweeps.ranked_sums", "voxels.sweep_buckets",
+              "surface.surface_measures", "delong.placement_sums", "resampling.drawn_samples")
+
+
 def compile_all(names=None, jobs: int | None = None) -> list[tuple[str, float, int, int]]:
     """Compile every listed signature (of the kernels ``names``, default all) in ``jobs`` processes
     (default one per core); per signature: (kernel, seconds, loaded from the cache, compiled)."""
-    tasks = [(name, i) for name in (names or SIGNATURES) for i in range(len(SIGNATURES[name]))]
+    # The slowest kernels first (longest-first scheduling: no 20-second compile starts last).
+    order = sorted(names or SIGNATURES, key=lambda name: (name not in SLOW_FIRST, SLOW_FIRST.index(name)
+                                                          if name in SLOW_FIRST else 0, name))
+    tasks = [(name, i) for name in order for i in range(len(SIGNATURES[name]))]
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(tasks)))
     if jobs == 1:
         return [_compile(task) for task in tasks]
@@ -227,7 +555,21 @@ def _main(argv=None) -> int:
     done = compile_all(jobs=options.jobs)
     print(f"{len(done)} signatures of {len(SIGNATURES)} kernels in {time.perf_counter() - begin:.1f} s "
           f"({sum(d[3] for d in done)} compiled, {sum(d[2] for d in done)} loaded)", file=sys.stderr)
+    print(split_by_kernel(done), file=sys.stderr)
     return 0
+
+
+def split_by_kernel(done: list[tuple[str, float, int, int]], top: int = 12) -> str:
+    """How the seconds of :func:`compile_all` split by kernel: the ``top`` kernels, the rest summed."""
+    seconds: dict[str, float] = {}
+    for name, spent, _, _ in done:
+        seconds[name] = seconds.get(name, 0.0) + spent
+    ranked = sorted(seconds.items(), key=lambda item: -item[1])
+    total = sum(seconds.values()) or 1.0
+    parts = [f"{name} {spent:.1f} s" for name, spent in ranked[:top]]
+    rest = sum(spent for _, spent in ranked[top:])
+    return (f"compile seconds by kernel (all processes, {total:.0f} s): " + ", ".join(parts)
+            + (f", {len(ranked) - top} others {rest:.1f} s" if len(ranked) > top else ""))
 
 
 if __name__ == "__main__":

@@ -6,9 +6,13 @@ search, so that a CI run is reproducible. ``dev`` is the default on a workstatio
 random search, still no deadline. Select one explicitly with ``--hypothesis-profile=NAME``.
 """
 import os
+import site
+import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 # tests/ is not a package: make ``reference`` and ``strategies`` importable from every test module.
@@ -30,3 +34,41 @@ settings.load_profile("ci" if os.environ.get("CI") else "dev")
 from fairmedfm_fast.kernels import _config as _kernel_config  # noqa: E402
 
 _kernel_config.interpreting["enabled"] = False
+
+ROOT = Path(__file__).resolve().parent.parent
+WHEEL_ENV = "FAIRMEDFM_FAST_WHEEL"
+
+
+@pytest.fixture(scope="session")
+def wheel(tmp_path_factory) -> Path:
+    """The wheel: ``$FAIRMEDFM_FAST_WHEEL`` when set (``.ci/run`` builds one wheel, installs it and points
+    here, so CI builds it once); else one built now with ``pip wheel`` (which compiles every listed
+    signature: minutes on two cores)."""
+    given = os.environ.get(WHEEL_ENV)
+    if given:
+        return Path(given)
+    folder = tmp_path_factory.mktemp("wheel")
+    environment = {key: value for key, value in os.environ.items() if not key.startswith("FAIRMEDFM_FAST_")}
+    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", str(ROOT), "-w", str(folder)],
+                          capture_output=True, text=True, env=environment, timeout=3600)
+    if done.returncode != 0 and "No matching distribution" in done.stderr:
+        pytest.skip("no package index to build the wheel's build environment from")
+    assert done.returncode == 0, done.stderr
+    return next(folder.glob("fairmedfm_fast-*.whl"))
+
+
+@pytest.fixture(scope="session")
+def venv(wheel, tmp_path_factory) -> Path:
+    """A new virtual environment with the wheel installed: no pip and no packages of its own but the
+    wheel; a ``.pth`` file lends it this environment's dependencies (the oracle, fairmedfm 0.4.2, among
+    them)."""
+    root = tmp_path_factory.mktemp("venv")
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root)], check=True, timeout=300)
+    python = root / "bin" / "python"
+    purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             capture_output=True, text=True, check=True).stdout.strip()
+    lent = [path for path in [*site.getsitepackages(), sysconfig.get_paths()["purelib"]] if os.path.isdir(path)]
+    Path(purelib, "lent-dependencies.pth").write_text("\n".join(dict.fromkeys(lent)) + "\n")
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index", "--target", purelib,
+                    str(wheel)], check=True, timeout=600)
+    return root

@@ -1,10 +1,15 @@
 """The one list of kernel signatures (``kernels/_signatures.py``) and the caches' stamp.
 
 The list is what the build step compiles into the wheel and ``fairmedfm-fast warmup`` compiles, so a
-public call must not need a signature it lacks: a new process runs a new user's first calls (and
-more of the API) and every kernel signature it holds afterwards, compiled (counted with numba's
-``numba:compile`` event) or loaded, must be listed. With a warm cache this takes seconds; with an
-empty one, the compile time of the signatures those calls reach.
+public call must not need a signature it lacks. Two checks:
+
+- against the installed wheel (the ``venv`` fixture of ``tests/conftest.py``), started outside the
+  clone: every workload of ``fairmedfm_fast/_workloads.py`` (each public path, on both sides of each
+  size where the path changes) run by ``python -m fairmedfm_fast.warmup --check`` with an empty
+  ``NUMBA_CACHE_DIR``, failing on any compile (numba's ``numba:compile`` event) with the kernel and
+  its argument types named;
+- from the source tree: a new user's first calls (``tests/_first_call.py --all``) hold only listed
+  signatures.
 """
 import json
 import os
@@ -21,8 +26,10 @@ from fairmedfm_fast.kernels import _config, _signatures
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_listed_kernels_exist_and_each_type_spells_back():
-    assert set(_signatures.SIGNATURES) <= set(warmup.kernels())
+def test_every_kernel_is_listed_and_each_type_spells_back():
+    """Every kernel found in kernels/ (``fairmedfm-fast warmup`` names the others as missing) has
+    signatures on the list, and each listed type spells back to itself."""
+    assert set(_signatures.SIGNATURES) == set(warmup.kernels())
     namespace = vars(_signatures)
     for name, signatures in _signatures.SIGNATURES.items():
         assert signatures, name
@@ -31,6 +38,51 @@ def test_listed_kernels_exist_and_each_type_spells_back():
             assert isinstance(signature, tuple)
             text = "(" + "".join(_signatures.spell(t) + ", " for t in signature) + ")"
             assert eval(text, namespace) == signature, (name, text)
+
+
+def _clean_environment(tmp_path: Path) -> dict[str, str]:
+    environment = {key: value for key, value in os.environ.items()
+                   if not key.startswith(("NUMBA_", "PYTHON", "FAIRMEDFM_FAST_", "XDG_"))}
+    (tmp_path / "home").mkdir(exist_ok=True)
+    environment.update(HOME=str(tmp_path / "home"), NUMBA_CACHE_DIR=str(tmp_path / "cache"), MPLBACKEND="Agg")
+    return environment
+
+
+def _compiled_lines(report: dict) -> str:
+    return "\n".join(f"{workload}: {kernel}({', '.join(types)})" + (f" [error: {entry['error']}]" if entry["error"] else "")
+                     for workload, entry in report.items() for kernel, types in entry["compiled"] or [("-", [])])
+
+
+def test_every_public_path_compiles_nothing_from_the_installed_wheel(venv, tmp_path):
+    """The wheel's own workloads, every size, in a process outside the clone with an empty cache folder:
+    nothing compiles, fails or is written."""
+    done = subprocess.run([str(venv / "bin" / "python"), "-c", "import fairmedfm_fast, runpy, sys; "
+                           "print(fairmedfm_fast.__file__, file=sys.stderr); sys.argv[1:] = ['--check']; "
+                           "runpy.run_module('fairmedfm_fast.warmup', run_name='__main__')"],
+                          capture_output=True, text=True, env=_clean_environment(tmp_path), cwd=tmp_path, timeout=1800)
+    module = done.stderr.splitlines()[0] if done.stderr else ""
+    assert Path(module).is_relative_to(venv), done.stderr
+    report = json.loads(done.stdout.splitlines()[-1])
+    assert report == {}, "kernels compiled (or workloads failed) on public paths; add them to the list with " \
+        f"`python -m fairmedfm_fast.warmup --record`:\n{_compiled_lines(report)}"
+    assert done.returncode == 0 and done.stderr.splitlines()[1:] == [], done.stderr
+    assert not list((tmp_path / "cache").rglob("*.nbc"))
+
+
+def test_the_check_names_what_compiles(tmp_path):
+    """The check fails where a path compiles: here the source tree with an empty build cache (which
+    neither a shipped nor any other cache serves), one small workload."""
+    environment = _clean_environment(tmp_path)
+    environment.update(PYTHONPATH=str(ROOT), FAIRMEDFM_FAST_BUILDING_CACHE=str(tmp_path / "build"))
+    (tmp_path / "build").mkdir()
+    done = subprocess.run([sys.executable, "-m", "fairmedfm_fast.warmup", "--check", "FairnessAccumulator @ 1,000"],
+                          capture_output=True, text=True, env=environment, cwd=tmp_path, timeout=1200)
+    assert done.returncode == 1, done.stderr
+    report = json.loads(done.stdout.splitlines()[-1])
+    assert list(report) == ["FairnessAccumulator @ 1,000"] and report["FairnessAccumulator @ 1,000"]["error"] is None
+    kernels = {kernel for kernel, _ in report["FairnessAccumulator @ 1,000"]["compiled"]}
+    assert "ranking.rank_statistics" in kernels or "sweeps.ranked_sums" in kernels, kernels
+    assert "sweeps.ranked_sums" in _compiled_lines(report)
 
 
 def test_spelling_refuses_unknown_types():
@@ -106,3 +158,69 @@ def test_stamp_covers_numpy_minor_and_kernel_sources_but_not_the_list(monkeypatc
     finally:
         monkeypatch.undo()
         _config.source_stamp.cache_clear()
+
+
+def test_numba_versions_match_the_pin():
+    """kernels/_config.py's NUMBA_VERSIONS is the range pyproject.toml pins, and this numba is in it."""
+    import numba
+
+    text = (ROOT / "pyproject.toml").read_text()
+    (first, last) = _config.NUMBA_VERSIONS
+    pin = f'"numba>={first[0]}.{first[1]},<{last[0]}.{last[1] + 1}"'
+    assert text.count(pin) == 2, pin  # the dependency and the build requirement
+    assert text.count('"numba>') == 2
+    assert first <= tuple(map(int, numba.__version__.split(".")[:2])) <= last
+    assert _config._numba_problem() is None
+
+
+def test_an_unsupported_numba_falls_back_to_its_own_cache_with_a_notice(tmp_path):
+    """A numba outside NUMBA_VERSIONS (here this one, announcing another version) imports and computes
+    the same numbers with numba's own cache=True, and says so once on stderr."""
+    environment = _clean_environment(tmp_path)
+    environment["PYTHONPATH"] = str(ROOT)
+    code = ("import numba; numba.__version__ = '0.99.1'; import numpy as np, fairmedfm_fast as fm; "
+            "from fairmedfm_fast.kernels import _config, ranking; y = np.tile([0, 1], 50); "
+            "s = np.linspace(0, 1, 100) ** 2; g = np.repeat(['a', 'b'], 50); "
+            "print(repr(fm.auc_gap(y, s, sensitive_features=g)), repr(fm.auc_gap(y, s, sensitive_features=g)), "
+            "type(ranking.rank_statistics._cache).__name__, _config.interpreting['enabled'])")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=environment,
+                          cwd=tmp_path, timeout=900)
+    assert done.returncode == 0, done.stderr
+    first, second, cache, _ = done.stdout.split()
+    assert cache == "FunctionCache"  # numba's own
+    import numpy as np
+
+    import fairmedfm_fast as fm
+
+    y = np.tile([0, 1], 50)
+    s = np.linspace(0, 1, 100) ** 2
+    assert float(first) == float(second) == fm.auc_gap(y, s, sensitive_features=np.repeat(["a", "b"], 50))
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1 and "numba 0.99.1 is not the version it was tested with (0.68)" in lines[0], done.stderr
+    assert list((tmp_path / "cache").rglob("*.nbi"))  # numba's cache=True kept them
+
+
+def test_portable_entries_serve_where_this_cpus_are_missing(tmp_path):
+    """A shipped cache holding only entries compiled for numba's generic CPU (what a build with
+    FAIRMEDFM_FAST_PORTABLE=1 adds beside the build machine's) serves this CPU: loaded, not compiled,
+    and nothing said."""
+    package = tmp_path / "site" / "fairmedfm_fast"
+    shutil.copytree(ROOT / "fairmedfm_fast", package, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "kernels", package / "kernels", ignore=shutil.ignore_patterns("__pycache__", "_compiled"))
+    shipped = package / "kernels" / "_compiled"
+    shipped.mkdir()
+    environment = _clean_environment(tmp_path)
+    environment.update(PYTHONPATH=str(tmp_path / "site"), FAIRMEDFM_FAST_INTERPRET="never")  # a miss compiles
+    call = ("import numpy as np; from fairmedfm_fast.kernels import calibration as c; "
+            "c.log_loss_into(np.full(3, 0.25), np.array([0, 1, 1], np.uint8), np.empty(3)); "
+            "print(sum(c.log_loss_into.stats.cache_misses.values()), sum(c.log_loss_into.stats.cache_hits.values()))")
+    build = {**environment, "FAIRMEDFM_FAST_BUILDING_CACHE": str(shipped), "NUMBA_CPU_NAME": "generic"}
+    done = subprocess.run([sys.executable, "-c", call], capture_output=True, text=True, env=build, cwd=tmp_path,
+                          timeout=600)
+    assert done.returncode == 0 and done.stdout.split() == ["1", "0"], done.stderr
+    assert list(shipped.glob("*.nbc"))
+    done = subprocess.run([sys.executable, "-c", call], capture_output=True, text=True, env=environment,
+                          cwd=tmp_path, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["0", "1"] and done.stderr == ""
+    assert not list((tmp_path / "cache").rglob("*.nbc"))

@@ -17,14 +17,13 @@ from fairmedfm_fast import cli, warmup
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def test_every_kernel_is_listed():
-    """A new ``@kernel`` in any kernels/ module is found without registering it anywhere."""
+def test_every_kernel_is_found():
+    """A new ``@kernel`` in any kernels/ module, or a new module, is found without registering it anywhere."""
     declared = set()
     for path in (ROOT / "kernels").glob("*.py"):
         for name in re.findall(r"^@kernel\ndef (\w+)", path.read_text(), flags=re.MULTILINE):
             declared.add(f"{path.stem}.{name}")
-    assert {path.stem for path in (ROOT / "kernels").glob("*.py") if "@kernel" in path.read_text()} <= set(
-        warmup.KERNEL_MODULES)
+    assert len(declared) > 50
     assert set(warmup.kernels()) == declared
 
 

@@ -1,19 +1,13 @@
 """The wheel ships its kernels compiled: installed into a new virtual environment, a new process's
 first calls compile nothing, write nothing and warn of nothing.
 
-The wheel is ``$FAIRMEDFM_FAST_WHEEL`` when set (``.ci/run`` builds one wheel, installs it and points
-here, so CI builds it once); else this test builds one with ``pip wheel`` (which compiles every
-listed signature: minutes on two cores). The virtual environment has no pip and no packages of its
-own but the wheel; a ``.pth`` file lends it this environment's dependencies (the oracle, fairmedfm 0.4.2,
-among them: the oracle comparisons of ``tests/_wheel_oracle.py`` run against the installed wheel).
+The wheel and the virtual environment are the fixtures ``wheel`` and ``venv`` of ``tests/conftest.py``
+(one per test session, shared with ``tests/test_signatures.py``).
 """
 import json
 import os
 import shutil
-import site
 import subprocess
-import sys
-import sysconfig
 import zipfile
 from pathlib import Path
 
@@ -23,36 +17,6 @@ import pytest
 import fairmedfm_fast as fm
 
 ROOT = Path(__file__).resolve().parent.parent
-WHEEL_ENV = "FAIRMEDFM_FAST_WHEEL"
-
-
-@pytest.fixture(scope="module")
-def wheel(tmp_path_factory) -> Path:
-    given = os.environ.get(WHEEL_ENV)
-    if given:
-        return Path(given)
-    folder = tmp_path_factory.mktemp("wheel")
-    environment = {key: value for key, value in os.environ.items() if not key.startswith("FAIRMEDFM_FAST_")}
-    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", str(ROOT), "-w", str(folder)],
-                          capture_output=True, text=True, env=environment, timeout=3600)
-    if done.returncode != 0 and "No matching distribution" in done.stderr:
-        pytest.skip("no package index to build the wheel's build environment from")
-    assert done.returncode == 0, done.stderr
-    return next(folder.glob("fairmedfm_fast-*.whl"))
-
-
-@pytest.fixture(scope="module")
-def venv(wheel, tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("venv")
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root)], check=True, timeout=300)
-    python = root / "bin" / "python"
-    purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                             capture_output=True, text=True, check=True).stdout.strip()
-    lent = [path for path in [*site.getsitepackages(), sysconfig.get_paths()["purelib"]] if os.path.isdir(path)]
-    Path(purelib, "lent-dependencies.pth").write_text("\n".join(dict.fromkeys(lent)) + "\n")
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index", "--target", purelib,
-                    str(wheel)], check=True, timeout=600)
-    return root
 
 
 def _files(*folders: Path) -> dict[str, int]:
@@ -188,3 +152,25 @@ def test_a_helper_edit_stales_the_shipped_entries_that_inline_it(venv, tmp_path)
     counts, stderr = misses_and_hits()
     assert counts == (1, 0)
     assert "other kernel sources" in stderr
+
+
+def test_a_signature_the_wheel_lacks_compiles_with_one_notice(venv, tmp_path):
+    """Where the shipped cache applies but lacks a call's argument types (here a strided array, which no
+    public path hands a kernel), the compile is announced once per process, naming the first kernel;
+    the second call compiles nothing more."""
+    environment = {key: value for key, value in os.environ.items()
+                   if not key.startswith(("NUMBA_", "PYTHON", "FAIRMEDFM_FAST_"))}
+    environment.update(HOME=str(tmp_path), NUMBA_CACHE_DIR=str(tmp_path / "cache"), FAIRMEDFM_FAST_INTERPRET="never")
+    code = ("import numpy as np; from fairmedfm_fast.kernels import calibration as c; "
+            "labels = np.array([0, 1, 1], np.uint8); "
+            "c.log_loss_into(np.full(6, 0.25)[::2], labels, np.empty(3)); "
+            "c.log_loss_into(np.full(6, 0.5)[::2], labels, np.empty(3)); "
+            "print(sum(c.log_loss_into.stats.cache_misses.values()))")
+    done = subprocess.run([str(venv / "bin" / "python"), "-c", code], capture_output=True, text=True,
+                          env=environment, cwd=tmp_path, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["1"]
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1, done.stderr
+    assert "does not ship (first: calibration.log_loss_into(array(float64, 1d, A)" in lines[0]
+    assert "later calls are fast" in lines[0] and str(tmp_path / "cache") in lines[0]
