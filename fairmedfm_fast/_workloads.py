@@ -276,18 +276,31 @@ def _figures(n: int) -> None:
                 plt.close(report.plot(kind, attributes="sex"))
 
 
+def record_compiles() -> list[list]:
+    """Count this process's compilations from now on: the list that numba's ``numba:compile`` event
+    appends ``[module.name, [argument types]]`` to, one entry per function compiled (numba's own
+    helpers included)."""
+    from numba.core import event
+
+    compiled: list[list] = []
+
+    class Listener(event.Listener):
+        def on_start(self, ev):
+            function = ev.data["dispatcher"].py_func
+            compiled.append([f"{function.__module__.rsplit('.', 1)[-1]}.{function.__name__}",
+                             [str(t) for t in ev.data["args"]]])
+
+        def on_end(self, ev):
+            pass
+
+    event.register("numba:compile", Listener())
+    return compiled
+
+
 _CHILD = """
 import contextlib, io, json, sys
-from numba.core import event
-compiled = []
-class _Listener(event.Listener):
-    def on_start(self, ev):
-        f = ev.data["dispatcher"].py_func
-        compiled.append([f"{f.__module__.rsplit('.', 1)[-1]}.{f.__name__}", [str(t) for t in ev.data["args"]]])
-    def on_end(self, ev):
-        pass
-event.register("numba:compile", _Listener())
 from fairmedfm_fast import cli, _workloads
+compiled = _workloads.record_compiles()
 from fairmedfm_fast.kernels import _config
 _config.interpreting["enabled"] = False
 failed = []

@@ -178,20 +178,9 @@ def check(out=None, names: list[str] | None = None) -> int:
     workload, the kernels that compiled (``module.name`` and argument types) and any error. Exit
     status 1 when anything compiled or failed: a public path needs a signature the list lacks."""
     out = sys.stdout if out is None else out
-    from numba.core import event
+    from ._workloads import record_compiles
 
-    compiled: list[list] = []
-
-    class Listener(event.Listener):
-        def on_start(self, ev):
-            function = ev.data["dispatcher"].py_func
-            compiled.append([f"{function.__module__.rsplit('.', 1)[-1]}.{function.__name__}",
-                             [str(t) for t in ev.data["args"]]])
-
-        def on_end(self, ev):
-            pass
-
-    event.register("numba:compile", Listener())
+    compiled = record_compiles()
     report: dict[str, dict] = {}
     for name in names or list(workloads()):
         del compiled[:]
