@@ -4,6 +4,7 @@
     python benchmarks/scripts/compare_revisions.py OTHER_CHECKOUT --quick    # 10x smaller, a few minutes
     python benchmarks/scripts/compare_revisions.py OTHER_CHECKOUT --rows evaluate --rounds 9
     python benchmarks/scripts/compare_revisions.py OTHER_CHECKOUT --preset tiny   # seconds: the tests
+    python benchmarks/scripts/compare_revisions.py . --other-env NUMBA_CPU_NAME=generic --clock cpu
 
 Answers "is any figure of ``benchmarks/compare.py`` more than 5% slower than before?" for the
 fairmedfm_fast column: the in-process rows of ``compare.py`` (the one-number functions, ``evaluate``,
@@ -20,6 +21,13 @@ OTHER_CHECKOUT is a source tree of the package (for example ``git worktree add .
 Numba kernels compile on its first run (minutes) and are cached in its ``kernels/__pycache__``. The
 cold-start and command-line rows of ``compare.py`` start fresh processes: run ``compare.py`` in each
 checkout for those.
+
+``--other-env KEY=VALUE`` (repeatable) sets an environment variable in the other worker only, so that
+both workers can be this same checkout under different settings: ``. --other-env NUMBA_CPU_NAME=generic``
+times kernels compiled for numba's portable x86-64 target ("other") beside the host CPU's ("this").
+With it, each worker gets its own empty temporary ``NUMBA_CACHE_DIR`` (unless ``--other-env`` sets
+one), so that the two sides' machine code never mixes and both compile afresh. The header prints, per
+worker, numba's ``CPU_NAME``, ``CPU_FEATURES`` and the codegen's ``magic_tuple()`` (the cache key).
 """
 from __future__ import annotations
 
@@ -29,6 +37,7 @@ import math
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -137,6 +146,14 @@ def worker() -> None:
     made: dict[int, object] = {}
     for line in sys.stdin:
         ask = json.loads(line)
+        if ask.get("describe"):  # numba's target in this worker (--other-env NUMBA_CPU_NAME=...)
+            from numba.core import config
+            from numba.core.registry import cpu_target
+
+            print(json.dumps({"cpu_name": config.CPU_NAME, "cpu_features": config.CPU_FEATURES,
+                              "magic_tuple": list(cpu_target.target_context.codegen().magic_tuple()),
+                              "cache_dir": os.environ.get("NUMBA_CACHE_DIR")}), flush=True)
+            continue
         name, kind, spec = rows(SIZES[ask["size"]])[ask["row"]]
         answer: dict = {}
         if ask["row"] not in made:
@@ -163,11 +180,11 @@ def worker() -> None:
 
 
 class _Side:
-    def __init__(self, checkout: Path):
+    def __init__(self, checkout: Path, extra: dict | None = None):
         self.checkout = checkout
         environment = {**os.environ, "PYTHONPATH": os.pathsep.join([str(checkout), os.environ.get("PYTHONPATH", "")]),
                        # compiled kernels on both sides (no plain-Python small calls while nothing is compiled)
-                       "FAIRMEDFM_FAST_INTERPRET": "never"}
+                       "FAIRMEDFM_FAST_INTERPRET": "never", **(extra or {})}
         self.process = subprocess.Popen([sys.executable, __file__, "--worker"], stdin=subprocess.PIPE,
                                         stdout=subprocess.PIPE, text=True, env=environment, cwd=checkout)
 
@@ -200,6 +217,9 @@ def main(argv=None) -> int:
     parser.add_argument("--clock", choices=("wall", "cpu"), default="wall",
                         help="wall time, or the worker's CPU seconds (all its threads: steadier on a loaded machine)")
     parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument("--other-env", action="append", default=[], metavar="KEY=VALUE",
+                        help="set this in the other worker only (repeatable); both workers then get their own "
+                             "temporary NUMBA_CACHE_DIR")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     options = parser.parse_args(argv)
     if options.worker:
@@ -210,11 +230,24 @@ def main(argv=None) -> int:
     size = "quick" if options.quick else options.preset
     rounds = options.rounds or (5 if size == "full" else 3)
     chosen = [i for i, (name, _, _) in enumerate(rows(SIZES[size])) if options.rows in name]
-    this, other = _Side(ROOT), _Side(options.other.resolve())
+    extra: list[dict] = [{}, {}]
+    if options.other_env:
+        if not all("=" in item for item in options.other_env):
+            parser.error("--other-env takes KEY=VALUE")
+        caches = [tempfile.TemporaryDirectory(prefix=f"compare_revisions-{side}-") for side in ("this", "other")]
+        extra = [{"NUMBA_CACHE_DIR": caches[0].name},
+                 {"NUMBA_CACHE_DIR": caches[1].name, **dict(item.split("=", 1) for item in options.other_env)}]
+    this, other = _Side(ROOT, extra[0]), _Side(options.other.resolve(), extra[1])
     figures, slower = [], 0
-    print(f"this: {ROOT}\nother: {options.other.resolve()}\npreset {size}, {rounds} rounds of {options.calls} calls "
-          f"({options.clock} time); "
-          f"load average {os.getloadavg()[0]:.1f} at the start\n")
+    print(f"this: {ROOT}\nother: {options.other.resolve()}"
+          + (f" with {' '.join(options.other_env)}" if options.other_env else "")
+          + f"\npreset {size}, {rounds} rounds of {options.calls} calls ({options.clock} time); "
+          f"load average {os.getloadavg()[0]:.1f} at the start")
+    for label, side in (("this", this), ("other", other)):
+        target = side.ask(describe=True)
+        print(f"{label:>5} numba: CPU_NAME={target['cpu_name']!r} CPU_FEATURES={target['cpu_features']!r} "
+              f"magic_tuple={tuple(target['magic_tuple'])} NUMBA_CACHE_DIR={target['cache_dir']}")
+    print()
     print(f"{'row':<62} {'this':>10} {'other':>10} {'this/other':>10}")
     try:
         for i in chosen:
