@@ -40,9 +40,7 @@ SIGNATURES: dict[str, list[tuple]] = {
         (A(T.int64), A(T.int64), T.int64, T.int64),
     ],
     'bootstrap.stratified_resample': [
-        (A(T.int32), A(T.int64), T.uint64, T.int64, A(T.uint8), A(T.uint8), T.int64, T.int64, A(T.float32), A(T.uint8), A(T.int16), A(T.float64), A(T.int64), A(T.int64), A(T.float32), A(T.uint8), A(T.int64), A(T.int64), A(T.int64), A(T.int64, 2), T.int64, T.boolean),
         (A(T.int32), A(T.int64), T.uint64, T.int64, A(T.uint8), A(T.uint8), T.int64, T.int64, A(T.float32), A(T.uint8), A(T.int8), A(T.float64), A(T.int64), A(T.int64), A(T.float32), A(T.uint8), A(T.int64), A(T.int64), A(T.int64), A(T.int64, 2), T.int64, T.boolean),
-        (A(T.int32), A(T.int64), T.uint64, T.int64, A(T.uint8), A(T.uint8), T.int64, T.int64, A(T.float64), A(T.uint8), A(T.int16), A(T.float64), A(T.int64), A(T.int64), A(T.float64), A(T.uint8), A(T.int64), A(T.int64), A(T.int64), A(T.int64, 2), T.int64, T.boolean),
         (A(T.int32), A(T.int64), T.uint64, T.int64, A(T.uint8), A(T.uint8), T.int64, T.int64, A(T.float64), A(T.uint8), A(T.int8), A(T.float64), A(T.int64), A(T.int64), A(T.float64), A(T.uint8), A(T.int64), A(T.int64), A(T.int64), A(T.int64, 2), T.int64, T.boolean),
     ],
     'calibration.binned_calibration': [
@@ -111,9 +109,7 @@ SIGNATURES: dict[str, list[tuple]] = {
         (A(T.int64), A(T.uint8), T.int64),
     ],
     'delong.placement_sums': [
-        (A(T.float32), A(T.uint8), A(T.int16, 2), A(T.int64), T.int64, T.int64, T.boolean),
         (A(T.float32), A(T.uint8), A(T.int8, 2), A(T.int64), T.int64, T.int64, T.boolean),
-        (A(T.float64), A(T.uint8), A(T.int16, 2), A(T.int64), T.int64, T.int64, T.boolean),
         (A(T.float64), A(T.uint8), A(T.int8, 2), A(T.int64), T.int64, T.int64, T.boolean),
     ],
     'precision.precision_sums': [
@@ -170,18 +166,12 @@ SIGNATURES: dict[str, list[tuple]] = {
         (A(T.uint64), A(T.uint64), T.int64, A(T.uint64), A(T.uint32), A(T.uint8), A(T.int8, 2)),
     ],
     'resampling.drawn_samples': [
-        (A(T.int32), A(T.int64), T.uint64, T.int64, A(T.float32), A(T.uint8), A(T.int16, 2), A(T.float64), A(T.float64), A(T.float32), A(T.uint8), A(T.int16), A(T.float64), A(T.float64), A(T.uint8), A(T.uint8), T.int64),
-        (A(T.int32), A(T.int64), T.uint64, T.int64, A(T.float32), A(T.uint8), A(T.int16, 2), A(T.float64), T.none, A(T.float32), A(T.uint8), A(T.int16), A(T.float64), A(T.float64), A(T.uint8), A(T.uint8), T.int64),
         (A(T.int32), A(T.int64), T.uint64, T.int64, A(T.float32), A(T.uint8), A(T.int8, 2), A(T.float64), A(T.float64), A(T.float32), A(T.uint8), A(T.int8), A(T.float64), A(T.float64), A(T.uint8), A(T.uint8), T.int64),
         (A(T.int32), A(T.int64), T.uint64, T.int64, A(T.float32), A(T.uint8), A(T.int8, 2), A(T.float64), T.none, A(T.float32), A(T.uint8), A(T.int8), A(T.float64), A(T.float64), A(T.uint8), A(T.uint8), T.int64),
-        (A(T.int32), A(T.int64), T.uint64, T.int64, A(T.float64), A(T.uint8), A(T.int16, 2), A(T.float64), A(T.float64), A(T.float64), A(T.uint8), A(T.int16), A(T.float64), A(T.float64), A(T.uint8), A(T.uint8), T.int64),
-        (A(T.int32), A(T.int64), T.uint64, T.int64, A(T.float64), A(T.uint8), A(T.int16, 2), A(T.float64), T.none, A(T.float64), A(T.uint8), A(T.int16), A(T.float64), A(T.float64), A(T.uint8), A(T.uint8), T.int64),
         (A(T.int32), A(T.int64), T.uint64, T.int64, A(T.float64), A(T.uint8), A(T.int8, 2), A(T.float64), A(T.float64), A(T.float64), A(T.uint8), A(T.int8), A(T.float64), A(T.float64), A(T.uint8), A(T.uint8), T.int64),
         (A(T.int32), A(T.int64), T.uint64, T.int64, A(T.float64), A(T.uint8), A(T.int8, 2), A(T.float64), T.none, A(T.float64), A(T.uint8), A(T.int8), A(T.float64), A(T.float64), A(T.uint8), A(T.uint8), T.int64),
     ],
     'resampling.permuted_codes': [
-        (A(T.int16), T.uint64, T.int64, A(T.int16), A(T.uint8)),
-        (A(T.int16), T.uint64, T.int64, A(T.int16), T.Omitted(None)),
         (A(T.int8), T.uint64, T.int64, A(T.int8), A(T.uint8)),
         (A(T.int8), T.uint64, T.int64, A(T.int8), T.Omitted(None)),
     ],
