@@ -426,6 +426,22 @@ def _masks(pred_dtype: str, true_dtypes: tuple[str, ...]) -> Callable[[], None]:
 # (booleans, uint8, probability maps) against every dtype. Other pairs compile on first use.
 _PREDICTIONS = ("bool", "uint8", "float32", "float64")
 MASK_PAIRS = {pred: MASK_DTYPES if pred in _PREDICTIONS else (pred,) for pred in MASK_DTYPES}
+#: Mask dtypes whose pairs the signature list leaves out (``warmup --workloads`` compiles them): rare in
+#: mask files and arrays, and a fifth of the mask kernels' compile time.
+RARE_MASK_DTYPES = ("int8", "uint32", "uint64")
+
+
+def _mask_pairs(rare: bool) -> dict[str, tuple[str, ...]]:
+    """The pairs of :data:`MASK_PAIRS` with (``rare``) or without a dtype of :data:`RARE_MASK_DTYPES`."""
+    pairs = {}
+    for pred, trues in MASK_PAIRS.items():
+        if rare:
+            chosen = trues if pred in RARE_MASK_DTYPES else tuple(t for t in trues if t in RARE_MASK_DTYPES)
+        else:
+            chosen = () if pred in RARE_MASK_DTYPES else tuple(t for t in trues if t not in RARE_MASK_DTYPES)
+        if chosen:
+            pairs[pred] = chosen
+    return pairs
 
 
 def _mask_files() -> None:
@@ -510,9 +526,13 @@ EXTRA_SIZED: dict[str, Callable[[int], object]] = {
     "resampling and analytic intervals, more than 127 groups": _resampling_many,
 }
 
+#: Run once by ``fairmedfm-fast warmup --workloads`` only (as :data:`EXTRA_SIZED`).
+EXTRA_FIXED: dict[str, Callable[[], object]] = {
+    f"Dice of {pred} masks against rare dtypes": _masks(pred, trues) for pred, trues in _mask_pairs(rare=True).items()}
+
 #: Run once.
 FIXED: dict[str, Callable[[], object]] = {
-    **{f"Dice of {pred} masks": _masks(pred, trues) for pred, trues in MASK_PAIRS.items()},
+    **{f"Dice of {pred} masks": _masks(pred, trues) for pred, trues in _mask_pairs(rare=False).items()},
     "masks from files": _mask_files,
     "surface distances": _surface_distances,
     "voxel maps": _voxel_maps,
@@ -521,13 +541,15 @@ FIXED: dict[str, Callable[[], object]] = {
 
 def workloads(extra: bool = False) -> dict[str, Callable[[], object]]:
     """Every workload of the signature list by name (``"NAME @ N"`` for the sized ones), ready to run;
-    with ``extra``, also those it leaves out (:data:`EXTRA_SIZED`)."""
+    with ``extra``, also those it leaves out (:data:`EXTRA_SIZED`, :data:`EXTRA_FIXED`)."""
     found: dict[str, Callable[[], object]] = {}
     for n in sizes():
         for name, work in {**SIZED, **(EXTRA_SIZED if extra else {})}.items():
             if work is not _many_groups or n >= 2 * MANY_GROUPS:
                 found[f"{name} @ {n:,}"] = functools.partial(work, n)
     found.update(FIXED)
+    if extra:
+        found.update(EXTRA_FIXED)
     return found
 
 
