@@ -479,7 +479,7 @@ if _caching is not None:
                 return _caching.compiler.CompileResult._rebuild(target_context, *data)
             if INSTALLED and not os.environ.get(BUILD_ENV) and not getattr(_probing, "active", False):
                 kernel = f"{self._py_func.__module__.rsplit('.', 1)[-1]}.{self._py_func.__name__}"
-                _notice(self._why_not_shipped(key), self.writable_path(), f"{kernel}{tuple(map(str, sig))}")
+                _notice(self._why_not_shipped(key), self.writable_path(), f"{kernel}({', '.join(map(str, sig))})")
             return None
 
         def _why_not_shipped(self, key) -> str | None:
