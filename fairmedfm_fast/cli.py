@@ -16,9 +16,9 @@ import os
 import sys
 from pathlib import Path
 
-from ._cli_tasks import render
-from ._columns import PROG
-from ._score import score
+from ._cli.columns import PROG
+from ._cli.score import score
+from ._cli.tasks import render
 
 EPILOG = f"""examples:
   {PROG} score predictions.csv --sensitive sex age --bins age=40,60
@@ -139,7 +139,9 @@ def build_parser() -> argparse.ArgumentParser:
     voxels.add_argument("--max-memory", metavar="SIZE", help="memory for the voxel records, e.g. 2GB")
 
     more = score.add_argument_group("beyond fairmedfm score")
-    from . import _metric_registry  # the opt-in metrics from their entries (no NumPy import)
+    from ._registry import (
+        metrics as _metric_registry,  # the opt-in metrics from their entries (no NumPy import)
+    )
 
     opt_in = ", ".join(f"{m.name} ({m.display})" for m in _metric_registry.PER_GROUP if m.optional)
     more.add_argument("--metrics", nargs="+", metavar="M",
@@ -291,7 +293,7 @@ def _run(args) -> int:
             if args.plot:
                 _write_plot(report, args.plot, args.plot_kind)
             if args.html:
-                from ._pictures import write_html
+                from ._report.pictures import write_html
 
                 # the page shows the notes before the warnings
                 _write_file(args.html, "--html", lambda path: write_html(report, path, notes=notes))

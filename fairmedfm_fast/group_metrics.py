@@ -16,9 +16,11 @@ import math
 import warnings
 from typing import Any
 
-from . import _engine, _groups, _metric_registry
-from ._assess import assess, prepare, transform_note
-from ._checks import check_min_group_size, require_both_labels
+from ._backends.assess import assess, prepare, transform_note
+from ._backends.checks import check_min_group_size, require_both_labels
+from ._engine import classification as _engine
+from ._inputs import groups as _groups
+from ._registry import metrics as _metric_registry
 
 
 def _classification(column: str, y_true: Any, y_score: Any, sensitive_features: Any, pos_label: Any,

@@ -11,8 +11,9 @@ from typing import Any
 
 import numpy as np
 
-from . import _engine, _inputs
-from ._assess import summarize
+from ._backends.assess import summarize
+from ._engine import classification as _engine
+from ._inputs import arrays as _inputs
 
 __all__ = [
     "classification_fairness",

@@ -6,7 +6,7 @@ import pytest
 from sklearn.metrics import roc_auc_score
 
 import fairmedfm_fast as fm
-from fairmedfm_fast import _engine
+from fairmedfm_fast._engine import classification as _engine
 from fairmedfm_fast.kernels import sorting
 
 N = 70_000

@@ -5,7 +5,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import cases
 
-from fairmedfm_fast import _engine, _metric_registry
+from fairmedfm_fast._engine import classification as _engine
+from fairmedfm_fast._registry import metrics as _metric_registry
 
 
 def _ranged(scores, labels, codes, sizes, starts, thresholds, extra):

@@ -18,7 +18,8 @@ import pandas as pd
 import pytest
 
 import fairmedfm_fast as fm
-from fairmedfm_fast import _metric_registry, _resample
+from fairmedfm_fast._engine import resample as _resample
+from fairmedfm_fast._registry import metrics as _metric_registry
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -346,7 +347,8 @@ def test_voxels_take_metrics_like_evaluate(plugin):
         fm.VoxelAccumulator({"sex": sex}, metrics=["ap"])
 
 
-BACKENDS = ("_engine.py", "_resample.py", "voxels.py", "accumulator.py", "dask.py")
+BACKENDS = ("_engine/classification.py", "_engine/resample.py", "_engine/records.py", "_engine/voxels.py",
+            "_backends/voxels.py", "_backends/accumulator.py", "_backends/dask.py")
 
 
 def test_backends_do_not_branch_on_metric_names():
@@ -441,7 +443,7 @@ def test_a_metric_given_the_label_is_tested_within_classes(plugin):
     # miss_rate is FNR under another name: the same within-class permutations and simultaneous
     # interval as the built-in fnr-gap; npv moves with the prevalence, so its groups are shuffled
     # among all samples.
-    from fairmedfm_fast import _findings
+    from fairmedfm_fast._statistics import findings as _findings
 
     assert {"miss_rate-gap", "fnr-gap", "auc-gap", "eo", "eod"} <= set(_findings.within_label())
     assert "npv-gap" not in _findings.within_label() and "acc-gap" not in _findings.within_label()

@@ -11,8 +11,8 @@ import pytest
 from fairmedfm.metrics import _summary as oracle_summary
 
 import fairmedfm_fast as fm
-from fairmedfm_fast import _metric_registry as registry
-from fairmedfm_fast import _resample
+from fairmedfm_fast._engine import resample as _resample
+from fairmedfm_fast._registry import metrics as registry
 
 
 def _values(rng, keys, g):

@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from sklearn.metrics import roc_curve
 
 import fairmedfm_fast
-from fairmedfm_fast import _groups, _pictures
+from fairmedfm_fast._inputs import groups as _groups
+from fairmedfm_fast._report import pictures as _pictures
 from fairmedfm_fast.kernels.curves import roc_points
 from fairmedfm_fast.report import FairnessReport, group_frame, summary_frame
 

@@ -11,7 +11,8 @@ import pytest
 from sklearn.metrics import roc_curve
 
 import fairmedfm_fast as fm
-from fairmedfm_fast import _engine, _pictures
+from fairmedfm_fast._engine import classification as _engine
+from fairmedfm_fast._report import pictures as _pictures
 from fairmedfm_fast.kernels import calibration
 
 

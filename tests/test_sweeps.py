@@ -10,7 +10,7 @@ from hypothesis import given, note, settings
 from hypothesis import strategies as st
 from strategies import cases
 
-from fairmedfm_fast import _engine
+from fairmedfm_fast._engine import classification as _engine
 from fairmedfm_fast.kernels import calibration, sweeps
 
 

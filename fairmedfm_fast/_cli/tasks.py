@@ -11,7 +11,7 @@ from __future__ import annotations
 import fnmatch
 import re
 
-from ._columns import UsageError, extensions, preview, require
+from .columns import UsageError, extensions, preview, require
 
 
 def check_tasks(args) -> None:
@@ -75,7 +75,7 @@ def score_tasks(args, layout, sensitive, bins, notes, read):
     """The report of ``score --tasks``; ``read(layout, wanted, groups)`` reads the columns."""
     import pyarrow.compute as pc
 
-    from ._arrow_inputs import attributes, is_missing, require_numeric, typed_pos_label
+    from .arrow_columns import attributes, is_missing, require_numeric, typed_pos_label
 
     if args.score_column is not None:
         raise UsageError("--score-column does not apply to --tasks: each --score column is a task")
@@ -99,8 +99,8 @@ def score_tasks(args, layout, sensitive, bins, notes, read):
     first = label_of[names[0]]
     y_true = table[first].to_numpy() if shared else {t: table[label_of[t]].to_numpy() for t in names}
     y_score = {t: table[score_of[t]].to_numpy() for t in names}
-    from .evaluation import evaluate
-    from .tasks import evaluate_tasks
+    from ..evaluation import evaluate
+    from ..tasks import evaluate_tasks
 
     return evaluate_tasks(y_true, y_score, attributes(layout, table, sensitive),
                           pos_label=typed_pos_label(args.pos_label, table[first]), score_type=args.score_type,

@@ -12,7 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from . import _gap_interval, _metric_registry
+from .._registry import metrics as _metric_registry
+from . import gap_interval as _gap_interval
 
 #: A group with fewer positives or fewer negatives than this is flagged ``small_group``. With fewer
 #: than 10 samples of a class one sample moves the group's TPR (or TNR) by more than 0.1 and its AUC
@@ -192,7 +193,7 @@ def _extremes(values: np.ndarray) -> tuple[int, int]:
 def versions() -> dict[str, str]:
     import numba
 
-    from ._version import __version__
+    from .._version import __version__
 
     return {"fairmedfm_fast": __version__, "numpy": np.__version__, "numba": numba.__version__,
             "python": platform.python_version()}

@@ -7,9 +7,14 @@ from typing import Any
 
 import numpy as np
 
-from . import _engine, _findings, _gap_interval, _metric_registry, _progress, _resample
-from ._assess import AttributeResult, summarize
-from .report import FairnessReport
+from .._engine import classification as _engine
+from .._engine import resample as _resample
+from .._registry import metrics as _metric_registry
+from .._report.frame import FairnessReport
+from .._statistics import findings as _findings
+from .._statistics import gap_interval as _gap_interval
+from .._util import progress as _progress
+from .assess import AttributeResult, summarize
 
 
 def resample_into(report: FairnessReport, arranged: _engine.Arranged, results: list[AttributeResult], n_boot: int,

@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from . import _engine
-from ._gap_interval import normal_critical_value, pair_bounds, simultaneous_interval
+from .._engine import classification as _engine
+from .gap_interval import normal_critical_value, pair_bounds, simultaneous_interval
 
 BEST = _engine.BEST
 #: Rates with Wilson intervals, at 0.5 and at the @best_f1 threshold.

@@ -18,9 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from ._inputs import check_memory, is_arrow, is_polars, shown, to_numpy
-from ._lazy_pandas import is_na, is_pandas, pd
-from ._threads import on_threads, resolve_n_jobs
+from .._util.lazy_pandas import is_na, is_pandas, pd
+from .._util.threads import on_threads, resolve_n_jobs
+from .arrays import check_memory, is_arrow, is_polars, shown, to_numpy
 
 Bins = Mapping[str, int | Sequence[float]]
 #: A numeric attribute with more distinct values than this looks continuous and must be binned.
@@ -296,7 +296,7 @@ def _code_counts(codes: np.ndarray, n_codes: int) -> np.ndarray:
     every code to intp and needs the negative ones taken out first)."""
     if len(codes) < 1 << 16:
         return np.bincount(codes[codes >= 0], minlength=n_codes)
-    from .kernels import coding
+    from ..kernels import coding
 
     return coding.code_counts(np.ascontiguousarray(codes), n_codes)
 
@@ -317,7 +317,7 @@ def _arrow_text_codes(values: Column) -> tuple[np.ndarray, list[str]] | None:
         pyarrow_type = array.type
     if not (pa.types.is_string(pyarrow_type) or pa.types.is_large_string(pyarrow_type)) or array.null_count:
         return None
-    from .kernels import coding
+    from ..kernels import coding
 
     if isinstance(array, pa.ChunkedArray):
         array = array.chunk(0) if array.num_chunks == 1 else array.combine_chunks()

@@ -6,7 +6,7 @@ columns and the task, read only the columns in use and call the Python API.
 """
 from __future__ import annotations
 
-from ._arrow_inputs import (
+from .arrow_columns import (
     Layout,
     attributes,
     file_columns,
@@ -16,8 +16,7 @@ from ._arrow_inputs import (
     text_labels,
     typed_pos_label,
 )
-from ._cli_tasks import check_tasks, score_tasks
-from ._columns import (
+from .columns import (
     PROG,
     UsageError,
     choose_task,
@@ -29,25 +28,26 @@ from ._columns import (
     require,
     sensitive_and_bins,
 )
+from .tasks import check_tasks, score_tasks
 
 
 def step(what: str):
     """``fairmedfm-fast: <what> ... <time so far>`` on stderr once a step takes over ~2 s (terminals only)."""
-    from ._progress import Progress
+    from .._util.progress import Progress
 
     return Progress(None, f"{PROG}: {what}")
 
 
 def score(args):
     """Read the table(s), work out the columns and evaluate. Returns ``(report, notes)``."""
-    from . import _tables
+    from . import tables as _tables
 
     path = args.predictions or args.input
     check_tasks(args)
     if path is None:
         raise UsageError(f"give the predictions table, e.g. {PROG} score predictions.csv --sensitive sex")
     if args.engine == "dask":
-        from ._cli_dask import score_command
+        from .dask import score_command
 
         return score_command(args)
     if args.scheduler:
@@ -133,7 +133,7 @@ def _classification(args, layout, sensitive, bins, label, scores, notes):
     if text is not None:
         y_true, score_column, label_info = text
         pos_label = None
-    from .evaluation import evaluate
+    from ..evaluation import evaluate
 
     with step(f"scoring {table.num_rows:,} samples"):
         report = evaluate(y_true, y_score, attributes(layout, table, sensitive),
@@ -147,7 +147,7 @@ def _classification(args, layout, sensitive, bins, label, scores, notes):
 
 def _segmentation(args, layout, path, sensitive, bins, dice, pred_mask, true_mask, notes):
     try:
-        from .segmentation import evaluate_segmentation
+        from ..segmentation import evaluate_segmentation
     except (ImportError, AttributeError):
         raise UsageError("this build of fairmedfm_fast cannot evaluate segmentation yet") from None
     columns = layout.columns
@@ -176,7 +176,7 @@ def _segmentation(args, layout, path, sensitive, bins, dice, pred_mask, true_mas
 
 
 def _voxels(args, layout, path, sensitive, bins, true_mask, notes):
-    from .voxels import evaluate_voxels
+    from ..voxels import evaluate_voxels
 
     if not true_mask:
         raise UsageError("--score-map needs the ground-truth masks: name their column with --true-mask")

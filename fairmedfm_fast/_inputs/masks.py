@@ -24,10 +24,10 @@ from typing import Any
 
 import numpy as np
 
-from ._inputs import preview, shown, to_numpy
-from ._mask_files import REAL_TYPES, Rule, foreground_rule, is_path, kernel_array, load_mask, numpy_foreground
-from ._progress import Progress
-from ._threads import executor, resolve_n_jobs
+from .._util.progress import Progress
+from .._util.threads import executor, resolve_n_jobs
+from .arrays import preview, shown, to_numpy
+from .mask_files import REAL_TYPES, Rule, foreground_rule, is_path, kernel_array, load_mask, numpy_foreground
 
 # Work is cut into pieces of at least this many bytes before it is given to threads.
 _MIN_TASK_BYTES = 1 << 22
@@ -143,7 +143,7 @@ def _kernels():
     """The kernel module, imported (and numba with it) on first use."""
     global _KERNELS
     if _KERNELS is None:
-        from .kernels import segmentation
+        from ..kernels import segmentation
 
         _KERNELS = segmentation
     return _KERNELS

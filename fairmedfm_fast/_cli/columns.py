@@ -37,7 +37,7 @@ class UsageError(ValueError):
 
 
 def normalize(name) -> str:
-    from ._tables import normalize_name
+    from .tables import normalize_name
 
     return normalize_name(name)
 

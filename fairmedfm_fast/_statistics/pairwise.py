@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from . import _analytic
+from . import analytic as _analytic
 
 #: by_group columns that are counts or labels, not metrics.
 NOT_METRICS = frozenset(("n", "skipped", "tn", "fp", "fn", "tp", "tn@best_f1", "fp@best_f1", "fn@best_f1",
@@ -89,7 +89,7 @@ def _analytic_adjustment(report: Any) -> str | None:
 def _adjusted_pairs(frame: pd.DataFrame, index: list[str], method: str) -> np.ndarray:
     """``p_value_analytic`` adjusted over every distinct pair of groups of the frame (each pair once,
     both of its orders given the adjusted value)."""
-    from ._resample import adjusted
+    from .._engine.resample import adjusted
 
     keys = [tuple(key[:-2]) + tuple(sorted((str(key[-2]), str(key[-1])))) for key in
             frame[index].itertuples(index=False, name=None)]

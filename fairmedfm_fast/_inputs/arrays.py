@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ._lazy_pandas import is_pandas, pd
+from .._util.lazy_pandas import is_pandas, pd
 
 #: What the API says about missing labels and scores (the command line leaves such rows out).
 MISSING_RULE = ("drop those samples or fill them in (the command line leaves such rows out with a note, as "

@@ -8,23 +8,15 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from ._columns import (
-    UsageError,
-    choose_task,
-    extensions,
-    find_column,
-    mask_value,
-    require,
-    sensitive_and_bins,
-)
+from .columns import UsageError, choose_task, extensions, find_column, mask_value, require, sensitive_and_bins
 
 
 def score_command(args: Any):
     """The report and the notes to print for the parsed ``score`` namespace ``args``, as
     ``_score.score`` returns them. PATH is a Parquet file, a directory of them or a glob; every worker
     must be able to read it."""
-    from . import dask as fdask
-    from .segmentation import evaluate_segmentation as in_memory_segmentation
+    from .. import dask as fdask
+    from ..segmentation import evaluate_segmentation as in_memory_segmentation
 
     path = getattr(args, "predictions", None) or getattr(args, "input", None)
     if path is None:
@@ -95,7 +87,7 @@ def _typed_pos_label(value: str | None, dtype: Any) -> Any:
         return None
     import pandas as pd
 
-    from ._inputs import label_from_text
+    from .._inputs.arrays import label_from_text
 
     return label_from_text(value, pd.api.types.is_bool_dtype(dtype), pd.api.types.is_numeric_dtype(dtype))
 

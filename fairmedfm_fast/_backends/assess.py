@@ -5,13 +5,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import Any
 
 import numpy as np
 
-from . import _engine, _groups, _inputs, _metric_registry
-from ._checks import check_threshold, sample_weights
+from .._engine import classification as _engine
+from .._inputs import arrays as _inputs
+from .._inputs import groups as _groups
+from .._registry import metrics as _metric_registry
+from .._report.assembly import AttributeResult
+from .checks import check_threshold, sample_weights
 
 
 @dataclass
@@ -87,31 +90,6 @@ def transform_note(metadata: Mapping[str, Any], conversion: Mapping[str, Any] | 
                  "the metrics (on the probabilities, as in fairmedfm 0.4.2) count them as ties: the AUC of all "
                  f"samples on y_score as given is {conversion['logit_auc']:.6g}")
     return [note]
-
-
-@dataclass
-class AttributeResult:
-    """What the report says about one attribute."""
-
-    name: str
-    n: int
-    groups: list[str]
-    counts: list[int]
-    valid: list[int]  # indices of evaluable groups
-    skipped: dict[int, str]  # group index -> reason
-    overall: dict[str, Any]  # metrics on the attribute's present samples (empty when not evaluable)
-    summary: dict[str, Any]
-    threshold: float  # decision threshold of the @best_f1 metrics
-    keys: tuple[str, ...] = ()  # the per-group metrics
-    rows: list[tuple] = field(default_factory=list)  # per slot, the value of each of ``keys``
-    curves: _engine.Curves | None = None  # what the pictures draw (evaluate and the accumulator record it)
-    first_slot: int = 0  # the attribute's first slot in ``curves``
-
-    @cached_property
-    def by_group(self) -> dict[int, dict[str, Any]]:
-        """Group index -> metrics, of the evaluable groups (made when first read, by the by_group frame,
-        and kept: the frame reads it once per group)."""
-        return {i: dict(zip(self.keys, self.rows[i])) for i in self.valid} if self.rows else {}
 
 
 def as_python(value: Any) -> Any:

@@ -25,7 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from . import _engine, _metric_registry
+from .._engine import classification as _engine
+from .._registry import metrics as _metric_registry
 
 KINDS = ("roc", "reliability", "bars", "dice", "pairwise", "forest")
 SEGMENTATION_BARS = ("mean_dice",)
@@ -661,7 +662,7 @@ def plot_pairwise(report, attributes=None, metric: str | None = None):
     :data:`PAIRWISE_CELL_TEXT_MAX` groups each cell holds the difference and, when the report has
     them, its interval (bootstrap percentile, else analytic) and p-value (permutation, else
     analytic); a star marks p < 0.05 and bold type an interval that excludes 0."""
-    from ._pairwise import default_metric, pairwise
+    from .._statistics.pairwise import default_metric, pairwise
 
     metric = default_metric(report.task) if metric is None else metric
     table = pairwise(report, metric)
@@ -830,7 +831,7 @@ def _figure_html(report, kind: str, caption: str, dpi: int) -> str:
 def render_html(report, figures: bool | Iterable[str] = True, dpi: int = 100, notes: Sequence[str] = ()) -> str:
     """The report as one HTML page: ``notes`` (what the command line said about its input),
     warnings, tables and PNG figures inlined as base64."""
-    from ._version import __version__
+    from .._version import __version__
 
     if figures is True:
         kinds = default_kinds(report)
@@ -904,8 +905,8 @@ def _head(title: str) -> list[str]:
 def _findings_page(report, kinds: Sequence[str], dpi: int, notes: Sequence[str]) -> str:
     """A classification report of evaluate: findings first, then the tables (values beside their
     intervals), the figures, the glossary and the settings."""
-    from . import _page
-    from ._version import __version__
+    from .._version import __version__
+    from . import page as _page
 
     parts = _head("Fairness report (classification)")
     parts.append(f'<p class="note">Made by fairmedfm_fast {html.escape(str(__version__))}; '

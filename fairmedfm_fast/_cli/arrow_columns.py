@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ._columns import ID_NAMES, UsageError, normalize, preview
+from .columns import ID_NAMES, UsageError, normalize, preview
 
 
 class Layout:
@@ -75,7 +75,7 @@ class Layout:
             return self.predictions.read(left, left_groups).select(wanted)
         import pyarrow.compute as pc
 
-        from ._tables import key_strings
+        from .tables import key_strings
 
         right = [self.origin[name][1] for name in wanted if self.origin[name][0] == "right"]
         right_groups = [self.origin[name][1] for name in groups if self.origin[name][0] == "right"]
@@ -135,7 +135,7 @@ def typed_pos_label(value, column):
         return None
     import pyarrow as pa
 
-    from ._inputs import label_from_text
+    from .._inputs.arrays import label_from_text
 
     kind = column.type
     if pa.types.is_dictionary(kind):
@@ -196,7 +196,7 @@ def attribute_values(column, categorical: bool):
     else:
         codes = indices.to_numpy(zero_copy_only=False)
     if not categorical:  # categories in group order, as evaluate orders values
-        from ._groups import order_key
+        from .._inputs.groups import order_key
 
         values = categories.to_pylist()
         order = sorted(range(len(values)), key=lambda i: order_key(values[i]))

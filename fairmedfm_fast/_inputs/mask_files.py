@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from ._inputs import shown, to_numpy
+from .arrays import shown, to_numpy
 
 #: File name endings read with Pillow.
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".gif", ".tif", ".tiff")
@@ -41,6 +41,8 @@ def _optional(module: str, purpose: str):
 
 class MaskFileError(ValueError):
     """A mask file that exists but cannot be read as a mask (corrupt, truncated, empty, not numbers)."""
+
+    __module__ = "fairmedfm_fast"  # its public place, which pickles and reprs name
 
 
 def read_mask_file(path: str | os.PathLike, where: str = "mask") -> np.ndarray:

@@ -7,7 +7,9 @@ from typing import Any
 
 import numpy as np
 
-from . import _groups, _inputs, _resample
+from .._engine import resample as _resample
+from .._inputs import arrays as _inputs
+from .._inputs import groups as _groups
 
 
 def require_both_labels(labels: np.ndarray) -> None:

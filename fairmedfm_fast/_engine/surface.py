@@ -14,7 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from . import _mask_files, _masks, _metric_registry
+from .._inputs import mask_files as _mask_files
+from .._inputs import masks as _masks
+from .._registry import metrics as _metric_registry
 
 #: Columns of the per-sample table: voxel counts, then the metrics of non-empty pairs, then the
 #: image diagonal (for ``empty_distance="diagonal"``).
@@ -121,7 +123,7 @@ def _foreground(mask: np.ndarray, label: Any, threshold: Any, prediction: bool):
         array = np.ascontiguousarray(_mask_files.numpy_foreground(mask, label, threshold, prediction)).view(np.uint8)
         return array, np.uint8(1), np.uint8(1)
     if rule.kind == "probability":
-        from .kernels import surface
+        from ..kernels import surface
 
         flat = array if array.flags.c_contiguous else array.T if array.flags.f_contiguous else np.ascontiguousarray(array)
         low = rule.low if surface.unit_interval(flat) else rule.high
@@ -147,7 +149,7 @@ def _as_volumes(i: int, pred: np.ndarray, true: np.ndarray, spacing: np.ndarray)
 def measure_pair(i: int, pred: np.ndarray, true: np.ndarray, item: Any, label: Any, threshold: Any,
                  options: Options) -> np.ndarray:
     """The row of ``COLUMNS`` for one sample (metrics NaN when a mask is empty)."""
-    from .kernels import surface
+    from ..kernels import surface
 
     row = np.full(len(COLUMNS), np.nan)
     given = true

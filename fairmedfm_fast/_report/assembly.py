@@ -3,14 +3,41 @@ per-attribute results: summary and ``by_group`` frames (made on first access), s
 from __future__ import annotations
 
 import math
-from functools import partial
+from dataclasses import dataclass, field
+from functools import cached_property, partial
 from typing import Any
 
 import numpy as np
 
-from . import _findings, _pictures
-from ._assess import AttributeResult
-from .report import FairnessReport, columns_frame, summary_frame
+from .._engine import classification as _engine
+from .._statistics import findings as _findings
+from . import pictures as _pictures
+from .frame import FairnessReport, columns_frame, summary_frame
+
+
+@dataclass
+class AttributeResult:
+    """What the report says about one attribute."""
+
+    name: str
+    n: int
+    groups: list[str]
+    counts: list[int]
+    valid: list[int]  # indices of evaluable groups
+    skipped: dict[int, str]  # group index -> reason
+    overall: dict[str, Any]  # metrics on the attribute's present samples (empty when not evaluable)
+    summary: dict[str, Any]
+    threshold: float  # decision threshold of the @best_f1 metrics
+    keys: tuple[str, ...] = ()  # the per-group metrics
+    rows: list[tuple] = field(default_factory=list)  # per slot, the value of each of ``keys``
+    curves: _engine.Curves | None = None  # what the pictures draw (evaluate and the accumulator record it)
+    first_slot: int = 0  # the attribute's first slot in ``curves``
+
+    @cached_property
+    def by_group(self) -> dict[int, dict[str, Any]]:
+        """Group index -> metrics, of the evaluable groups (made when first read, by the by_group frame,
+        and kept: the frame reads it once per group)."""
+        return {i: dict(zip(self.keys, self.rows[i])) for i in self.valid} if self.rows else {}
 
 
 def classification_report(results: list[AttributeResult], overall: dict[str, Any], warnings: list[str],

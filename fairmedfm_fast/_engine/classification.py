@@ -12,8 +12,8 @@ from functools import lru_cache
 
 import numpy as np
 
-from . import _metric_registry
-from ._threads import on_threads
+from .._registry import metrics as _metric_registry
+from .._util.threads import on_threads
 
 #: Per-group metrics, in report order (from the metric registry). Each also exists with "@best_f1".
 METRICS = _metric_registry.NAMES
@@ -171,7 +171,7 @@ def sort_scores(scores: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             return packed
         order = np.argsort(scores, kind="stable")
         return order, scores[order]
-    from .kernels import sorting
+    from ..kernels import sorting
 
     scores = np.ascontiguousarray(scores)
     order, sorted_bits = sorting.sort_order(_bits(scores), _n_threads(len(scores)))
@@ -182,7 +182,7 @@ def _sort_carrying(scores: np.ndarray, labels: np.ndarray, code_rows: list[np.nd
                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Scores, labels and int8 codes in ascending score order, by one radix sort that moves each
     sample's label and codes with its score (``kernels.sorting.sort_carrying``)."""
-    from .kernels import sorting
+    from ..kernels import sorting
 
     codes = np.empty((len(code_rows), len(scores)), np.int8)
     for k, row in enumerate(code_rows):
@@ -205,7 +205,7 @@ _loaded: dict[str, object] = {}
 def _kernels():
     # Imported on first use, so that `import fairmedfm_fast` does not load numba.
     if not _loaded:
-        from .kernels import calibration, ranking, sweeps
+        from ..kernels import calibration, ranking, sweeps
 
         _loaded.update(ranking=ranking, calibration=calibration, sweeps=sweeps)
     return _loaded["ranking"], _loaded["calibration"]
@@ -289,7 +289,7 @@ def _n_threads(n: int) -> int:
     """Threads for work on ``n`` samples: 1 below :data:`THREADED_FROM`, else ``resolve_n_jobs()``."""
     if n < THREADED_FROM:
         return 1
-    from ._threads import resolve_n_jobs
+    from .._util.threads import resolve_n_jobs
 
     return resolve_n_jobs()
 
@@ -308,7 +308,7 @@ class Presort:
         may_carry = labels is not None and _carries(len(scores), labels, np.dtype(np.int8), 1, weights)
         self.threaded = _threaded(len(scores)) and not may_carry
         if self.threaded:
-            from .kernels import sorting  # noqa: F401 - imported before the thread starts
+            from ..kernels import sorting  # noqa: F401 - imported before the thread starts
         # The kernels themselves load (from numba's disk cache) on the sort thread's first call.
         # Loading them here instead spared a first call in a new process ~0.2 s of GIL contention,
         # but left the C allocator in a state where every later sort page-faulted its large arrays
@@ -391,7 +391,7 @@ def _rank_groupings(scores: np.ndarray, labels: np.ndarray, code_rows: list[np.n
     if not (RADIX_FROM <= n < 1 << 32 and weights is None and len(code_rows) == 1 and labels.dtype == np.uint8
             and _ranks_only(wanted)):
         return None
-    from .kernels import rank_sums
+    from ..kernels import rank_sums
 
     scores = np.ascontiguousarray(scores)
     sums = rank_sums.rank_sums(_bits(scores), labels, np.ascontiguousarray(code_rows[0]), int(n_groups[0]),
@@ -786,11 +786,11 @@ def optional_sums(scores: np.ndarray, labels: np.ndarray, codes: np.ndarray, siz
     sums: dict[str, np.ndarray] = {}
     for entry in entries:
         if entry.made_by == "slot_sums":
-            from .kernels import calibration
+            from ..kernels import calibration
 
             sums[entry.name] = calibration.slot_sums(term_values(entry, labels, scores), codes, sizes, weights)
         elif entry.made_by == "precision_sums":
-            from .kernels import precision
+            from ..kernels import precision
 
             if above is None:  # no counts above: empty arrays of the counters' type
                 above = (np.empty(0, np.int64 if weights is None else np.float64),) * 2
@@ -868,7 +868,7 @@ def placement_sums(arranged: Arranged, rows: list[int]) -> dict[int, list[np.nda
     ``arranged`` samples: grouping -> its (n_slots, 7) sums over each range of :func:`_ranges`, in
     order (the caller combines them). The groupings without missing codes share one pass and its
     overall slot; each other grouping has a pass of its own. Ranges and passes share the threads."""
-    from .kernels import delong
+    from ..kernels import delong
 
     scores, labels, codes, sizes = arranged.scores, arranged.labels, arranged.codes, arranged.sizes
     complete = [bool(codes[k].min(initial=0) >= 0) for k in rows]
@@ -1012,7 +1012,7 @@ def range_sums(scores: np.ndarray, labels: np.ndarray, codes: np.ndarray, plan: 
     out.update(optional_sums(scores, labels, codes, sizes, _range_entries(plan.extra, "add_above"),
                              above=(later_pos, later_neg)))
     if plan.analytic:
-        from .kernels import delong
+        from ..kernels import delong
 
         out["placement"] = delong.placement_sums(scores, labels, codes, sizes, 0, len(scores), False)
     return out

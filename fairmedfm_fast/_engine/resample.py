@@ -20,9 +20,10 @@ from typing import Any
 
 import numpy as np
 
-from . import _engine, _metric_registry
-from ._progress import Progress
-from ._threads import executor, resolve_n_jobs
+from .._registry import metrics as _metric_registry
+from .._util.progress import Progress
+from .._util.threads import executor, resolve_n_jobs
+from . import classification as _engine
 
 #: Per-group metrics that get intervals (confusion counts do not), from the registry.
 INTERVAL_METRICS = _metric_registry.interval_names()
@@ -132,7 +133,7 @@ class _Plan:
 
     def counts(self, job: int, resample: int) -> np.ndarray:
         """Draw count of every sample in one resample of one job."""
-        from .kernels import resampling
+        from ..kernels import resampling
 
         _, (members, starts), seed = self.jobs[job]
         out = np.empty(self.n)
@@ -142,7 +143,7 @@ class _Plan:
     def drawn(self, job: int, resample: int, arranged: _engine.Arranged, log_loss: np.ndarray
               ) -> tuple[_engine.Arranged, np.ndarray]:
         """The samples one resample of one job draws, in their sorted order, and their counts."""
-        from .kernels import resampling
+        from ..kernels import resampling
 
         rows, (members, starts), seed = self.jobs[job]
         k, first = len(rows), rows[0]
@@ -179,7 +180,7 @@ class _Tallied:
 
     def __init__(self, plan: _Plan, job: int, arranged: _engine.Arranged, log_loss: np.ndarray,
                  fixed_best: float | None, blocks: tuple[np.ndarray, np.ndarray], extra: Sequence[str] = ()):
-        from .kernels import bootstrap as kernels
+        from ..kernels import bootstrap as kernels
 
         (row,), (self.members, self.starts), self.seed = plan.jobs[job]
         self.arranged, self.log_loss, self.fixed_best, self.blocks = arranged, log_loss, fixed_best, blocks
@@ -207,7 +208,7 @@ class _Tallied:
 
     def measure(self, resample: int) -> list[_engine.Grouping]:
         """The grouping of one resample, as ``_engine.measure`` gives it for the drawn samples."""
-        from .kernels import bootstrap
+        from ..kernels import bootstrap
 
         arranged = self.arranged
         n = len(arranged.scores)
@@ -275,7 +276,7 @@ def bootstrap(arranged: _engine.Arranged, names: Sequence[Any], valid_groups: li
     summary_draws = [np.full((n_boot, len(columns)), np.nan) for _ in sizes]
     log_loss = arranged.log_loss_terms()  # once, before the threads share it
 
-    from .kernels import bootstrap as kernels
+    from ..kernels import bootstrap as kernels
 
     blocks = kernels.tie_blocks(arranged.scores)  # once: the runs of equal scores of every resample
     tallied = [_Tallied(plan, job, arranged, log_loss, fixed_best, blocks, extra)
@@ -330,7 +331,7 @@ def permutation_pvalues(arranged: _engine.Arranged, attribute: int, valid_groups
     the permuted group values is appended to it (for the differences between pairs of groups).
     ``extra``: opt-in per-group keys, whose gaps (``ap-gap``, ``dp``, ...) are tested too.
     """
-    from .kernels import resampling
+    from ..kernels import resampling
 
     row = arranged.codes[attribute]
     sizes = arranged.sizes[attribute:attribute + 1]
@@ -492,7 +493,7 @@ def dice_permutation_pvalues(dice: np.ndarray, codes: np.ndarray, n_groups: int,
     that enter the summary (default: every group with samples). With ``keep``, the permuted group
     means (array (n_permutations, n_groups)) are appended to it.
     """
-    from .kernels import resampling
+    from ..kernels import resampling
 
     columns = ("delta_dice", "std_dice")
     draws = np.full((n_permutations, len(columns)), np.nan)
