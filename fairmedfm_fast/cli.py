@@ -61,6 +61,30 @@ def _required_table(format_text):
     return lambda: format_text().replace(" [predictions]", " predictions", 1)
 
 
+#: The help of ``--metrics``: the names come from the metric registry when the help is printed.
+_METRICS_HELP = "{metrics}"
+
+
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """The ``score`` help, with the registry's metrics (installed plugins' included) filled in when it is
+    printed: parsing a command line loads no plugin."""
+
+    def _get_help_string(self, action):
+        text = super()._get_help_string(action)
+        return _metrics_help() if text == _METRICS_HELP else text
+
+
+def _metrics_help() -> str:
+    from ._registry import metrics as _metric_registry  # the entries (no NumPy import)
+
+    _metric_registry.load_plugins()
+    registry = _metric_registry.REGISTRY
+    opt_in = ", ".join(f"{m.name} ({m.display})" for m in registry.per_group if m.optional)
+    return (f"classification: any of {opt_in} beside fairmedfm's metrics; "
+            f"segmentation from masks: any of {' '.join(m.name for m in registry.segmentation)}, "
+            "per group (e.g. --metrics dice hd95 nsd --nsd-tolerance 2); default: Dice only")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``fairmedfm-fast``."""
     parser = _Parser(prog=PROG, description="Fast, exact group-fairness metrics for classification and "
@@ -71,7 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
         "score", help="fairness metrics from a table with one row per sample",
         description="Fairness metrics from a table with one row per sample (predictions, labels and "
         "sensitive attributes; or Dice scores or mask files).",
-        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+        epilog=EPILOG, formatter_class=_HelpFormatter)
     from . import warmup
 
     warmup.add_arguments(commands.add_parser(
@@ -139,16 +163,7 @@ def build_parser() -> argparse.ArgumentParser:
     voxels.add_argument("--max-memory", metavar="SIZE", help="memory for the voxel records, e.g. 2GB")
 
     more = score.add_argument_group("beyond fairmedfm score")
-    from ._registry import (
-        metrics as _metric_registry,  # the opt-in metrics from their entries (no NumPy import)
-    )
-
-    opt_in = ", ".join(f"{m.name} ({m.display})" for m in _metric_registry.PER_GROUP if m.optional)
-    more.add_argument("--metrics", nargs="+", metavar="M",
-                      help=f"classification: any of {opt_in} beside fairmedfm's metrics; "
-                      f"segmentation from masks: any of {' '.join(m.name for m in _metric_registry.SEGMENTATION)}, "
-                      "per group (e.g. --metrics dice "
-                      "hd95 nsd --nsd-tolerance 2); default: Dice only")
+    more.add_argument("--metrics", nargs="+", metavar="M", help=_METRICS_HELP)
     more.add_argument("--pairwise", metavar="METRIC",
                       help="also print, per attribute, the difference of METRIC (e.g. auc) between every pair of "
                       "groups (with intervals and p-values under --bootstrap and --permutations)")

@@ -577,7 +577,7 @@ def _assess(scores: np.ndarray, labels: np.ndarray, attributes: list[_groups.Att
             grouping.count = np.append(per, per.sum()).astype(np.int64)
             if integer:
                 for key, values in grouping.values.items():
-                    if key.removesuffix(_engine.BEST) in _metric_registry.INTEGER_NAMES and values.dtype.kind == "f":
+                    if key.removesuffix(_engine.BEST) in _metric_registry.REGISTRY.integer_names and values.dtype.kind == "f":
                         grouping.values[key] = values.astype(np.int64)
     overall = {key: as_python(values[-1]) for key, values in groupings[complete].values.items()}
     results = [attribute_result(attribute, grouping, n_samples, warnings, min_group_size)

@@ -180,10 +180,10 @@ def attribute_result(attribute: _groups.Attribute, grouping: _engine.Grouping, n
         overall = dict(zip(keys, rows[g]))
         # the groups' values of the metrics that summary columns read
         if len(valid) == g:  # every group evaluable: the first g slots
-            per_metric = {key: column[:g] for key, column in zip(keys, columns) if key in _metric_registry.SUMMARY_READS}
+            per_metric = {key: column[:g] for key, column in zip(keys, columns) if key in _metric_registry.REGISTRY.summary_reads}
         else:
             per_metric = {key: [column[i] for i in valid] for key, column in zip(keys, columns)
-                          if key in _metric_registry.SUMMARY_READS}
+                          if key in _metric_registry.REGISTRY.summary_reads}
         summary.update(summarize(overall, per_metric))
     group_counts = counts[:g] if grouping.count.dtype.kind in "iu" else [int(count) for count in counts[:g]]
     return AttributeResult(name, n, attribute.groups, group_counts, valid, skipped, overall, summary,

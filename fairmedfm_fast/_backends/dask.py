@@ -537,8 +537,8 @@ def _summed(summaries: list[tuple[np.ndarray, ...]]) -> tuple[np.ndarray, ...]:
 
 
 def _range_plan(counted: tuple[np.ndarray, ...], *, sizes: np.ndarray, n: int, thresholds: list[float], sweep: bool,
-                extra: tuple[str, ...], analytic: bool) -> _engine.RangePlan:
-    return _engine.range_plan(*counted, sizes, n, thresholds, sweep, extra, analytic)
+                extra: tuple[str, ...], analytic: bool, entries: tuple) -> _engine.RangePlan:
+    return _engine.range_plan(*counted, sizes, n, thresholds, sweep, extra, analytic, entries)
 
 
 def _sorted_range(pieces: list, layout: _records.Layout, sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -830,7 +830,8 @@ def _evaluate(dask: Any, ddf: Any, label: str, score: str, names: list[str], bin
     extra = _metric_registry.optional_keys(metrics)
     make_plan = functools.partial(_range_plan, sizes=sizes, n=metadata["n_samples"],
                                   thresholds=[0.5] if threshold is None else [0.5, threshold], sweep=threshold is None,
-                                  extra=tuple(extra), analytic=analytic is not None)
+                                  extra=tuple(extra), analytic=analytic is not None,
+                                  entries=_engine.sum_entries(tuple(extra)))
     if layout is not None:  # records routed by score range, each range sorted where it lands
         bounds = _records.bits(np.array(divisions[1:-1], plan.score_dtype))
         ranged, sums = _routed(local, holders, plan, layout, bounds, sizes, make_plan)

@@ -15,16 +15,14 @@ import numpy as np
 from .._registry import metrics as _metric_registry
 from .._util.threads import on_threads
 
-#: Per-group metrics, in report order (from the metric registry). Each also exists with "@best_f1".
+#: fairmedfm's per-group metrics, in report order (the registry's own, which registrations do not
+#: change; the registered ones are read from ``REGISTRY`` at each call). Each also exists with "@best_f1".
 METRICS = _metric_registry.NAMES
-THRESHOLD_METRICS = _metric_registry.THRESHOLD_NAMES
 BEST = _metric_registry.BEST
 ECE_BINS = 10
 #: The decision threshold of the metrics without suffix (prediction ``score > THRESHOLD``).
 THRESHOLD = 0.5
 all_keys = _metric_registry.all_keys
-#: Every per-group key, in report order (the default ones, then the opt-in ones).
-KEY_ORDER = _metric_registry.KEY_ORDER
 #: ROC points the pictures keep per slot, at most (besides the corners): :func:`measure` with
 #: ``curves=True`` records each slot's counts at this many cuts of the sorted order, at most.
 CURVE_POINTS = 1000
@@ -227,10 +225,10 @@ def _plan(keys: frozenset[str]) -> tuple[frozenset[str], bool, bool, bool, bool,
     any is at the plain threshold or at BEST, whether they need the sort without and with a fixed
     BEST threshold, and the entries of the optional sums they read."""
     base = frozenset(key.removesuffix(BEST) for key in keys)
-    at_threshold = _metric_registry.THRESHOLD_NAMES  # read here: register_metric adds to it
+    at_threshold = _metric_registry.REGISTRY.threshold_names  # read here: register_metric adds to it
     at_half = any(key in at_threshold for key in keys)
     at_best = any(key.endswith(BEST) and key.removesuffix(BEST) in at_threshold for key in keys)
-    optional = tuple(_metric_registry.SUM[name] for name in _metric_registry.optional_sums(base))
+    optional = tuple(_metric_registry.REGISTRY.sum[name] for name in _metric_registry.optional_sums(base))
     return (_metric_registry.passes(base), at_half, at_best, _metric_registry.needs_sort(set(keys), None),
             _metric_registry.needs_sort(set(keys), 0.5), optional)
 
@@ -377,7 +375,7 @@ def _ranks_only(wanted: set[str] | None) -> bool:
 @_metric_registry.derived
 @lru_cache(maxsize=256)
 def _keys_ranks_only(wanted: frozenset[str]) -> bool:
-    metrics = [_metric_registry.BY_NAME.get(key.removesuffix(BEST)) for key in wanted]
+    metrics = [_metric_registry.REGISTRY.by_name.get(key.removesuffix(BEST)) for key in wanted]
     return all(metric is not None and not metric.at_threshold for metric in metrics) and \
         _metric_registry.passes(frozenset(metric.name for metric in metrics)) <= RANK_PASSES
 
@@ -856,9 +854,9 @@ def from_counts(sizes: np.ndarray, count: np.ndarray, positives: np.ndarray, neg
 def _report_keys(keys: frozenset[str], sums: frozenset[str]) -> tuple[tuple[str, ...], frozenset[str]]:
     """The keys of ``keys`` whose metric the per-slot ``sums`` (or confusion counts) determine, in
     report order, and as a set."""
-    available = {metric.name for metric in _metric_registry.PER_GROUP
+    available = {metric.name for metric in _metric_registry.REGISTRY.per_group
                  if metric.at_threshold or all(need in sums for need in metric.sums)}
-    order = tuple(key for key in _metric_registry.KEY_ORDER if key in keys and key.removesuffix(BEST) in available)
+    order = tuple(key for key in _metric_registry.REGISTRY.key_order if key in keys and key.removesuffix(BEST) in available)
     return order, frozenset(order)
 
 
@@ -914,18 +912,22 @@ class RangePlan:
     complete: list[bool]  # the groupings that have every sample (they share a pass, as in memory)
     extra: tuple[str, ...]  # the opt-in metric keys (their sums made on the workers)
     analytic: bool  # DeLong placement sums too
+    #: the registry entries of the optional sums ``extra`` reads (:func:`sum_entries`): the entries
+    #: themselves travel to the workers, which need no registration of their own
+    entries: tuple = ()
 
 
 def range_plan(count: np.ndarray, positives: np.ndarray, low: np.ndarray, high: np.ndarray, sizes: np.ndarray,
-               n: int, thresholds: list[float], sweep: bool, extra: tuple[str, ...] = (), analytic: bool = False
-               ) -> RangePlan:
+               n: int, thresholds: list[float], sweep: bool, extra: tuple[str, ...] = (), analytic: bool = False,
+               entries: tuple | None = None) -> RangePlan:
     """The plan of :func:`range_sums` from each range's per-slot ``count`` and ``positives`` (R, n_slots),
     each slot's lowest and highest score over all ranges (NaN for an empty slot) and the number of
-    samples ``n``."""
+    samples ``n``; ``entries``: those of :func:`sum_entries` (default: read from the registry here)."""
     count, positives = np.asarray(count, np.int64), np.asarray(positives, np.int64)
     complete = (count[:, _overall_slots(sizes)].sum(axis=0) == n).tolist()
+    entries = sum_entries(tuple(extra)) if entries is None else tuple(entries)
     return RangePlan(sizes, list(thresholds), sweep, count, positives, ece_edges(low, high), complete, tuple(extra),
-                     analytic)
+                     analytic, entries)
 
 
 def range_summary(scores: np.ndarray, labels: np.ndarray, codes: np.ndarray, sizes: np.ndarray
@@ -937,15 +939,15 @@ def range_summary(scores: np.ndarray, labels: np.ndarray, codes: np.ndarray, siz
     return count, positives, low, high
 
 
-def _range_entries(extra: tuple[str, ...], combine: str) -> tuple:
-    """The registry entries of the optional sums that ``extra`` read and that combine by ``combine``.
-    On a worker, a metric not known yet is a plugin's: its entry point is loaded (``check_metrics``)."""
+def sum_entries(extra: tuple[str, ...]) -> tuple:
+    """The registry entries of the optional sums that the opt-in metric keys ``extra`` read, read on the
+    client for :func:`range_plan` (a worker process may not know a metric registered in the client's
+    session; it gets the entries themselves)."""
     if not extra:
         return ()
     base = frozenset(key.removesuffix(BEST) for key in extra)
     _metric_registry.check_metrics(base)
-    return tuple(_metric_registry.SUM[name] for name in _metric_registry.optional_sums(base)
-                 if _metric_registry.SUM[name].combine == combine)
+    return tuple(_metric_registry.REGISTRY.sum[name] for name in _metric_registry.optional_sums(base))
 
 
 _FLOAT32_MAX = float(np.finfo(np.float32).max)
@@ -1006,10 +1008,10 @@ def range_sums(scores: np.ndarray, labels: np.ndarray, codes: np.ndarray, plan: 
         column = np.repeat(cuts.searchsorted(at), sizes + 1)
         slots = np.arange(len(count))
         out.update(pos_at=pos_cut[slots, column], neg_at=neg_cut[slots, column])
-    out.update(optional_sums(scores, labels, codes, sizes, _range_entries(plan.extra, "add")))
+    out.update(optional_sums(scores, labels, codes, sizes, tuple(e for e in plan.entries if e.combine == "add")))
     later_pos = plan.positives[index + 1:].sum(axis=0)
     later_neg = plan.count[index + 1:].sum(axis=0) - later_pos
-    out.update(optional_sums(scores, labels, codes, sizes, _range_entries(plan.extra, "add_above"),
+    out.update(optional_sums(scores, labels, codes, sizes, tuple(e for e in plan.entries if e.combine == "add_above"),
                              above=(later_pos, later_neg)))
     if plan.analytic:
         from ..kernels import delong

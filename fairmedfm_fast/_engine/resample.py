@@ -169,7 +169,7 @@ class _Plan:
 #: The passes (``_metric_registry.PASSES``) whose sums :class:`_Tallied` counts in each resample.
 TALLIED_PASSES = frozenset({"counts", "ranks", "log_loss", "ece_bins", "confusion"})
 #: The per-slot sums that :class:`_Tallied` counts: those the registry says these passes make.
-TALLIED_SUMS = frozenset(entry.name for entry in _metric_registry.SUMS if entry.made_by in TALLIED_PASSES)
+TALLIED_SUMS = frozenset(entry.name for entry in _metric_registry.REGISTRY.sums if entry.made_by in TALLIED_PASSES)
 
 
 class _Tallied:
@@ -336,7 +336,7 @@ def permutation_pvalues(arranged: _engine.Arranged, attribute: int, valid_groups
     row = arranged.codes[attribute]
     sizes = arranged.sizes[attribute:attribute + 1]
     columns = _metric_registry.tested_columns(extra)
-    wanted = {*(key for column in columns for key in _metric_registry.SUMMARY[column].reads), *extra}
+    wanted = {*(key for column in columns for key in _metric_registry.REGISTRY.summary[column].reads), *extra}
     draws = np.full((n_permutations, len(columns)), np.nan)
     keys = sorted(wanted)
     g = int(sizes[0])

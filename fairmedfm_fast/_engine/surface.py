@@ -41,16 +41,17 @@ def check_options(metrics: Any, percentile: Any, nsd_tolerance: Any, hd_definiti
     """The requested metrics as a list, after checking every option (ValueError naming it)."""
     if isinstance(metrics, str):
         metrics = [metrics]
-    names = [metric.name for metric in _metric_registry.SEGMENTATION]  # the registry's, in report order
+    registry = _metric_registry.REGISTRY
     try:
-        wanted = [str(m).lower() for m in metrics]
+        requested = [str(m) for m in metrics]
     except TypeError:
+        names = [metric.name for metric in registry.segmentation]
         raise ValueError(f"metrics={metrics!r} must be a list of metric names from {names}") from None
-    unknown = [m for m in wanted if m not in names]
-    if unknown and _metric_registry.load_plugins():  # a metric of an installed plugin
-        names = [metric.name for metric in _metric_registry.SEGMENTATION]
-        unknown = [m for m in wanted if m not in names]
-    if unknown or not wanted or len(set(wanted)) != len(wanted):
+    wanted = [registry.segmentation_name(m) for m in requested]  # without regard to case, as registered
+    if None in wanted and registry.load_plugins():  # a metric of an installed plugin
+        wanted = [registry.segmentation_name(m) for m in requested]
+    names = [metric.name for metric in registry.segmentation]  # the registry's, in report order
+    if None in wanted or not wanted or len(set(wanted)) != len(wanted):
         raise ValueError(f"metrics={metrics!r}: give distinct names from {names}, e.g. "
                          "metrics=['dice', 'hd95', 'assd', 'nsd']")
     if not (isinstance(percentile, (int, float, np.integer, np.floating)) and not isinstance(percentile, bool)
@@ -217,7 +218,7 @@ def finish(table: np.ndarray, metrics: list[str], empty_score: Any, empty_distan
     one = pred_empty ^ true_empty
     surface_scores = isinstance(empty_score, dict)
     if surface_scores:
-        names = [metric.name for metric in _metric_registry.SEGMENTATION]
+        names = [metric.name for metric in _metric_registry.REGISTRY.segmentation]
         unknown = sorted(set(empty_score) - set(names))
         if unknown:
             raise ValueError(f"empty_score has unknown metrics {unknown}; use names from {names}")

@@ -10,6 +10,8 @@ from typing import Any
 
 import numpy as np
 
+from .._registry.metrics import BEST, REGISTRY
+
 #: Summary columns: what they measure and which direction is better.
 GLOSSARY = (
     ("overall-auc", "AUC of all the attribute's samples", "higher"),
@@ -38,6 +40,16 @@ NAMES = {"auc-gap": "AUC gap", "acc-gap": "accuracy gap", "bce-gap": "cross-entr
          "ece-gap": "calibration-error gap", "eo": "TPR gap (eo)", "eod": "equalized odds (eod)",
          "worst-auc": "worst AUC"}
 PER_GROUP = ("auc", "acc@best_f1", "bce", "ece", "tpr@best_f1", "tnr@best_f1")
+#: What a registered summary column's kind measures, and which direction is better.
+KIND_WORDS = {"gap": ("largest minus smallest group", "lower (0: equal)"), "worst": ("smallest group", ""),
+              "best": ("largest group", ""), "ratio": ("smallest over largest group", "higher (1: equal)"),
+              "score": ("1 minus the group gap of", "higher (1: equal)")}
+
+
+def opt_in_keys(columns) -> list[str]:
+    """The per-group keys of the opt-in and registered metrics among ``columns`` (the registry's, in its
+    order: each at the key the plots show)."""
+    return [m.shown_key for m in REGISTRY.per_group if m.optional and m.shown_key in columns]
 
 
 def _f(value: Any, digits: int = 3) -> str:
@@ -148,9 +160,21 @@ def _verdict(row, level: float, eod: bool = False) -> str:
     return (" — " + ", ".join(bits)) if bits else ""
 
 
-def glossary() -> str:
+def glossary(report=None) -> str:
+    """The glossary: the package's columns, then the opt-in and registered metrics of ``report``."""
+    entries = list(GLOSSARY)
+    if report is not None and report.by_group is not None and report.summary is not None:
+        for key in opt_in_keys(report.by_group.columns):
+            metric = REGISTRY.by_name[key.removesuffix(BEST)]
+            entries.append((key, f"per group: {metric.display}" + (" at the best-F1 threshold" if key != metric.name
+                                                                   else ""), ""))
+        for column in report.summary.columns:
+            entry = REGISTRY.summary.get(column)
+            if entry is not None and entry.optional:
+                what, better = KIND_WORDS[entry.kind]
+                entries.append((column, f"{what} {', '.join(entry.reads)}", better))
     rows = "".join(f"<tr><th>{_e(name)}</th><td class='text'>{_e(what)}</td><td class='text'>{_e(better)}</td></tr>"
-                   for name, what, better in GLOSSARY)
+                   for name, what, better in entries)
     return ('<section id="glossary"><h2>Glossary</h2><table class="fit"><thead><tr><th>name</th>'
             '<th>meaning</th><th>better</th></tr></thead><tbody>' + rows + "</tbody></table></section>")
 
@@ -184,7 +208,7 @@ def group_tables(report) -> str:
     """One table per attribute: n, the flags and each per-group metric with its interval beneath."""
     frame = report.by_group
     ci = _interval_table(report, "by_group")
-    metrics = [m for m in PER_GROUP if m in frame.columns]
+    metrics = [m for m in PER_GROUP if m in frame.columns] + opt_in_keys(frame.columns)
     out = []
     for attribute in dict.fromkeys(frame.index.get_level_values(0)):
         rows = frame.loc[attribute]

@@ -930,7 +930,7 @@ def _findings_page(report, kinds: Sequence[str], dpi: int, notes: Sequence[str])
         parts.append("<h2>Figures</h2>")
     for kind in kinds:
         parts.append(_figure_html(report, kind, _CAPTIONS.get(kind, kind), dpi))
-    parts.append(_page.glossary())
+    parts.append(_page.glossary(report))
     parts += ["<h2>Settings</h2>", _page.settings_table(report.metadata), "</body>", "</html>"]
     return "\n".join(parts) + "\n"
 

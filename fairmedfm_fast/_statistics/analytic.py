@@ -22,13 +22,15 @@ from typing import Any
 import numpy as np
 
 from .._engine import classification as _engine
+from .._registry import metrics as _metric_registry
 from .gap_interval import normal_critical_value, pair_bounds, simultaneous_interval
 
 BEST = _engine.BEST
-#: Rates with Wilson intervals, at 0.5 and at the @best_f1 threshold.
-RATES = ("acc", "tpr", "tnr")
+#: Rates with Wilson intervals, at 0.5 and at the @best_f1 threshold (the registry entries marked so).
+RATES = tuple(m.name for m in _metric_registry.REGISTRY.per_group if m.analytic == "wilson")
 #: Per-group keys with analytic intervals (and pairwise analytic columns).
-KEYS = ("auc", *RATES, *(rate + BEST for rate in RATES))
+KEYS = (*(m.name for m in _metric_registry.REGISTRY.per_group if m.analytic == "delong"), *RATES,
+        *(rate + BEST for rate in RATES))
 #: Summary gaps with an analytic interval, and the per-group key each is the gap of. ``eod`` has none:
 #: it mixes two gaps whose largest and smallest groups may differ.
 GAPS = (("auc-gap", "auc"), ("acc-gap", "acc" + BEST), ("eo", "tpr" + BEST), ("tnr-gap", "tnr" + BEST))

@@ -24,7 +24,7 @@ SMALL_CLASS = 10
 def gap_reads() -> dict[str, tuple[str, ...]]:
     """Summary columns that are gaps between groups (registered metrics' too), and the per-group keys
     they read."""
-    return {summary.column: summary.reads for summary in _metric_registry.SUMMARIES
+    return {summary.column: summary.reads for summary in _metric_registry.REGISTRY.summaries
             if summary.kind == "gap" or summary.column == "eod"}
 
 
