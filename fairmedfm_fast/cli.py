@@ -308,7 +308,7 @@ def _run(args) -> int:
             if args.plot:
                 _write_plot(report, args.plot, args.plot_kind)
             if args.html:
-                from ._report.pictures import write_html
+                from ._report.html import write_html
 
                 # the page shows the notes before the warnings
                 _write_file(args.html, "--html", lambda path: write_html(report, path, notes=notes))

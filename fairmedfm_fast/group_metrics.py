@@ -20,6 +20,7 @@ from typing import Any
 from ._backends.assess import assess, prepare, transform_note
 from ._backends.checks import check_min_group_size, require_both_labels
 from ._engine import classification as _engine
+from ._engine import sorting as _sorting
 from ._inputs import groups as _groups
 from ._registry import metrics as _metric_registry
 
@@ -34,7 +35,7 @@ def _classification(column: str, y_true: Any, y_score: Any, sensitive_features: 
                                            score_column, notes, sample_weight, threshold)
     presort = None
     wanted = _metric_registry.needs(column)
-    if len(prepared.labels) >= _engine.THREADED_FROM and _engine.needs_sort(wanted, prepared.threshold):
+    if len(prepared.labels) >= _sorting.THREADED_FROM and _engine.needs_sort(wanted, prepared.threshold):
         presort = _engine.Presort(prepared.scores, prepared.labels, prepared.weights)  # sorts while the attribute is coded
     attribute = _groups.one_attribute(sensitive_features, len(prepared.labels), bins)
     notes.extend(transform_note(prepared.metadata, prepared.conversion))

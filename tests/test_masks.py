@@ -652,7 +652,7 @@ def test_without_jit():
     script = textwrap.dedent("""
         import numpy as np
         from fairmedfm import _inputs as oracle
-        from fairmedfm_fast import _masks
+        from fairmedfm_fast._inputs import masks as _masks
         from fairmedfm_fast.segmentation import dice_per_label, dice_scores
         _masks._MIN_TASK_BYTES = 64
         rng = np.random.default_rng(0)

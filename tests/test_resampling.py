@@ -128,7 +128,7 @@ _NO_JIT_DRAWS = textwrap.dedent("""
     import numpy as np
     import numba
     assert numba.config.DISABLE_JIT, "NUMBA_DISABLE_JIT was not honoured"
-    from fairmedfm_fast import _resample
+    from fairmedfm_fast._engine import resample as _resample
     from fairmedfm_fast.kernels import resampling
 
     warnings.simplefilter("ignore")  # SplitMix64 wraps around on purpose

@@ -376,7 +376,7 @@ def test_kernels_without_jit(tmp_path):
         import numba, numpy as np
         assert numba.config.DISABLE_JIT
         import reference
-        from fairmedfm_fast import _surface
+        from fairmedfm_fast._engine import surface as _surface
         from fairmedfm_fast.kernels import surface
         rng = np.random.default_rng(2)
         for shape in ((1, 1, 5), (1, 4, 6), (3, 4, 5), (5, 2, 3)):

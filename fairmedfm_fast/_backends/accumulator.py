@@ -18,10 +18,8 @@ from .._engine import resample as _resample
 from .._inputs import arrays as _inputs
 from .._inputs import groups as _groups
 from .._registry import metrics as _metric_registry
-from .._report.assembly import classification_report, with_gaps
+from .._report.assembly import asked, assemble
 from .._report.frame import FairnessReport
-from .._statistics import analytic as _analytic
-from .._statistics import findings as _findings
 from .._util import progress as _progress
 from .assess import as_python, attribute_result, range_conversion, transform_note, with_default
 from .checks import (
@@ -32,7 +30,7 @@ from .checks import (
     check_threshold,
     sample_weights,
 )
-from .uncertainty import resample_into
+from .uncertainty import with_uncertainty
 
 __all__ = ["FairnessAccumulator"]
 
@@ -487,7 +485,7 @@ class FairnessAccumulator:
         if self._weighted and not self._weights.any():
             raise ValueError("sample_weight is zero for every sample; at least one sample needs weight")
         attributes = self._attributes(cells)
-        check_resampling(attributes, n_boot, n_permutations, 2 * len(_resample.INTERVAL_METRICS) + 13)
+        check_resampling(attributes, n_boot, n_permutations, _resample.RESAMPLED_PER_GROUP)
         weights = self._weights if self._weighted else None if counts is None else counts.astype(np.float64)
         extra = _metric_registry.optional_keys(self.metrics)
         warnings = list(self._notes)
@@ -495,35 +493,21 @@ class FairnessAccumulator:
         warnings.extend(transform_note(metadata, self._conversion()))
         results, overall, arranged, rows = _assess(self._scores, labels, attributes, weights, counts, warnings,
                                                    with_default(extra), threshold, min_group_size, not self._weighted)
-        if threshold is not None:
-            metadata["threshold"] = threshold
-        if self._weighted:
-            metadata["sample_weight"] = True
-        if min_group_size is not None:
-            metadata["min_group_size"] = min_group_size
-        if extra:
-            metadata["metrics"] = list(self.metrics)
-        flagged = {result.name: _findings.small_groups(result) for result in results}
-        for result in results:
-            warnings.extend(_findings.small_group_warnings(result, flagged[result.name]))
+        metadata.update(asked(threshold, self._weighted, min_group_size, self.metrics if extra else ()))
         seed = _resample.seed_from(random_state) if n_boot or n_permutations else None
-        metadata.update(_findings.settings(
-            results, attributes, threshold=threshold, random_state=random_state, seed=seed, n_boot=n_boot,
-            n_permutations=n_permutations, ci=ci, stratify=stratify, p_adjust=p_adjust,
-            intersectional=self.intersectional, metrics=list(self.metrics or []), n_samples=n))
-        metadata["bins"] = {name: sorted(float(edge) for edge in spec) for name, spec in self.bins.items()}
-        report = classification_report(results, overall, warnings, metadata, flagged=flagged)
+        report, flagged = assemble(results, overall, warnings, metadata, attributes=attributes, settings=dict(
+            threshold=threshold, random_state=random_state, seed=seed, n_boot=n_boot, n_permutations=n_permutations,
+            ci=ci, stratify=stratify, p_adjust=p_adjust, intersectional=self.intersectional,
+            metrics=list(self.metrics or []), n_samples=n), bins=self.bins)
         samples = arranged
         if weights is not None and (n_boot or n_permutations):  # one row per sample
             samples = _expanded(self._scores, labels, rows, arranged.sizes, counts, weights)
-        resample_into(report, samples, results, n_boot, ci, n_permutations, random_state, threshold, stratify,
-                      p_adjust, progress, warnings, extra, seed=seed)
-        if interval == "analytic":  # the placement values count samples: one row per sample, unweighted
-            rows_of_samples = arranged if counts is None else _expanded(self._scores, labels, rows, arranged.sizes,
-                                                                        counts, None)
-            report.ci = {"level": float(ci), "n_boot": n_boot, **(report.ci or {}),
-                         "analytic": _analytic.intervals(rows_of_samples, results, float(ci), warnings, p_adjust)}
-        with_gaps(report, results, flagged, p_adjust, float(ci))
+        # the placement values of the analytic intervals count samples: one row per sample, unweighted
+        with_uncertainty(report, results, flagged, samples, lambda: arranged if counts is None else _expanded(
+                             self._scores, labels, rows, arranged.sizes, counts, None),
+                         n_boot=n_boot, ci=ci, n_permutations=n_permutations, random_state=random_state,
+                         threshold=threshold, stratify=stratify, p_adjust=p_adjust, progress=progress,
+                         warnings=warnings, extra=extra, seed=seed, interval=interval)
         return report
 
     def _attributes(self, cells: np.ndarray) -> list[_groups.Attribute]:

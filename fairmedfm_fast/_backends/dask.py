@@ -13,12 +13,12 @@ collecting the rows into one process:
    that equal scores never straddle two ranges; the task of range ``r`` takes piece ``r`` of every
    partition (Dask's ordinary transfers, nothing on disk) and sorts it. Rows whose codes need
    more than 64 bits are sorted as frames (``set_index``) instead.
-3. Per sorted range, the engine's fused pass as in memory (``_engine.range_sums``), in the same task
+3. Per sorted range, the engine's fused pass as in memory (``_ranges.range_sums``), in the same task
    as the range's sort. What a range needs of the others comes from the routing's counts (each
    partition counts its rows per range and slot, and finds each slot's lowest and highest score):
    the global ECE bin edges, bit-identical to the in-memory ones, and the counts of the ranges below
    and above it (the best-F1 sweep and the summed precision start from them). The ranges' sums then
-   join as the in-memory engine joins those of consecutive ranges (``_engine.from_ranges``): added,
+   join as the in-memory engine joins those of consecutive ranges (``_ranges.from_ranges``): added,
    the U of a range credited with its positives times the negatives below it, and each grouping's
    best-F1 threshold the best of the ranges' candidates, the lowest range's on ties.
 
@@ -44,12 +44,13 @@ import numpy as np
 import pandas as pd
 
 from .._engine import classification as _engine
+from .._engine import ranges as _ranges
 from .._engine import records as _records
 from .._engine import resample as _resample
 from .._inputs import arrays as _inputs
 from .._inputs import groups as _groups
 from .._registry import metrics as _metric_registry
-from .._report.assembly import classification_report, with_gaps
+from .._report.assembly import asked, assemble, with_gaps
 from .._report.frame import FairnessReport
 from .._statistics import analytic as _analytic
 from .._statistics import findings as _findings
@@ -531,14 +532,14 @@ def _counted(counts: list[tuple[np.ndarray, np.ndarray]], *, dtype: np.dtype) ->
 
 
 def _summed(summaries: list[tuple[np.ndarray, ...]]) -> tuple[np.ndarray, ...]:
-    """:func:`_counted` from each sorted range's ``_engine.range_summary`` (the sort of frames)."""
+    """:func:`_counted` from each sorted range's ``_ranges.range_summary`` (the sort of frames)."""
     count, positives, low, high = (np.stack(values) for values in zip(*summaries))
     return count, positives, np.fmin.reduce(low, axis=0), np.fmax.reduce(high, axis=0)
 
 
 def _range_plan(counted: tuple[np.ndarray, ...], *, sizes: np.ndarray, n: int, thresholds: list[float], sweep: bool,
-                extra: tuple[str, ...], analytic: bool, entries: tuple) -> _engine.RangePlan:
-    return _engine.range_plan(*counted, sizes, n, thresholds, sweep, extra, analytic, entries)
+                extra: tuple[str, ...], analytic: bool, entries: tuple) -> _ranges.RangePlan:
+    return _ranges.range_plan(*counted, sizes, n, thresholds, sweep, extra, analytic, entries)
 
 
 def _sorted_range(pieces: list, layout: _records.Layout, sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -575,24 +576,24 @@ def _arrays(part: pd.DataFrame, names: list[str]) -> tuple[np.ndarray, np.ndarra
     return scores, labels, codes
 
 
-def _range_sums(rows: tuple[np.ndarray, np.ndarray, np.ndarray], plan: _engine.RangePlan, index: int
+def _range_sums(rows: tuple[np.ndarray, np.ndarray, np.ndarray], plan: _ranges.RangePlan, index: int
                 ) -> dict[str, Any]:
-    """The engine's sums of one sorted range (``_engine.range_sums``), with its first and last score."""
+    """The engine's sums of one sorted range (``_ranges.range_sums``), with its first and last score."""
     scores, labels, codes = rows
-    sums = _engine.range_sums(scores, labels, codes, plan, index)
+    sums = _ranges.range_sums(scores, labels, codes, plan, index)
     sums["first"] = float(scores[0]) if len(scores) else math.nan
     sums["last"] = float(scores[-1]) if len(scores) else math.nan
     return sums
 
 
-def _sorted_sums(pieces: list, plan: _engine.RangePlan, index: int, *, layout: _records.Layout) -> dict[str, Any]:
+def _sorted_sums(pieces: list, plan: _ranges.RangePlan, index: int, *, layout: _records.Layout) -> dict[str, Any]:
     """One range's records sorted (:func:`_sorted_range`) and summed (:func:`_range_sums`) in one task:
     its sorted arrays live only as long as the task."""
     return _range_sums(_sorted_range(pieces, layout, plan.sizes), plan, index)
 
 
 def _routed(local: list, holders: list[str | None], plan: _Plan, layout: _records.Layout, bounds: np.ndarray,
-            sizes: np.ndarray, make_plan: Callable[[tuple], _engine.RangePlan]) -> tuple[Any, list[Any]]:
+            sizes: np.ndarray, make_plan: Callable[[tuple], _ranges.RangePlan]) -> tuple[Any, list[Any]]:
     """The sort of records and the ranges' sums as one graph over the persisted columns ``local``: per
     partition a routing task (:func:`_pack`) and a selection of each of its pieces, both on the worker
     that holds the partition (``holders``; else the scheduler may send the whole tuple to an idle
@@ -635,7 +636,7 @@ def _routed(local: list, holders: list[str | None], plan: _Plan, layout: _record
             [Delayed((sums_name, r), graph, layer=sums_name) for r in range(n_ranges)])
 
 
-def _groupings(sums: list[dict[str, Any]], plan: _engine.RangePlan, fixed_best: float | None
+def _groupings(sums: list[dict[str, Any]], plan: _ranges.RangePlan, fixed_best: float | None
                ) -> list[_engine.Grouping]:
     """Per-slot metrics from the ranges' sums, as ``_engine.compute`` lays them out."""
     last = -math.inf
@@ -645,7 +646,7 @@ def _groupings(sums: list[dict[str, Any]], plan: _engine.RangePlan, fixed_best: 
                 raise RuntimeError("the distributed sort left equal scores in two partitions; please report "
                                    "this with your dask version")
             last = part["last"]
-    return _engine.from_ranges(sums, plan, fixed_best)
+    return _ranges.from_ranges(sums, plan, fixed_best)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -831,7 +832,7 @@ def _evaluate(dask: Any, ddf: Any, label: str, score: str, names: list[str], bin
     make_plan = functools.partial(_range_plan, sizes=sizes, n=metadata["n_samples"],
                                   thresholds=[0.5] if threshold is None else [0.5, threshold], sweep=threshold is None,
                                   extra=tuple(extra), analytic=analytic is not None,
-                                  entries=_engine.sum_entries(tuple(extra)))
+                                  entries=_ranges.sum_entries(tuple(extra)))
     if layout is not None:  # records routed by score range, each range sorted where it lands
         bounds = _records.bits(np.array(divisions[1:-1], plan.score_dtype))
         ranged, sums = _routed(local, holders, plan, layout, bounds, sizes, make_plan)
@@ -841,17 +842,14 @@ def _evaluate(dask: Any, ddf: Any, label: str, score: str, names: list[str], bin
                                    **{name: np.empty(0, plan.code_dtype) for name in code_names}})
         ordered = ddf.map_partitions(_prepare, plan, meta=frame_meta).set_index(_SCORE, divisions=divisions)
         ranges = [dask.delayed(_arrays)(part, code_names) for part in ordered.to_delayed()]
-        counted = dask.delayed(_summed)([dask.delayed(_engine.range_summary)(rows[0], rows[1], rows[2], sizes)
+        counted = dask.delayed(_summed)([dask.delayed(_ranges.range_summary)(rows[0], rows[1], rows[2], sizes)
                                          for rows in ranges])
         ranged = dask.delayed(make_plan)(counted)
         sums = [dask.delayed(_range_sums)(rows, ranged, r) for r, rows in enumerate(ranges)]
     done = _computed(dask, [ranged, *sums], bar)
     ranged, sums = done[0], done[1:]
     groupings = _groupings(list(sums), ranged, threshold)
-    if threshold is not None:
-        metadata["threshold"] = threshold
-    if metrics:
-        metadata["metrics"] = list(metrics)
+    metadata.update(asked(threshold, metrics=metrics))
     report, results = _report(plan, groupings, metadata)
     if analytic is not None:
         starts = np.concatenate(([0], np.cumsum(sizes + 1)))
@@ -881,12 +879,11 @@ def _report(plan: _Plan, groupings: list[_engine.Grouping], metadata: dict[str, 
         k for k, grouping in enumerate(groupings) if int(grouping.count[-1]) == n)
     overall = {key: as_python(values[-1]) for key, values in groupings[complete].values.items()}
     results = [attribute_result(attribute, grouping, n, warnings) for attribute, grouping in zip(attributes, groupings)]
-    metadata.update(_findings.settings(
-        results, attributes, threshold=metadata.get("threshold"), random_state=None, seed=None, n_boot=0,
-        n_permutations=0, ci=0.95, stratify="attribute", p_adjust=None,
-        intersectional=bool(plan.columns.intersectional), metrics=list(metadata.get("metrics", [])), n_samples=n))
-    metadata["bins"] = {name: sorted(float(edge) for edge in spec) for name, spec in plan.columns.bins.items()}
-    return classification_report(results, overall, warnings, metadata), results
+    report, _ = assemble(results, overall, warnings, metadata, attributes=attributes, settings=dict(
+        threshold=metadata.get("threshold"), random_state=None, seed=None, n_boot=0, n_permutations=0, ci=0.95,
+        stratify="attribute", p_adjust=None, intersectional=bool(plan.columns.intersectional),
+        metrics=list(metadata.get("metrics", [])), n_samples=n), bins=plan.columns.bins)
+    return report, results
 
 
 def read_parquet(path: str | os.PathLike, columns: Sequence[str] | None = None, **options: Any):

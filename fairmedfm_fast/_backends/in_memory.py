@@ -12,14 +12,12 @@ from .._engine import resample as _resample
 from .._inputs import arrays as _inputs
 from .._inputs import groups as _groups
 from .._registry import metrics as _metric_registry
-from .._report.assembly import classification_report, with_gaps
+from .._report.assembly import asked, assemble
 from .._report.frame import FairnessReport
-from .._statistics import analytic as _analytic
-from .._statistics import findings as _findings
 from .._util import progress as _progress
 from .assess import assess, prepare, transform_note, with_default
 from .checks import check_count, check_interval, check_min_group_size, check_resampling, require_both_labels
-from .uncertainty import resample_into
+from .uncertainty import with_uncertainty
 
 __all__ = ["FairnessReport", "evaluate"]
 
@@ -129,7 +127,7 @@ def evaluate(y_true: Any, y_score: Any, sensitive_features: Any, *, pos_label: A
         raise ValueError(f"ci must be a coverage strictly between 0 and 1, such as 0.95; got {_inputs.shown(ci)}")
     presort = _engine.Presort(prepared.scores, prepared.labels, weights)  # sorts while the attributes are coded
     attributes = _groups.encode_attributes(sensitive_features, n, bins, intersectional)
-    check_resampling(attributes, n_boot, n_permutations, 2 * len(_resample.INTERVAL_METRICS) + 13)
+    check_resampling(attributes, n_boot, n_permutations, _resample.RESAMPLED_PER_GROUP)
     conversion_note = transform_note(prepared.metadata, prepared.conversion)
     warnings.extend(conversion_note)
     _warn(conversion_note)  # also a UserWarning, as the one-number functions give it
@@ -137,28 +135,14 @@ def evaluate(y_true: Any, y_score: Any, sensitive_features: Any, *, pos_label: A
     results, overall, arranged = assess(prepared, attributes, warnings, wanted=with_default(extra),
                                         threshold=threshold, weights=weights, presort=presort,
                                         min_group_size=min_group_size, curves=True)
-    flagged = {result.name: _findings.small_groups(result) for result in results}
-    for result in results:
-        warnings.extend(_findings.small_group_warnings(result, flagged[result.name]))
-    metadata = {**prepared.metadata, "n_samples": n}
-    if threshold is not None:
-        metadata["threshold"] = threshold
-    if weights is not None:
-        metadata["sample_weight"] = True
-    if min_group_size is not None:
-        metadata["min_group_size"] = min_group_size
-    if extra:
-        metadata["metrics"] = list(_metric_registry.check_metrics(metrics))
+    chosen = _metric_registry.check_metrics(metrics) if extra else ()
+    metadata = {**prepared.metadata, "n_samples": n, **asked(threshold, weights is not None, min_group_size, chosen)}
     seed = _resample.seed_from(random_state) if n_boot or n_permutations else None
-    metadata.update(_findings.settings(
-        results, attributes, threshold=threshold, random_state=random_state, seed=seed, n_boot=n_boot,
-        n_permutations=n_permutations, ci=ci, stratify=stratify, p_adjust=p_adjust, intersectional=intersectional,
+    report, flagged = assemble(results, overall, warnings, metadata, attributes=attributes, settings=dict(
+        threshold=threshold, random_state=random_state, seed=seed, n_boot=n_boot, n_permutations=n_permutations,
+        ci=ci, stratify=stratify, p_adjust=p_adjust, intersectional=intersectional,
         metrics=_metric_registry.check_metrics(metrics) if metrics else [], n_samples=n))
-    report = classification_report(results, overall, warnings, metadata, flagged=flagged)
-    resample_into(report, arranged, results, n_boot, ci, n_permutations, random_state, threshold, stratify,
-                  p_adjust, progress, warnings, extra, seed=seed)
-    if interval == "analytic":
-        report.ci = {"level": float(ci), "n_boot": n_boot, **(report.ci or {}),
-                     "analytic": _analytic.intervals(arranged, results, float(ci), warnings, p_adjust)}
-    with_gaps(report, results, flagged, p_adjust, float(ci))
+    with_uncertainty(report, results, flagged, arranged, arranged, n_boot=n_boot, ci=ci, n_permutations=n_permutations,
+                     random_state=random_state, threshold=threshold, stratify=stratify, p_adjust=p_adjust,
+                     progress=progress, warnings=warnings, extra=extra, seed=seed, interval=interval)
     return report

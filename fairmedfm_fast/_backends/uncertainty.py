@@ -10,11 +10,29 @@ import numpy as np
 from .._engine import classification as _engine
 from .._engine import resample as _resample
 from .._registry import metrics as _metric_registry
+from .._report.assembly import with_gaps
 from .._report.frame import FairnessReport
+from .._statistics import analytic as _analytic
 from .._statistics import findings as _findings
 from .._statistics import gap_interval as _gap_interval
 from .._util import progress as _progress
 from .assess import AttributeResult, summarize
+
+
+def with_uncertainty(report: FairnessReport, results: list[AttributeResult], flagged: dict, samples, analytic_samples,
+                     *, n_boot: int, ci: float, n_permutations: int, random_state: Any, threshold: float | None,
+                     stratify: str | None, p_adjust: str | None, progress: bool | None, warnings: list[str],
+                     extra: Sequence[str], seed: Any, interval: str | None) -> None:
+    """The intervals and p-values asked for, into an assembled report (in memory and the accumulator):
+    bootstrap and permutations from ``samples`` (:func:`resample_into`), the analytic intervals from
+    ``analytic_samples`` (one row per sample), then the report's gaps with them."""
+    resample_into(report, samples, results, n_boot, ci, n_permutations, random_state, threshold, stratify,
+                  p_adjust, progress, warnings, extra, seed=seed)
+    if interval == "analytic":
+        samples = analytic_samples() if callable(analytic_samples) else analytic_samples
+        report.ci = {"level": float(ci), "n_boot": n_boot, **(report.ci or {}),
+                     "analytic": _analytic.intervals(samples, results, float(ci), warnings, p_adjust)}
+    with_gaps(report, results, flagged, p_adjust, float(ci))
 
 
 def resample_into(report: FairnessReport, arranged: _engine.Arranged, results: list[AttributeResult], n_boot: int,
@@ -43,7 +61,7 @@ def resample_into(report: FairnessReport, arranged: _engine.Arranged, results: l
             warnings.append(note)
             import warnings as python_warnings
 
-            python_warnings.warn(note, UserWarning, stacklevel=3)
+            python_warnings.warn(note, UserWarning, stacklevel=4)  # the caller of evaluate (or result)
 
 
 def _intervals(arranged, results: list[AttributeResult], n_boot: int, level: float, seed, threshold,

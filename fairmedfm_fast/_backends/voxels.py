@@ -17,12 +17,13 @@ from typing import Any
 import numpy as np
 
 from .._engine import classification as _engine
+from .._engine import one_grouping as _one_grouping
 from .._engine import voxels as voxel_passes
 from .._inputs import arrays as _inputs
 from .._inputs import groups as _groups
 from .._inputs import mask_files as _mask_files
 from .._registry import metrics as _metric_registry
-from .._report.assembly import classification_report
+from .._report.assembly import asked, assemble
 from .._report.frame import FairnessReport
 from .._util.progress import Progress
 from .._util.threads import executor, resolve_n_jobs
@@ -555,7 +556,7 @@ class _Sweep:
             if cells.any():
                 low[s] = self.value_of(smallest[cells].min())
                 high[s] = self.value_of(largest[cells].max())
-        self.edges = _engine.ece_edges(low, high)
+        self.edges = _one_grouping.ece_edges(low, high)
         self._canonical(member)
         k_count = len(layout.sizes)
         self.fixed = np.array([0.5] if threshold is None else sorted({0.5, threshold}))
@@ -707,7 +708,7 @@ class _Sweep:
         canon = self.canon
         state, at_or_below = self.state[canon], self.at_or_below[:, canon]
         bin_count, bin_positives, bin_sums = self._bins()
-        ece = _engine.calibration_error(bin_count, bin_positives.astype(np.float64), bin_sums)
+        ece = _one_grouping.calibration_error(bin_count, bin_positives.astype(np.float64), bin_sums)
         loss = self.slot_sums[2:].sum(axis=0)[canon]
         above = {}
         for f, value in enumerate(self.fixed.tolist()):  # thresholds the sweep never passed: every score below
@@ -734,11 +735,8 @@ class _Sweep:
         overall = {key: _python(values[-1]) for key, values in groupings[layout.complete].values.items()}
         metadata = {"n_samples": n_voxels, "n_images": layout.n_images, "score_dtype": _MODE_NAMES[self.mode],
                     **metadata}
-        if self.threshold is not None:
-            metadata["threshold"] = self.threshold
-        if self.metrics:
-            metadata["metrics"] = list(self.metrics)
-        return classification_report(results, overall, warnings, metadata)
+        metadata.update(asked(self.threshold, metrics=self.metrics))
+        return assemble(results, overall, warnings, metadata)[0]
 
 
 class _Part:

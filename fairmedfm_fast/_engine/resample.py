@@ -27,6 +27,9 @@ from . import classification as _engine
 
 #: Per-group metrics that get intervals (confusion counts do not), from the registry.
 INTERVAL_METRICS = _metric_registry.interval_names()
+#: Values kept per group and bootstrap resample, at most (each interval metric plain and at @best_f1,
+#: and 13 more): the bound of the memory check of n_boot.
+RESAMPLED_PER_GROUP = 2 * len(INTERVAL_METRICS) + 13
 #: Summary columns tested for a difference between groups (eod is higher-is-fairer), from the registry.
 GAP_COLUMNS = tuple(_metric_registry.tested_columns())
 #: Accepted ``stratify`` and ``p_adjust`` values.

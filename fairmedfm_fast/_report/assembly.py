@@ -1,5 +1,8 @@
-"""The :class:`~fairmedfm_fast.report.FairnessReport` of a classification evaluation, from the
-per-attribute results: summary and ``by_group`` frames (made on first access), small groups."""
+"""The one assembly of a classification :class:`~fairmedfm_fast.report.FairnessReport`, for every
+backend (in memory, accumulator, Dask, voxels): each hands its per-attribute results
+(:class:`AttributeResult`, made from its per-group sums by ``_backends/assess.attribute_result``) to
+:func:`assemble`, which flags the small groups, records the options and settings in the metadata and
+builds the report (summary and ``by_group`` frames made on first access)."""
 from __future__ import annotations
 
 import math
@@ -11,7 +14,7 @@ import numpy as np
 
 from .._engine import classification as _engine
 from .._statistics import findings as _findings
-from . import pictures as _pictures
+from . import curves as _curves
 from .frame import FairnessReport, columns_frame, summary_frame
 
 
@@ -40,6 +43,41 @@ class AttributeResult:
         return {i: dict(zip(self.keys, self.rows[i])) for i in self.valid} if self.rows else {}
 
 
+def asked(threshold: float | None = None, weighted: bool = False, min_group_size: int | None = None,
+          metrics=()) -> dict[str, Any]:
+    """The options a caller set, as a report's metadata records them (in this order)."""
+    out: dict[str, Any] = {}
+    if threshold is not None:
+        out["threshold"] = threshold
+    if weighted:
+        out["sample_weight"] = True
+    if min_group_size is not None:
+        out["min_group_size"] = min_group_size
+    if metrics:
+        out["metrics"] = list(metrics)
+    return out
+
+
+def assemble(results: list[AttributeResult], overall: dict[str, Any], warnings: list[str], metadata: dict[str, Any],
+             *, attributes=None, settings: dict[str, Any] | None = None, bins: dict | None = None
+             ) -> tuple[FairnessReport, dict[str, dict[int, Any]]]:
+    """The report of a classification evaluation from its per-attribute ``results`` and the ``overall``
+    values, and each attribute's small groups (for :func:`with_gaps` once intervals are added).
+
+    The small groups' warnings join ``warnings``; ``settings`` (the keyword arguments of
+    ``findings.settings`` but the results and ``attributes``; None for a backend without them) and the
+    cut points of ``bins`` join ``metadata``.
+    """
+    flagged = {result.name: _findings.small_groups(result) for result in results}
+    for result in results:
+        warnings.extend(_findings.small_group_warnings(result, flagged[result.name]))
+    if settings is not None:
+        metadata.update(_findings.settings(results, attributes, **settings))
+    if bins is not None:
+        metadata["bins"] = {name: sorted(float(edge) for edge in spec) for name, spec in bins.items()}
+    return classification_report(results, overall, warnings, metadata, flagged=flagged), flagged
+
+
 def classification_report(results: list[AttributeResult], overall: dict[str, Any], warnings: list[str],
                           metadata: dict[str, Any], *,
                           flagged: dict[str, dict[int, Any]] | None = None) -> FairnessReport:
@@ -56,7 +94,7 @@ def classification_report(results: list[AttributeResult], overall: dict[str, Any
     by_group = partial(_with_small_groups, partial(_by_group_frame, results), results, flagged)
     curves = None
     if results and all(result.curves is not None for result in results):
-        curves = [_pictures.CurveSource(result.name, result.groups, result.counts, result.n, result.threshold,
+        curves = [_curves.CurveSource(result.name, result.groups, result.counts, result.n, result.threshold,
                                         result.curves, result.first_slot) for result in results]
     report = FairnessReport("cls", partial(summary_frame, summaries), by_group, overall,
                             attribute_overall, warnings, metadata, curves=curves)

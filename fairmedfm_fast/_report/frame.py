@@ -244,9 +244,10 @@ class FairnessReport:
         that suit the task, or a list of kinds), the figures of :meth:`plot`. Returns the HTML text
         and writes it to ``path`` when given.
         """
-        from . import pictures as _pictures
 
-        return _pictures.write_html(self, path, figures)
+        from . import html as _html
+
+        return _html.write_html(self, path, figures)
 
     def scalars(self) -> dict[str, float]:
         """Every summary number as one flat ``{name: float}``, for training loggers (Lightning's

@@ -14,203 +14,23 @@ matplotlib is optional (``pip install matplotlib``) and imported on first use; f
 """
 from __future__ import annotations
 
-import base64
-import html
-import io
 import math
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from pathlib import Path
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from .._engine import classification as _engine
 from .._registry import metrics as _metric_registry
+from .curves import GroupCurves, classification_curves, dice_by_group, select_names
 
 KINDS = ("roc", "reliability", "bars", "dice", "pairwise", "forest")
 SEGMENTATION_BARS = ("mean_dice",)
 INSTALL = 'pip install matplotlib (or pip install ".[plot]" in a clone of fairmedfm_fast)'
 _COLUMNS = 3  # axes per row in the per-attribute figures
-MAX_POINTS = _engine.CURVE_POINTS  # ROC points kept per group, at most (besides the corners)
 
 
-# ---------------------------------------------------------------------------------------------
-# Curve data, from the summaries the report keeps (no matplotlib here)
-# ---------------------------------------------------------------------------------------------
-
-@dataclass
-class GroupCurves:
-    """What the pictures show of one group (or of all of an attribute's present samples)."""
-
-    name: str
-    n: int
-    fpr: np.ndarray  # ROC points, thresholds descending, from (0, 0) to (1, 1): points of the exact curve
-    tpr: np.ndarray
-    thresholds: np.ndarray  # +inf first, then descending scores: a point counts the samples scoring >= its own
-    auc: float  # from the rank statistics (exact even when the points are thinned)
-    operating_point: tuple[float, float]  # (FPR, TPR) predicting ``score > threshold`` of the attribute
-    bin_score: np.ndarray  # mean score of each non-empty ECE bin
-    bin_positive: np.ndarray  # fraction positive of each non-empty ECE bin
-    bin_weight: np.ndarray  # samples (weight with sample weights) in each non-empty ECE bin
-    ece: float
-
-    def trapezoid_area(self) -> float:
-        """Area under the ROC points by the trapezoid rule."""
-        return float(np.sum(np.diff(self.fpr) * (self.tpr[1:] + self.tpr[:-1]) / 2.0))
-
-
-@dataclass
-class CurveSource:
-    """What a report keeps for the curves of one attribute: its names and counts beside the engine's
-    :class:`~fairmedfm_fast._engine.Curves` (bounded: no per-sample array)."""
-
-    attribute: str
-    groups: list
-    counts: list[int]  # samples per group
-    n: int  # the attribute's present samples
-    threshold: float  # decision threshold of its @best_f1 metrics (NaN when undefined)
-    curves: _engine.Curves  # of every attribute of the report (the same object)
-    first_slot: int  # this attribute's first slot there: its groups, then all its present samples
-
-
-@dataclass
-class AttributeCurves:
-    """Curves of one attribute: its groups with both labels, then all its present samples."""
-
-    attribute: str
-    threshold: float  # decision threshold of the attribute's @best_f1 metrics (NaN when undefined)
-    groups: list[GroupCurves]  # groups with both labels, in report order
-    overall: GroupCurves | None  # all present samples (None without both labels)
-
-
-def _samples(report, kind: str, name: str):
-    data = getattr(report, name, None)
-    if data is None:
-        if report.task == "cls":
-            raise ValueError(f"kind={kind!r} needs the ROC and reliability summaries that fairmedfm_fast.evaluate "
-                             "records, and this report keeps none (reports of evaluate_voxels keep no per-voxel "
-                             "scores, those of fairmedfm_fast.dask.evaluate no curves); use kind='bars', 'forest' "
-                             "or 'pairwise', which need only the tables")
-        raise ValueError(f"kind={kind!r} needs the per-image values, and this report keeps none; plot a report "
-                         "made by fairmedfm_fast.evaluate_segmentation, or use kind='bars' or 'pairwise', which "
-                         "need only the tables")
-    return data
-
-
-def _select_names(available: list[str], wanted: str | Sequence[str]) -> list[str]:
-    names = [wanted] if isinstance(wanted, str) else list(wanted)
-    unknown = [name for name in names if name not in available]
-    if unknown:
-        raise ValueError(f"attributes={wanted!r} names {unknown}, which the report does not have; its "
-                         f"attributes are {available}")
-    return names
-
-
-def _select(attributes: list, wanted: str | Sequence[str] | None) -> list[int]:
-    """Indices of the wanted attributes (all by default)."""
-    if wanted is None:
-        return list(range(len(attributes)))
-    names = [attribute.name for attribute in attributes]
-    return [names.index(name) for name in _select_names(names, wanted)]
-
-
-def classification_curves(report, attributes: str | Sequence[str] | None = None,
-                          max_points: int = MAX_POINTS) -> list[AttributeCurves]:
-    """ROC points, operating points and ECE bins of every group, from the report's summaries.
-
-    Parameters
-    ----------
-    report : FairnessReport
-        Made by :func:`fairmedfm_fast.evaluate` (or ``FairnessAccumulator.report``), which recorded
-        every group's curves while it had the samples sorted.
-    attributes : str or list of str, optional
-        Attributes to return, by name; all by default.
-    max_points : int
-        Curves with more points keep this many and both ends, evenly among theirs (0: all); the report
-        keeps at most :data:`MAX_POINTS` + 2 anyway. The AUC shown and the operating points are exact
-        either way.
-    """
-    if report.task != "cls":
-        raise ValueError(f"ROC and reliability curves need a classification report (task 'cls'); this report "
-                         f"is {report.task!r}: use kind='dice' or kind='bars'")
-    sources = _samples(report, "roc", "_curves")
-    names = [source.attribute for source in sources]
-    chosen = list(range(len(sources))) if attributes is None else [names.index(name) for name in
-                                                                     _select_names(names, attributes)]
-    result = []
-    for source in (sources[k] for k in chosen):
-        first = source.first_slot
-        members = [_group_curves(source, first + g, name, int(source.counts[g]), max_points)
-                   for g, name in enumerate(source.groups)]
-        overall = _group_curves(source, first + len(source.groups), "all", int(source.n), max_points)
-        result.append(AttributeCurves(source.attribute, float(source.threshold),
-                                      [m for m in members if m is not None], overall))
-    return result
-
-
-def _group_curves(source: CurveSource, slot: int, name: str, n: int, max_points: int) -> GroupCurves | None:
-    """The curves of one slot (a group, or all of the attribute's present samples); None without both labels."""
-    curves = source.curves
-    positives, negatives = curves.positives[slot], curves.negatives[slot]
-    if positives <= 0 or negatives <= 0:
-        return None
-    # Cuts from the last (n: nothing above, point (0, 0)) down to the first (0: everything above, (1, 1)).
-    tp = positives - curves.pos_below[slot, ::-1]
-    fp = negatives - curves.neg_below[slot, ::-1]
-    thresholds = curves.thresholds[::-1]
-    keep = np.empty(len(tp), bool)
-    keep[:1] = True
-    keep[1:] = (tp[1:] != tp[:-1]) | (fp[1:] != fp[:-1])  # cuts with no sample of the slot between them
-    if max_points > 0 and np.count_nonzero(keep) > max_points + 2:  # evenly among them, both ends kept
-        kept = np.flatnonzero(keep)
-        keep[:] = False
-        keep[kept[np.linspace(0, len(kept) - 1, max_points + 2).round().astype(np.intp)]] = True
-    tp, fp, thresholds = tp[keep], fp[keep], thresholds[keep]
-    auc = float(curves.u2[slot] / (2.0 * positives * negatives))
-    point = (math.nan, math.nan)
-    if not math.isnan(source.threshold) and curves.above_best is not None:  # predicted positive: score > it
-        point = (float(curves.above_best[0][slot] / negatives), float(curves.above_best[1][slot] / positives))
-    bin_score = bin_positive = size = np.empty(0)
-    ece = math.nan
-    if curves.bins is not None:
-        count, label_sum, score_sum = (b[slot] for b in curves.bins)
-        filled = count > 0
-        size = count[filled].astype(np.float64)
-        bin_score, bin_positive = score_sum[filled] / size, label_sum[filled] / size
-        ece = float(curves.ece[slot])
-    return GroupCurves(name, n, fp / negatives, tp / positives, thresholds.copy(), auc, point, bin_score,
-                       bin_positive, size, ece)
-
-
-def dice_by_group(report, attributes: str | Sequence[str] | None = None,
-                  metric: str = "dice") -> list[tuple[str, list[tuple[str, np.ndarray]]]]:
-    """Per attribute, the Dice scores (or another metric's per-sample values, with
-    ``evaluate_segmentation(metrics=...)``) of each group that has any, in report order."""
-    if report.task != "seg":
-        raise ValueError(f"kind='dice' needs a segmentation report (task 'seg'); this report is {report.task!r}: "
-                         "use kind='roc', 'reliability' or 'bars'")
-    dice, all_attributes = _samples(report, "dice", "_dice_data")
-    if metric != "dice":
-        dice = report._metric_data[metric]
-    dice = np.asarray(dice, dtype=np.float64)
-    result = []
-    for attribute in (all_attributes[k] for k in _select(all_attributes, attributes)):
-        keep = (attribute.codes >= 0) & ~np.isnan(dice)
-        codes = attribute.codes[keep]
-        order = np.argsort(codes, kind="stable")
-        counts = np.bincount(codes, minlength=attribute.n_groups)
-        pieces = np.split(dice[keep][order], np.cumsum(counts)[:-1])
-        result.append((attribute.name, [(attribute.groups[g], pieces[g]) for g in range(attribute.n_groups)
-                                        if counts[g] > 0]))
-    return result
-
-
-# ---------------------------------------------------------------------------------------------
-# Figures
-# ---------------------------------------------------------------------------------------------
-
-def _figure_class():
+def figure_class():
     try:
         from matplotlib.figure import Figure
     except ImportError as error:
@@ -225,7 +45,7 @@ def _grid(n_panels: int, width: float = 4.2, height: float = 3.8, columns: int =
     (left, right, top, bottom, between columns, between rows, in inches) each axes is ``width`` x
     ``height`` inches where they say: no layout pass, which costs more than drawing the figures of
     the HTML page themselves."""
-    Figure = _figure_class()
+    Figure = figure_class()
     columns = max(1, min(columns, n_panels))
     rows = max(1, math.ceil(n_panels / columns))
     if margins is None:
@@ -422,8 +242,8 @@ def plot_bars(report, attributes=None):
     metrics = list(shown)
     names = [str(name) for name in report.summary.index]
     if attributes is not None:
-        names = _select_names(names, attributes)
-    Figure = _figure_class()
+        names = select_names(names, attributes)
+    Figure = figure_class()
     rows, columns = max(1, len(names)), max(1, len(metrics))
     most = max([len(report.by_group.loc[name]) for name in names if name in report.by_group.index.get_level_values(0)],
                default=1)
@@ -510,7 +330,7 @@ def plot_forest(report, attributes=None):
         metrics = [m for m in SEGMENTATION_BARS if m in report.by_group.columns]
     names = [str(name) for name in report.summary.index]
     if attributes is not None:
-        names = _select_names(names, attributes)
+        names = select_names(names, attributes)
     present = set(report.by_group.index.get_level_values(0))
     blocks = []  # (attribute, its evaluable rows of by_group)
     for name in names:
@@ -521,7 +341,7 @@ def plot_forest(report, attributes=None):
             table = table[table["skipped"].isna().to_numpy()]
         if len(table):
             blocks.append((name, table))
-    Figure = _figure_class()
+    Figure = figure_class()
     rows = sum(len(table) + 1 for _, table in blocks) or 1
     height = 0.22 * rows + 1.1
     columns = max(1, len(metrics))
@@ -670,7 +490,7 @@ def plot_pairwise(report, attributes=None, metric: str | None = None):
     levels = list(table.index.names[:-2])
     names = [key if isinstance(key, tuple) else (key,) for key in report.summary.index]
     if attributes is not None:
-        wanted = _select_names(list(dict.fromkeys(str(key[-1]) for key in names)), attributes)
+        wanted = select_names(list(dict.fromkeys(str(key[-1]) for key in names)), attributes)
         names = [key for name in wanted for key in names if str(key[-1]) == name]
     interval, p_column, words = _pair_details(table)
     detailed = interval is not None or p_column is not None
@@ -744,7 +564,7 @@ def plot_pairwise(report, attributes=None, metric: str | None = None):
     return figure
 
 
-_PLOTTERS = {"roc": plot_roc, "reliability": plot_reliability, "bars": plot_bars, "dice": plot_dice,
+PLOTTERS = {"roc": plot_roc, "reliability": plot_reliability, "bars": plot_bars, "dice": plot_dice,
              "pairwise": plot_pairwise, "forest": plot_forest}
 
 
@@ -752,9 +572,9 @@ def plot(report, kind: str = "roc", attributes: str | Sequence[str] | None = Non
     """The figure of ``kind`` for ``report``; see :meth:`FairnessReport.plot`."""
     if isinstance(kind, str) and kind != "dice" and kind in (getattr(report, "_metric_data", None) or {}):
         return plot_dice(report, attributes, kind)  # a surface metric of evaluate_segmentation(metrics=...)
-    if not isinstance(kind, str) or kind not in _PLOTTERS:
+    if not isinstance(kind, str) or kind not in PLOTTERS:
         raise ValueError(f"kind={kind!r} is not a plot kind; use one of {', '.join(map(repr, KINDS))}")
-    return _PLOTTERS[kind](report, attributes)
+    return PLOTTERS[kind](report, attributes)
 
 
 def default_kinds(report) -> tuple[str, ...]:
@@ -764,197 +584,3 @@ def default_kinds(report) -> tuple[str, ...]:
             return ("forest", "pairwise", "roc", "reliability")
         return ("roc", "reliability", "bars", "pairwise")
     return ("dice", *(m for m in (getattr(report, "_metric_data", None) or {}) if m != "dice"), "bars", "pairwise")
-
-
-def png_bytes(figure, dpi: int = 100) -> bytes:
-    buffer = io.BytesIO()
-    figure.savefig(buffer, format="png", dpi=dpi)
-    return buffer.getvalue()
-
-
-# ---------------------------------------------------------------------------------------------
-# HTML
-# ---------------------------------------------------------------------------------------------
-
-_STYLE = """
-body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; margin: 2em auto;
-       max-width: 1200px; padding: 0 1em; color: #222; }
-h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 1.6em; border-bottom: 1px solid #ddd; }
-table { border-collapse: collapse; font-size: 0.85em; margin: 0.5em 0; }
-th, td { border: 1px solid #ddd; padding: 0.25em 0.6em; text-align: right; }
-th { background: #f4f4f4; } tbody tr:nth-child(even) { background: #fafafa; }
-.warnings li { color: #8a4b00; margin: 0.2em 0; }
-figure { margin: 1em 0; } figure img { max-width: 100%; height: auto; border: 1px solid #eee; box-sizing: border-box; }
-figcaption { font-size: 0.85em; color: #555; }
-.note { color: #555; font-style: italic; } .wide { overflow-x: auto; }
-table.fit { max-width: 100%; } table.fit td, table.fit th { overflow-wrap: anywhere; }
-td.text { text-align: left; } .flag { color: #8a4b00; } .headline { font-size: 1.1em; }
-li, p { overflow-wrap: anywhere; } section#findings ul { margin-top: 0.2em; }
-"""
-
-
-def _table(frame) -> str:
-    table = frame.to_html(float_format=lambda v: f"{v:.4f}", na_rep="", border=0, escape=True)
-    return f'<div class="wide">{table}</div>'  # wide tables scroll instead of spilling over
-
-
-def _pairs_table(values: dict[str, Any]) -> str:
-    rows = "".join(f"<tr><th>{html.escape(str(key))}</th><td>{html.escape(_format(value))}</td></tr>"
-                   for key, value in values.items())
-    return f'<table class="dataframe">{rows}</table>'
-
-
-def _format(value: Any) -> str:
-    if isinstance(value, (float, np.floating)):
-        return f"{float(value):.4f}" if math.isfinite(value) else "NaN"
-    return str(value)
-
-
-#: Pixels across the page's content (body max-width 1200px less its padding).
-PAGE_WIDTH = 1168
-
-
-def _figure_html(report, kind: str, caption: str, dpi: int) -> str:
-    """One figure of the page as an inlined PNG with its caption, or a note saying why it cannot be drawn."""
-    try:
-        figure = plot(report, kind)
-    except ValueError as error:
-        return f'<p class="note">{html.escape(kind)}: {html.escape(str(error))}</p>'
-    # No wider than the page shows it (wider ones are scaled down by the browser): fewer pixels to draw,
-    # to encode and to send, the same picture.
-    dpi = min(dpi, PAGE_WIDTH / float(figure.get_size_inches()[0]))
-    encoded = base64.b64encode(png_bytes(figure, dpi)).decode("ascii")
-    return (f'<figure><img src="data:image/png;base64,{encoded}" alt="{html.escape(caption)}">'
-            f"<figcaption>{html.escape(caption)}</figcaption></figure>")
-
-
-def render_html(report, figures: bool | Iterable[str] = True, dpi: int = 100, notes: Sequence[str] = ()) -> str:
-    """The report as one HTML page: ``notes`` (what the command line said about its input),
-    warnings, tables and PNG figures inlined as base64."""
-    from .._version import __version__
-
-    if figures is True:
-        kinds = default_kinds(report)
-        _figure_class()  # fail early, with the install hint, when matplotlib is missing
-    elif figures is False or figures is None:
-        kinds = ()
-    else:
-        kinds = tuple(figures)
-        for kind in kinds:
-            if kind not in _PLOTTERS:
-                raise ValueError(f"figures names {kind!r}, which is not a plot kind; use some of "
-                                 f"{', '.join(map(repr, KINDS))}")
-    if report.task == "cls" and getattr(report, "_gaps", None) is not None and not getattr(report, "tasks", None):
-        return _findings_page(report, kinds, dpi, notes)
-    task = {"cls": "classification", "seg": "segmentation"}.get(report.task, str(report.task))
-    title = f"Fairness report ({task})"
-    parts = [*_head(title),
-             f'<p class="note">Made by fairmedfm_fast {html.escape(str(__version__))}; '
-             f"{len(report.summary)} attribute(s).</p>"]
-    parts += _notes_and_warnings(report, notes)
-    parts += ["<h2>Summary per attribute</h2>", _table(report.summary)]
-    if report.overall:
-        parts += ["<h2>All samples</h2>", _pairs_table(report.overall)]
-    parts += ["<h2>Per group</h2>", _table(report.by_group)]
-    ci = getattr(report, "ci", None)
-    if isinstance(ci, dict):
-        level, n_boot = ci.get("level"), ci.get("n_boot")
-        about = f"{level:.0%} percentile intervals from {n_boot} bootstrap resamples" if level and n_boot else ""
-        parts += ["<h2>Intervals</h2>", f'<p class="note">{html.escape(about)}</p>']
-        parts += [_table(ci[key]) for key in ("summary", "by_group") if ci.get(key) is not None]
-    p_values = getattr(report, "p_values", None)
-    if p_values is not None:
-        parts += ["<h2>Permutation p-values</h2>", _table(p_values)]
-    if kinds:
-        parts.append("<h2>Figures</h2>")
-    # A report of several tasks draws each task's figures under the task's name.
-    sources = list(report.tasks.items()) if getattr(report, "tasks", None) else [(None, report)]
-    for (name, source), kind in ((source, kind) for source in sources for kind in kinds):
-        caption = _CAPTIONS.get(kind, f"Distribution of per-sample {kind.upper()} in each group.")
-        parts.append(_figure_html(source, kind, caption if name is None else f"Task {name}: {caption}", dpi))
-    if report.metadata:
-        parts += ["<h2>Input</h2>", _pairs_table(report.metadata)]
-    parts += ["</body>", "</html>"]
-    return "\n".join(parts) + "\n"
-
-
-def _notes_and_warnings(report, notes: Sequence[str]) -> list[str]:
-    parts = []
-    if notes:
-        items = "".join(f"<li>{html.escape(str(message))}</li>" for message in notes)
-        parts += ["<h2>Notes</h2>", f'<ul class="notes">{items}</ul>']
-    parts.append("<h2>Warnings</h2>")
-    if report.warnings:
-        items = "".join(f"<li>{html.escape(str(message))}</li>" for message in report.warnings)
-        parts.append(f'<ul class="warnings">{items}</ul>')
-    else:
-        parts.append('<p class="note">None.</p>')
-    return parts
-
-
-def _head(title: str) -> list[str]:
-    return ["<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
-            # Nothing on the page may load from anywhere: images are data: URLs, the style is inline.
-            '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; img-src data:; '
-            'style-src \'unsafe-inline\'">',
-            '<meta name="viewport" content="width=device-width, initial-scale=1">',
-            f"<title>{html.escape(title)}</title>", f"<style>{_STYLE}</style>", "</head>", "<body>",
-            f"<h1>{html.escape(title)}</h1>"]
-
-
-def _findings_page(report, kinds: Sequence[str], dpi: int, notes: Sequence[str]) -> str:
-    """A classification report of evaluate: findings first, then the tables (values beside their
-    intervals), the figures, the glossary and the settings."""
-    from .._version import __version__
-    from . import page as _page
-
-    parts = _head("Fairness report (classification)")
-    parts.append(f'<p class="note">Made by fairmedfm_fast {html.escape(str(__version__))}; '
-                 f"{len(report.summary)} attribute(s), {report.metadata.get('n_samples', '?')} samples.</p>")
-    parts.append(_page.findings(report))
-    parts += _notes_and_warnings(report, notes)
-    ci = report.ci
-    about = ""
-    if ci and ci.get("summary") is not None:
-        about = (f"Intervals: {ci['level']:.0%} from {ci['n_boot']} bootstrap resamples (percentile for the "
-                 "values, simultaneous over the pairs of groups for the gaps). ")
-    elif ci and ci.get("analytic") is not None:
-        about = (f"Intervals: {ci['level']:.0%} analytic (DeLong for the AUC, Wilson for the rates; "
-                 "simultaneous over the pairs of groups for the gaps, none for eod). ")
-    parts += ["<h2>Summary</h2>", f'<p class="note">{html.escape(about)}JSON and CSV outputs hold every '
-              "column; per group, the confusion counts are left out here.</p>", _page.summary_table(report)]
-    parts += ["<h2>Per group</h2>", _page.group_tables(report)]
-    if report.overall:
-        parts += ["<h2>All samples</h2>", _pairs_table(report.overall)]
-    if kinds:
-        parts.append("<h2>Figures</h2>")
-    for kind in kinds:
-        parts.append(_figure_html(report, kind, _CAPTIONS.get(kind, kind), dpi))
-    parts.append(_page.glossary(report))
-    parts += ["<h2>Settings</h2>", _page.settings_table(report.metadata), "</body>", "</html>"]
-    return "\n".join(parts) + "\n"
-
-
-_CAPTIONS = {
-    "roc": "ROC curve of each group; dots mark each group's operating point at the attribute's best-F1 "
-           "threshold (predicted positive: score above it). Dashed: all samples of the attribute.",
-    "reliability": "Reliability diagram of each group: mean score against fraction positive in each "
-                   "non-empty bin of the group's own 10 equal-width ECE bins.",
-    "bars": "Per-group metrics (at the best-F1 threshold where it applies); dashed: all samples of the "
-            "attribute.",
-    "dice": "Distribution of per-sample Dice in each group.",
-    "pairwise": "Difference of the metric between every pair of groups (row group minus column group), with its "
-                "interval and p-value when the report has them (* p < 0.05; bold: the interval excludes 0).",
-    "forest": "Each group's value with its interval, one panel per metric on its own scale; dashed: all samples "
-              "of the attribute; hollow dots: small groups.",
-}
-
-
-def write_html(report, path: str | Path | None, figures: bool | Iterable[str] = True, dpi: int = 100,
-               notes: Sequence[str] = ()) -> str:
-    text = render_html(report, figures, dpi, notes)
-    if path is not None:
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    return text

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from .._engine import classification as _engine
+from .._engine import placements as _placements
 from .._registry import metrics as _metric_registry
 from .gap_interval import normal_critical_value, pair_bounds, simultaneous_interval
 
@@ -77,7 +78,7 @@ def auc_variances(arranged: _engine.Arranged, results: list) -> dict[int, np.nda
     """DeLong's variance of every slot's AUC, for the attributes ``k`` with metrics (NaN where a
     slot has fewer than two positives or negatives)."""
     rows = [k for k, result in enumerate(results) if result.rows]
-    return {k: variances_of(parts) for k, parts in _engine.placement_sums(arranged, rows).items()}
+    return {k: variances_of(parts) for k, parts in _placements.placement_sums(arranged, rows).items()}
 
 
 def variances_of(parts: list[np.ndarray]) -> np.ndarray:
