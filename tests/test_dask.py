@@ -21,6 +21,7 @@ distributed = pytest.importorskip("distributed")
 import fairmedfm_fast as fm  # noqa: E402
 from fairmedfm_fast import dask as fdask  # noqa: E402
 from fairmedfm_fast._backends import dask as dask_backend  # noqa: E402
+from fairmedfm_fast._backends import dask_survey  # noqa: E402
 from fairmedfm_fast._cli import dask as _cli_dask  # noqa: E402
 
 
@@ -370,7 +371,7 @@ def test_quantile_cut_points_are_numpy_quantiles():
         counts = [pd.Series(part).value_counts(sort=False) for part in parts]
         for q in (2, 3, 4, 7):
             expected = np.unique(np.quantile(values, np.linspace(0, 1, q + 1)[1:-1])).tolist()
-            got = dask_backend._quantile_cut_points(counts, q, "x")
+            got = dask_survey.quantile_cut_points(counts, q, "x")
             assert got == expected, (n, q)
             assert all(not math.isnan(v) for v in got)
 

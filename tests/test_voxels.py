@@ -143,9 +143,9 @@ def test_windows_give_the_same_report(max_memory):
 @pytest.mark.parametrize("options", [{"n_jobs": 3}, {"n_jobs": 2, "max_memory": 2000}, {"n_jobs": 2, "threshold": 0.3}])
 def test_sweep_on_several_threads(monkeypatch, options):
     """Bucket ranges swept on their own threads from the counts below them give the same report."""
-    from fairmedfm_fast._backends import voxels
+    from fairmedfm_fast._backends import voxel_sweep
 
-    monkeypatch.setattr(voxels, "_PARALLEL_SWEEP", 0)
+    monkeypatch.setattr(voxel_sweep, "PARALLEL_SWEEP", 0)
     for levels in (0, 5):
         scores, truth, groups = make_maps(12, n_images=20, levels=levels)
         expected = flat_evaluate(scores, truth, groups, threshold=options.get("threshold"))

@@ -37,7 +37,6 @@ import os
 import uuid
 import warnings
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -55,27 +54,19 @@ from .._report.frame import FairnessReport
 from .._statistics import analytic as _analytic
 from .._statistics import findings as _findings
 from .._util.progress import Progress, check
-from .assess import as_python, attribute_result, range_conversion, transform_note
+from . import dask_survey as _survey
+from .assess import as_python, attribute_result, transform_note
 from .checks import check_interval, check_threshold
 
-__all__ = ["evaluate", "evaluate_segmentation", "read_parquet"]
+__all__ = ["evaluate", "read_parquet"]
 
-#: Label values each partition reports (enough to validate labels and tell two classes from more).
-_LABEL_VALUES = 64
-#: Score quantiles each partition reports (at least), from which the sort boundaries are chosen.
-_SKETCH = 64
-#: Attribute combinations (missing values included) up to which the intersectional codes come from a
-#: table of every combination rather than a search.
-_DENSE_CELLS = 1 << 22
-#: Distinct values of an attribute with quantile bins that the exact quantiles may gather.
-_QUANTILE_VALUES = 1_000_000
 _SCORE, _LABEL = "score", "label"
 #: Loggers of ``distributed`` that note every shuffle at WARNING ("Shuffle ... initialized by task ...",
 #: "... deactivated due to stimulus ..."): routine for our sort, so raised to ERROR during our calls.
 _ROUTINE_LOGGERS = ("distributed.shuffle",)
 
 
-def _dask():
+def import_dask():
     try:
         import dask
         import dask.dataframe as dd
@@ -102,307 +93,15 @@ def _quiet() -> Iterator[None]:
 
 
 # ---------------------------------------------------------------------------------------------
-# Columns of one partition
-# ---------------------------------------------------------------------------------------------
-
-def _numbers(series: pd.Series, what: str) -> np.ndarray:
-    """A numeric column as a NumPy array (nullable and Arrow numbers with NaN for missing)."""
-    dtype = series.dtype
-    if isinstance(dtype, pd.api.extensions.ExtensionDtype) and pd.api.types.is_numeric_dtype(dtype) \
-            and not pd.api.types.is_bool_dtype(dtype):
-        return series.to_numpy(dtype=np.float64, na_value=np.nan)
-    return _inputs.numeric(_inputs.to_numpy(series, what), what, series.dtype)
-
-
-def _labels(series: pd.Series, label: str) -> np.ndarray:
-    return _inputs.to_numpy(series, f"label column {label!r}")
-
-
-def _attribute_column(part: pd.DataFrame, name: str) -> pd.Series:
-    return part[name].reset_index(drop=True)
-
-
-def _local_codes(values: pd.Series, name: str, spec: Any) -> tuple[np.ndarray, list[str]] | None:
-    """Codes and present group names of one partition of an attribute (None: too many numbers)."""
-    if spec is not None:
-        return _groups.binned(values, spec, name)
-    return _groups.encode_values(values, _groups.MAX_NUMERIC_GROUPS if _groups.is_numeric(values) else None)
-
-
-# ---------------------------------------------------------------------------------------------
-# Pass 1: survey
-# ---------------------------------------------------------------------------------------------
-
-@dataclass
-class _Columns:
-    label: str
-    score: str
-    sensitive: list[str]
-    bins: dict[str, Any]  # attribute -> cut points (list) or number of quantile groups (int)
-    intersectional: bool
-    pos_label: Any
-    sketch: int = _SKETCH  # score quantiles per partition: enough for the partitions of the sort
-
-
-#: One partition's columns as arrays (:func:`_local`): raw labels, scores as numbers, per attribute its
-#: local codes (the narrowest integer type) and group names (None: too many numbers), per attribute
-#: its categories (None: not categorical). A tuple, so that Dask measures its size.
-_LocalColumns = tuple[np.ndarray, np.ndarray, list[tuple[np.ndarray, list[str]] | None], list[list[str] | None]]
-
-
-def _local(part: pd.DataFrame, columns: _Columns) -> _LocalColumns:
-    """The columns of one partition that the survey and the sort read, read once: the survey's tasks
-    and the sort's take them from the worker's memory (``dask.persist``) instead of the files."""
-    raw = _labels(part[columns.label], columns.label)
-    scores = _numbers(part[columns.score], f"score column {columns.score!r}")
-    encoded, categories = [], []
-    for name in columns.sensitive:
-        values = _attribute_column(part, name)
-        is_categorical = isinstance(values.dtype, pd.CategoricalDtype)
-        categories.append([_groups.group_name(v) for v in values.cat.categories.tolist()] if is_categorical
-                          else None)
-        item = _local_codes(values, name, columns.bins.get(name))
-        if item is not None:
-            codes, names = item
-            item = (codes.astype(_engine.code_dtype(len(names)), copy=False), names)
-        encoded.append(item)
-    return raw, scores, encoded, categories
-
-
-def _survey(local: _LocalColumns, columns: _Columns) -> dict[str, Any]:
-    """What the global checks and codes need to know about one partition, in a few kilobytes."""
-    raw, scores, encoded, categories = local
-    n = len(raw)
-    distinct = pd.unique(raw)[:_LABEL_VALUES]
-    found = 0
-    if columns.pos_label is not None:
-        matches = np.flatnonzero(np.asarray(raw == columns.pos_label))
-        found = len(matches)
-        if found:
-            distinct = np.concatenate([distinct, raw[matches[:1]]])
-    nan_labels = int(np.isnan(raw).sum()) if raw.dtype.kind == "f" else 0
-    ones = int(np.count_nonzero(raw == 1)) if raw.dtype.kind in "biuf" else 0
-
-    nan_scores = int(np.isnan(scores).sum()) if scores.dtype.kind == "f" else 0
-    present = scores[~np.isnan(scores)] if nan_scores else scores
-    if present.size:
-        low, high = float(present.min()), float(present.max())
-        # from an evenly strided sample of at most 32 values per quantile: the boundaries only balance
-        # the ranges (any boundaries give the same report)
-        sample = present[::max(1, present.size // (32 * columns.sketch))].astype(np.float64)
-        sketch = np.quantile(sample, np.linspace(0, 1, columns.sketch + 1))
-    else:
-        low, high, sketch = math.inf, -math.inf, np.empty(0)
-
-    groups = [None if item is None else item[1] for item in encoded]
-    missing = [0 if item is None else int(np.count_nonzero(item[0] < 0)) for item in encoded]
-    combos: list[tuple[str, ...]] = []
-    if columns.intersectional and len(columns.sensitive) > 1 and all(item is not None for item in encoded):
-        combos = _present_combinations(encoded)
-    return {"n": n, "labels": distinct, "label_nan": nan_labels, "label_ones": ones, "label_found": found,
-            "score_nan": nan_scores, "score_low": low, "score_high": high, "score_dtype": scores.dtype,
-            "sketch": sketch, "groups": groups, "missing": missing, "combos": combos,
-            "categories": categories}
-
-
-def _value_counts(part: pd.DataFrame, names: list[str]) -> dict[str, pd.Series | None]:
-    """Per attribute with quantile bins, the counts of its present values (None: too many)."""
-    counts = {}
-    for name in names:
-        values = _attribute_column(part, name)
-        _groups.binned(values, [0.0], name)  # only its check that the values are numbers
-        numeric = pd.to_numeric(values, errors="coerce").to_numpy(dtype=np.float64, na_value=np.nan)
-        found = pd.Series(numeric[~np.isnan(numeric)]).value_counts(sort=False)
-        counts[name] = found if len(found) <= _QUANTILE_VALUES else None
-    return counts
-
-
-def _present_combinations(local: list[tuple[np.ndarray, list[str]]]) -> list[tuple[str, ...]]:
-    """Name tuples of the attribute combinations present in a partition (rows with every value)."""
-    space = math.prod(len(names) + 1 for _, names in local)
-    key = np.zeros(len(local[0][0]), np.int32 if space < 2**31 else np.int64)
-    for codes, names in local:  # code + 1: 0 for a missing value; in place, no temporary per step
-        key *= len(names) + 1
-        key += codes
-        key += 1
-    # a count per combination where there are few (no sort), else the distinct keys
-    keys = np.flatnonzero(np.bincount(key, minlength=space)) if space <= _DENSE_CELLS else np.unique(key)
-    found = []
-    for value in keys.tolist():
-        parts = []
-        for _, names in reversed(local):
-            width = len(names) + 1
-            parts.append(value % width - 1)
-            value //= width
-        if min(parts) >= 0:  # rows with every value
-            found.append(tuple(names[code] for (_, names), code in zip(local, reversed(parts))))
-    return found
-
-
-# ---------------------------------------------------------------------------------------------
-# Global plan from the surveys
-# ---------------------------------------------------------------------------------------------
-
-@dataclass
-class _Plan:
-    """Everything the partitions need to turn their rows into kernel inputs with global codes."""
-
-    columns: _Columns
-    score_type: str  # "probability" or "logit", applied per partition with the global decision
-    score_dtype: np.dtype
-    groups: list[list[str]]  # global group names per attribute, report order
-    combined: list[tuple[int, ...]] = field(default_factory=list)  # intersectional groups as code tuples
-    code_dtype: np.dtype = field(default_factory=lambda: np.dtype(np.intp))
-    all_samples: bool = False  # add a grouping of every sample (no attribute is complete)
-    conversion: dict = field(default_factory=dict)  # facts of a sigmoid conversion, for transform_note
-
-
-def _check_labels(surveys: list[dict], columns: _Columns) -> tuple[dict[str, Any], int]:
-    """Label validation with the rules of the in-memory ``evaluate``; returns metadata and positives."""
-    name = columns.label
-    distinct = pd.unique(np.concatenate([s["labels"] for s in surveys]))
-    if columns.pos_label is None and distinct.dtype.kind == "f":
-        nan = sum(s["label_nan"] for s in surveys)
-        if nan:
-            raise ValueError(f"label column {name!r} has {nan} missing values (NaN or null); "
-                             f"{_inputs.MISSING_RULE}, e.g. ddf.dropna(subset=[{name!r}])")
-    try:
-        _, info = _inputs.binary_labels(distinct, columns.pos_label)
-    except ValueError as error:
-        raise ValueError(f"label column {name!r}: {error}") from None
-    key = "label_found" if columns.pos_label is not None else "label_ones"
-    return info, sum(s[key] for s in surveys)
-
-
-def _score_decision(surveys: list[dict], columns: _Columns, score_type: str) -> tuple[str, np.dtype, dict]:
-    if score_type not in ("auto", "probability", "logit"):
-        raise ValueError(f"score_type={score_type!r} is not one of 'auto', 'probability', 'logit'")
-    nan = sum(s["score_nan"] for s in surveys)
-    if nan:
-        raise ValueError(f"score column {columns.score!r} has {nan} missing values (NaN or null); "
-                         f"{_inputs.MISSING_RULE}, e.g. ddf.dropna(subset=[{columns.score!r}])")
-    low = min(s["score_low"] for s in surveys)
-    high = max(s["score_high"] for s in surveys)
-    probability = low >= 0 and high <= 1
-    if score_type == "probability" and not probability:
-        raise _inputs.not_probabilities(f"the score column {columns.score!r}", low, high)
-    raw_dtype = surveys[0]["score_dtype"]
-    if score_type == "logit" or not probability:
-        return "logit", np.dtype(np.float64), {"score_transform": "sigmoid"}
-    return "probability", np.dtype(np.float32 if raw_dtype == np.float32 else np.float64), {}
-
-
-def _conversion(surveys: list[dict], score_type: str, mode: str) -> dict[str, Any]:
-    """What the in-memory ``evaluate`` knows of a sigmoid conversion, from the survey's range (ties that
-    the sigmoid makes between logits are not counted here: that needs the sorted scores)."""
-    if mode != "logit":
-        return {}
-    return range_conversion(score_type, min(s["score_low"] for s in surveys), max(s["score_high"] for s in surveys))
-
-
-def _quantile_cut_points(counts: list[pd.Series], quantiles: int, name: str) -> list[float]:
-    """``numpy.quantile`` (linear) of the present values from their global value counts, exactly."""
-    if any(c is None for c in counts):
-        raise ValueError(f"bins[{name!r}]={quantiles}: attribute {name!r} has too many distinct values for "
-                         "exact quantiles on Dask; give cut points instead, e.g. bins={"
-                         f"{name!r}: [40, 60]}}")
-    merged = pd.concat(counts).groupby(level=0, sort=True).sum() if counts else pd.Series([], dtype=np.int64)
-    if merged.empty:
-        raise ValueError(f"bins[{name!r}]: attribute {name!r} has no values to take quantiles of")
-    values = merged.index.to_numpy(dtype=np.float64)
-    ends = np.cumsum(merged.to_numpy())  # rank r (0-based) holds values[searchsorted(ends, r, "right")]
-    n = int(ends[-1])
-    q = np.linspace(0, 1, int(quantiles) + 1)[1:-1]
-    # numpy's "linear" method: virtual index (n - 1) * q, then its _lerp of the two neighbours.
-    virtual = (n - 1) * q
-    below = np.floor(virtual)
-    above = np.minimum(below + 1, n - 1)
-    gamma = virtual - below
-    a = values[np.searchsorted(ends, below.astype(np.int64), side="right")]
-    b = values[np.searchsorted(ends, above.astype(np.int64), side="right")]
-    difference = b - a
-    result = a + difference * gamma
-    upper = gamma >= 0.5
-    result[upper] = (b - difference * (1 - gamma))[upper]
-    return np.unique(result).tolist()
-
-
-def _plan(surveys: list[dict], columns: _Columns, meta: pd.DataFrame, score_type: str
-          ) -> tuple[_Plan, dict[str, Any]]:
-    """Validate globally (in the order of the in-memory ``evaluate``) and fix the global codes."""
-    n = sum(s["n"] for s in surveys)
-    if n == 0:
-        raise ValueError("the Dask DataFrame has no rows: pass one row per sample")
-    label_info, positives = _check_labels(surveys, columns)
-    mode, dtype, score_info = _score_decision(surveys, columns, score_type)
-    groups: list[list[str]] = []
-    missing = []
-    for j, name in enumerate(columns.sensitive):
-        parts = [s["groups"][j] for s in surveys]
-        spec = columns.bins.get(name)
-        present = set().union(*(p for p in parts if p))
-        numeric = spec is None and _groups.is_numeric(meta[name])
-        if any(p is None for p in parts) or (numeric and len(present) > _groups.MAX_NUMERIC_GROUPS):
-            raise ValueError(
-                f"attribute {name!r} looks continuous (more than {_groups.MAX_NUMERIC_GROUPS} distinct "
-                f"numbers); group it with bins={{{name!r}: [40, 60]}} (cut points) or bins={{{name!r}: 4}} "
-                "(quantile groups)")
-        missing.append(sum(s["missing"][j] for s in surveys))
-        groups.append(_global_order(name, meta[name], present, spec, [s["categories"][j] for s in surveys],
-                                    missing[-1] > 0))
-    if positives == 0 or positives == n:
-        raise ValueError(f"label column {columns.label!r} has only label {1 if positives else 0} ({n} "
-                         "samples); fairness metrics need both positive and negative samples")
-    combined: list[tuple[int, ...]] = []
-    sizes = [len(g) for g in groups]
-    if columns.intersectional and len(groups) > 1:
-        position = [{g: i for i, g in enumerate(names)} for names in groups]
-        cells = {combo for s in surveys for combo in s["combos"]}
-        combined = sorted(tuple(position[j][g] for j, g in enumerate(cell)) for cell in cells)
-        sizes.append(len(combined))
-    plan = _Plan(columns, mode, dtype, groups, combined, _engine.code_dtype(max(sizes, default=1)),
-                 all_samples=all(m > 0 for m in missing), conversion=_conversion(surveys, score_type, mode))
-    return plan, {**label_info, **score_info, "n_samples": n}
-
-
-def _global_order(name: str, column: pd.Series, present: set[str], cut_points: list[float] | None,
-                  categories: list[list[str] | None], has_missing: bool) -> list[str]:
-    """Group names in the order of the in-memory report.
-
-    Categorical columns without missing values follow their categories: those of the Dask meta when
-    it knows them, else (Parquet dictionaries, read per file) the union of the partitions'
-    categories in partition order, as pyarrow unifies the dictionaries of a dataset read into one
-    table. With a missing value they are sorted, as in memory (fairmedfm's rule).
-    """
-    if cut_points is not None:
-        edges = sorted(float(edge) for edge in cut_points)
-        _, full = _groups.binned(pd.Series([-np.inf, *edges]), list(edges), name)
-        return [label for label in full if label in present]
-    dtype = column.dtype
-    if not isinstance(dtype, pd.CategoricalDtype) or has_missing:
-        return sorted(present, key=_groups.order_key)
-    known = [] if dtype.categories is None else list(dtype.categories)
-    if known and "__UNKNOWN_CATEGORIES__" not in known:
-        names = [_groups.group_name(value) for value in known]
-    else:
-        names = [label for part in categories if part for label in part]
-    ordered: list[str] = []
-    for label in names:
-        if label in present and label not in ordered:
-            ordered.append(label)
-    return ordered
-
-
-# ---------------------------------------------------------------------------------------------
 # Pass 2: kernel inputs with global codes, sorted by score
 # ---------------------------------------------------------------------------------------------
 
-def _code_names(plan: _Plan) -> list[str]:
+def _code_names(plan: _survey.Plan) -> list[str]:
     k = len(plan.groups) + (1 if plan.combined else 0) + (1 if plan.all_samples else 0)
     return [f"c{j}" for j in range(k)]
 
 
-def _rows(local: _LocalColumns, plan: _Plan) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
+def _rows(local: _survey.LocalColumns, plan: _survey.Plan) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
     """One partition as kernel inputs: probabilities, 0/1 labels and one global code row per grouping."""
     columns = plan.columns
     raw, numbers, encoded, _ = local
@@ -428,16 +127,16 @@ def _rows(local: _LocalColumns, plan: _Plan) -> tuple[np.ndarray, np.ndarray, li
     return scores, labels, rows
 
 
-def _prepare(part: pd.DataFrame, plan: _Plan) -> pd.DataFrame:
+def _prepare(part: pd.DataFrame, plan: _survey.Plan) -> pd.DataFrame:
     """One partition as a frame of kernel inputs (the sort of frames, where records cannot hold the codes)."""
-    scores, labels, rows = _rows(_local(part, plan.columns), plan)
+    scores, labels, rows = _rows(_survey.local_columns(part, plan.columns), plan)
     frame = {_SCORE: scores, _LABEL: labels}
     for name, row in zip(_code_names(plan), rows):
         frame[name] = row.astype(plan.code_dtype)
     return pd.DataFrame(frame)
 
 
-def _combined_codes(rows: list[np.ndarray], plan: _Plan) -> np.ndarray:
+def _combined_codes(rows: list[np.ndarray], plan: _survey.Plan) -> np.ndarray:
     """Codes of the intersectional attribute: the index of each row's combination among those present."""
     widths = [len(names) + 1 for names in plan.groups]  # code + 1: 0 for a missing value
     space = math.prod(widths)
@@ -452,7 +151,7 @@ def _combined_codes(rows: list[np.ndarray], plan: _Plan) -> np.ndarray:
         for code, width in zip(cell, widths):
             value = value * width + code + 1
         cells[i] = value
-    if space <= _DENSE_CELLS:  # one gather from a table of every combination
+    if space <= _survey.DENSE_CELLS:  # one gather from a table of every combination
         table = np.full(space, -1, plan.code_dtype)
         table[cells] = np.arange(len(cells))
         return table[key]
@@ -462,7 +161,7 @@ def _combined_codes(rows: list[np.ndarray], plan: _Plan) -> np.ndarray:
     return np.where(found, codes, -1)
 
 
-def _boundaries(surveys: list[dict], plan: _Plan, npartitions: int) -> list[float]:
+def _boundaries(surveys: list[dict], plan: _survey.Plan, npartitions: int) -> list[float]:
     """Score values that split the sorted rows into about equal partitions (as probabilities).
 
     Rows go to partition ``i`` when ``boundary[i] <= score < boundary[i + 1]``: a function of the
@@ -489,7 +188,7 @@ def _boundaries(surveys: list[dict], plan: _Plan, npartitions: int) -> list[floa
 _told_fallback = False
 
 
-def _layout(plan: _Plan, sizes: np.ndarray) -> _records.Layout | None:
+def _layout(plan: _survey.Plan, sizes: np.ndarray) -> _records.Layout | None:
     """The records of this plan's rows, or None (with one warning per process) when a row's label and
     codes need more than 64 bits: then the rows are sorted as frames (``set_index``)."""
     global _told_fallback
@@ -510,8 +209,8 @@ def _layout(plan: _Plan, sizes: np.ndarray) -> _records.Layout | None:
     return _records.Layout(plan.score_dtype, plan.code_dtype, tuple(shifts), pay_bits, pay_dtype)
 
 
-def _pack(local: _LocalColumns, *, plan: _Plan, layout: _records.Layout, bounds: np.ndarray, sizes: np.ndarray) -> tuple:
-    """One partition's rows (:func:`_local`) as records, split by score range: a tuple of one piece per
+def _pack(local: _survey.LocalColumns, *, plan: _survey.Plan, layout: _records.Layout, bounds: np.ndarray, sizes: np.ndarray) -> tuple:
+    """One partition's rows (:func:`_survey.local_columns`) as records, split by score range: a tuple of one piece per
     range (the words, or the keys and payloads), each sent whole to the task that sorts its range,
     then the partition's counts: per range and slot its negatives and positives (R, n_slots, 2), and
     per slot the lowest and highest score's key (n_slots, 2; see ``kernels.records``)."""
@@ -592,7 +291,7 @@ def _sorted_sums(pieces: list, plan: _ranges.RangePlan, index: int, *, layout: _
     return _range_sums(_sorted_range(pieces, layout, plan.sizes), plan, index)
 
 
-def _routed(local: list, holders: list[str | None], plan: _Plan, layout: _records.Layout, bounds: np.ndarray,
+def _routed(local: list, holders: list[str | None], plan: _survey.Plan, layout: _records.Layout, bounds: np.ndarray,
             sizes: np.ndarray, make_plan: Callable[[tuple], _ranges.RangePlan]) -> tuple[Any, list[Any]]:
     """The sort of records and the ranges' sums as one graph over the persisted columns ``local``: per
     partition a routing task (:func:`_pack`) and a selection of each of its pieces, both on the worker
@@ -654,7 +353,7 @@ def _groupings(sums: list[dict[str, Any]], plan: _ranges.RangePlan, fixed_best: 
 # ---------------------------------------------------------------------------------------------
 
 def _check_columns(ddf: Any, label: Any, score: Any, sensitive: Any, bins: Any) -> tuple[list[str], dict]:
-    _, dd = _dask()
+    _, dd = import_dask()
     if not isinstance(ddf, dd.DataFrame):
         raise ValueError(f"ddf must be a dask.dataframe.DataFrame, got {type(ddf).__name__}; for pandas or "
                          "NumPy data use fairmedfm_fast.evaluate")
@@ -734,7 +433,7 @@ def evaluate(ddf: Any, *, label: str, score: str, sensitive: str | Sequence[str]
         Equal (within 1e-9) to ``fairmedfm_fast.evaluate(df[label], df[score], df[sensitive], ...)``
         on the same rows.
     """
-    dask, _ = _dask()
+    dask, _ = import_dask()
     names, bins = _check_columns(ddf, label, score, sensitive, bins)
     threshold = check_threshold(threshold)
     metrics = _metric_registry.check_metrics(metrics)
@@ -808,21 +507,21 @@ def _evaluate(dask: Any, ddf: Any, label: str, score: str, names: list[str], bin
     meta = ddf._meta
     quantile = [name for name, spec in bins.items() if isinstance(spec, (int, np.integer))]
     if quantile:
-        counts = _computed(dask, [dask.delayed(_value_counts)(part, quantile) for part in ddf.to_delayed()], bar)
+        counts = _computed(dask, [dask.delayed(_survey.value_counts)(part, quantile) for part in ddf.to_delayed()], bar)
         for name in quantile:
-            bins[name] = _quantile_cut_points([c[name] for c in counts], int(bins[name]), name)
+            bins[name] = _survey.quantile_cut_points([c[name] for c in counts], int(bins[name]), name)
     target = npartitions or ddf.npartitions
-    columns = _Columns(label, score, names, bins, intersectional, pos_label,
-                       min(10_000, max(_SKETCH, -(-4 * target // ddf.npartitions))))
+    columns = _survey.Columns(label, score, names, bins, intersectional, pos_label,
+                       min(10_000, max(_survey.SKETCH, -(-4 * target // ddf.npartitions))))
     # each partition read once: kept in its worker's memory for the survey and the sort
-    local = dask.persist(*[dask.delayed(_local)(part, columns) for part in ddf.to_delayed()])
+    local = dask.persist(*[dask.delayed(_survey.local_columns)(part, columns) for part in ddf.to_delayed()])
     holders = _holders(local)
     surveys = []
     for item, holder in zip(local, holders):
         with _on(dask, holder):
-            surveys.append(dask.delayed(_survey)(item, columns))
+            surveys.append(dask.delayed(_survey.survey)(item, columns))
     surveys = _computed(dask, surveys, bar)
-    plan, metadata = _plan(list(surveys), columns, meta, score_type)
+    plan, metadata = _survey.global_plan(list(surveys), columns, meta, score_type)
 
     sizes = np.array([len(g) for g in plan.groups] + ([len(plan.combined)] if plan.combined else [])
                      + ([1] if plan.all_samples else []), np.int64)
@@ -864,7 +563,7 @@ def _evaluate(dask: Any, ddf: Any, label: str, score: str, names: list[str], bin
     return report
 
 
-def _report(plan: _Plan, groupings: list[_engine.Grouping], metadata: dict[str, Any]
+def _report(plan: _survey.Plan, groupings: list[_engine.Grouping], metadata: dict[str, Any]
             ) -> tuple[FairnessReport, list]:
     """The report of ``fairmedfm_fast.evaluate`` from the groupings (its assembly, step by step)."""
     warnings = transform_note(metadata, plan.conversion)
@@ -893,7 +592,7 @@ def read_parquet(path: str | os.PathLike, columns: Sequence[str] | None = None, 
     ``s3://bucket/predictions/``); nothing is read on the client but the Parquet footers.
     ``options`` go to ``dask.dataframe.read_parquet``.
     """
-    _, dd = _dask()
+    _, dd = import_dask()
     text = os.fspath(path)
     if "://" not in text:
         if glob.has_magic(text):
@@ -906,192 +605,3 @@ def read_parquet(path: str | os.PathLike, columns: Sequence[str] | None = None, 
             raise ValueError(f"{text!r} does not exist; give a Parquet file, a directory or a glob such as "
                              "'predictions/*.parquet'")
     return dd.read_parquet(text, columns=list(columns) if columns else None, **options)
-
-
-# ---------------------------------------------------------------------------------------------
-# Segmentation: Dice on the workers, next to the mask files
-# ---------------------------------------------------------------------------------------------
-
-DiceFunction = Callable[..., np.ndarray]
-
-
-def _default_dice() -> DiceFunction:
-    try:
-        from .segmentation import dice_scores
-    except ImportError:
-        raise ImportError("this build of fairmedfm_fast has no mask reader (fairmedfm_fast.segmentation); "
-                          "pass dice_function=, a function (pred_paths, true_paths, label=, "
-                          "mask_threshold=, empty_score=) -> Dice per pair") from None
-    return dice_scores
-
-
-def _mask_paths(part: pd.DataFrame, pred_mask: str, true_mask: str, base: str | None) -> list[list[str]]:
-    """The predicted and ground-truth mask paths of one partition's rows."""
-    paths = []
-    for column in (pred_mask, true_mask):
-        values = part[column].tolist()
-        for value in values:
-            if not isinstance(value, str) or not value:
-                raise ValueError(f"column {column!r} has {value!r} where a mask file path should be; every "
-                                 "sample needs both mask files")
-        paths.append([value if base is None else os.path.join(base, value) for value in values])
-    return paths
-
-
-def _partition_measures(part: pd.DataFrame, names: list[str], pred_mask: str, true_mask: str, base: str | None,
-                        label: Any, mask_threshold: float, options: Any) -> pd.DataFrame:
-    """The attributes ``names`` of one partition's rows beside the per-sample table of
-    :func:`fairmedfm_fast._surface.measure` (voxel counts, surface distances, NSD, diagonal) of its
-    mask pairs, computed where the partition lives."""
-    from .._engine import surface as _surface
-
-    columns = [f"__{column}__" for column in _surface.COLUMNS]
-    if len(part) == 0:
-        table = np.empty((0, len(columns)))
-    else:
-        paths = _mask_paths(part, pred_mask, true_mask, base)
-        table = _surface.measure(paths[0], paths[1], label=label, mask_threshold=mask_threshold, options=options,
-                                 n_jobs=1)
-    return part[names].assign(**dict(zip(columns, table.T)))
-
-
-def _partition_dice(part: pd.DataFrame, pred_mask: str, true_mask: str, base: str | None,
-                    dice_function: DiceFunction | None, options: dict[str, Any]) -> pd.Series:
-    """Dice of one partition's mask pairs, computed where the partition lives."""
-    if len(part) == 0:
-        return pd.Series(np.empty(0), index=part.index, dtype=np.float64)
-    paths = _mask_paths(part, pred_mask, true_mask, base)
-    function = dice_function or _default_dice()
-    if dice_function is None:
-        options = {**options, "n_jobs": 1}  # one task per worker thread already
-    return pd.Series(np.asarray(function(paths[0], paths[1], **options), np.float64), index=part.index)
-
-
-def evaluate_segmentation(ddf: Any, *, sensitive: str | Sequence[str], dice: str | None = None,
-                          pred_mask: str | None = None, true_mask: str | None = None, label: Any = None,
-                          mask_threshold: float = 0.5, empty_score: float = 1.0, base: str | None = None,
-                          bins: _groups.Bins | None = None, intersectional: bool = False,
-                          dice_function: DiceFunction | None = None, **options: Any) -> FairnessReport:
-    """Fairness of a segmentation model from a Dask DataFrame of mask paths (or Dice scores).
-
-    The masks are read and compared on the workers, partition by partition (each worker must be able
-    to open the paths: a shared file system, or the files placed next to the worker that holds the
-    partition). What comes back to the client is one Dice score and the attribute values per sample;
-    the report is then :func:`fairmedfm_fast.evaluate_segmentation` of those, so it is the same.
-
-    Parameters
-    ----------
-    ddf : dask.dataframe.DataFrame
-        One row per sample.
-    sensitive : str or list of str
-        The attribute columns.
-    dice : str, optional
-        A column of Dice scores already computed (then no mask is read).
-    pred_mask, true_mask : str, optional
-        Columns of predicted and ground-truth mask file paths (``.npy``, ``.npz``, images, NIfTI).
-    label, mask_threshold, empty_score
-        As in :func:`fairmedfm_fast.evaluate_segmentation`.
-    base : str, optional
-        Folder that relative paths are relative to (as the workers see it).
-    bins, intersectional
-        As in :func:`fairmedfm_fast.evaluate_segmentation`.
-    dice_function : callable, optional
-        ``f(pred_paths, true_paths, label=, mask_threshold=, empty_score=)`` returning the Dice of each
-        pair; defaults to :func:`fairmedfm_fast.segmentation.dice_scores` (one thread per task).
-    **options
-        Passed on to :func:`fairmedfm_fast.evaluate_segmentation` (e.g. ``n_boot``, ``ci``,
-        ``n_permutations``, ``random_state``, ``progress``: also a line with the time spent reading
-        the masks on the workers). ``metrics=`` beyond Dice (``"hd95"``, ``"hd"``, ``"assd"``,
-        ``"nsd"``) are measured on the workers too (8 numbers a sample come back); ``spacing=`` is
-        then one size per axis, or None for each ground-truth NIfTI header's zooms.
-
-    Returns
-    -------
-    FairnessReport
-    """
-    _, dd = _dask()
-    if not isinstance(ddf, dd.DataFrame):
-        raise ValueError(f"ddf must be a dask.dataframe.DataFrame, got {type(ddf).__name__}")
-    names = [sensitive] if isinstance(sensitive, str) else [str(name) for name in sensitive or []]
-    if not names:
-        raise ValueError("sensitive names no column: pass the attribute columns, e.g. sensitive=['sex']")
-    if (dice is not None) == (pred_mask is not None or true_mask is not None) or \
-            (dice is None and (pred_mask is None or true_mask is None)):
-        raise ValueError("give either dice= (a column of Dice scores) or both pred_mask= and true_mask= "
-                         "(columns of mask file paths)")
-    wanted = [dice] if dice is not None else [pred_mask, true_mask]
-    columns = [str(c) for c in ddf.columns]
-    for option, name in zip(("dice",) if dice is not None else ("pred_mask", "true_mask"), wanted):
-        if name not in columns:
-            raise ValueError(f"{option}={name!r} is not a column of ddf; its columns are {columns[:30]}")
-    unknown = [name for name in names if name not in columns]
-    if unknown:
-        raise ValueError(f"sensitive={unknown[0]!r} is not a column of ddf; its columns are {columns[:30]}")
-    if dice is None and _beyond_dice(options, empty_score):
-        return _surface_report(ddf, names, pred_mask, true_mask, base, label, mask_threshold, empty_score, bins,
-                               intersectional, dice_function, options)
-    if dice is None:
-        reading = {"label": label, "mask_threshold": mask_threshold, "empty_score": empty_score}
-        scores = ddf.map_partitions(_partition_dice, pred_mask, true_mask, base, dice_function, reading,
-                                    meta=pd.Series(dtype=np.float64))
-        with Progress(None, "dask: reading masks", check(options.get("progress"))):
-            table = ddf[names].assign(**{"__dice__": scores}).compute()
-        values = table.pop("__dice__")
-    else:
-        table = ddf[list(dict.fromkeys([*names, dice]))].compute()
-        values = table[dice]
-    from .segmentation import evaluate_segmentation as in_memory  # not the package root: no circle
-
-    report = in_memory(table[names].reset_index(drop=True), dice=values.to_numpy(), bins=bins,
-                       intersectional=intersectional, **options)
-    if dice is None:  # what the in-memory function records when it reads the masks itself
-        report.metadata.update({"dice_from_masks": True, "empty_score": empty_score, "label": label})
-    return report
-
-
-def _beyond_dice(options: dict[str, Any], empty_score: Any) -> bool:
-    """Whether ``metrics=`` asks for more than the Dice scores (as the in-memory function decides)."""
-    if options.get("metrics") is None:
-        return False
-    from .._engine import surface as _surface
-
-    wanted = _surface.check_options(options["metrics"], options.get("percentile", 95.0), options.get("nsd_tolerance"),
-                                    options.get("hd_definition", "medpy"), options.get("empty_distance", "nan"))
-    return wanted != ["dice"] or isinstance(empty_score, dict)
-
-
-def _surface_report(ddf: Any, names: list[str], pred_mask: str, true_mask: str, base: str | None, label: Any,
-                    mask_threshold: float, empty_score: Any, bins: Any, intersectional: bool,
-                    dice_function: DiceFunction | None, options: dict[str, Any]) -> FairnessReport:
-    """``metrics=`` beyond Dice: each worker measures its partition's pairs (voxel counts, surface
-    distances, NSD: one row of 8 numbers per sample), and the client makes the in-memory report of
-    those rows, so every metric, warning and empty-mask rule is the in-memory one."""
-    from .._engine import surface as _surface
-    from .segmentation import evaluate_segmentation as in_memory  # not the package root: no circle
-
-    if dice_function is not None:
-        raise ValueError("dice_function= gives Dice only; drop it to get metrics= beyond Dice from the masks")
-    spacing = options.get("spacing")
-    if spacing is not None and np.ndim(spacing) != 1:
-        raise ValueError(f"spacing has shape {np.shape(spacing)}; on Dask pass one size per axis (or none: each "
-                         "ground-truth NIfTI header's zooms are read on the workers)")
-    nsd_tolerance = options.get("nsd_tolerance")
-    measuring = _surface.Options(float(options.get("percentile", 95.0)),
-                                 math.nan if nsd_tolerance is None else float(nsd_tolerance),
-                                 options.get("hd_definition", "medpy"), spacing)
-    columns = [f"__{column}__" for column in _surface.COLUMNS]
-    meta = ddf._meta[names].assign(**{name: np.empty(0) for name in columns})
-    ddf = ddf[list(dict.fromkeys([*names, pred_mask, true_mask]))]
-    measures = ddf.map_partitions(_partition_measures, names, pred_mask, true_mask, base, label, mask_threshold,
-                                  measuring, meta=meta)
-    with Progress(None, "dask: reading masks", check(options.get("progress"))):
-        table = measures.compute()
-    measured = _surface.Measured(table[columns].to_numpy(np.float64))
-    return in_memory(table[names].reset_index(drop=True), pred_masks=measured, true_masks=measured, label=label,
-                     mask_threshold=mask_threshold, empty_score=empty_score, bins=bins, intersectional=intersectional,
-                     **options)
-
-
-# ---------------------------------------------------------------------------------------------
-# Command line: fairmedfm-fast score PATH --engine dask [--scheduler ADDRESS]
-# ---------------------------------------------------------------------------------------------

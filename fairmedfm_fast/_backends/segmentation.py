@@ -13,7 +13,6 @@ from __future__ import annotations
 import math
 import sys
 import warnings as _warnings
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,10 +23,7 @@ from .._inputs import groups as _groups
 from .._registry import metrics as _metric_registry
 from .._report.frame import FairnessReport, group_frame, summary_frame
 
-__all__ = [
-    "evaluate_segmentation", "dice_gap", "worst_group_dice", "dice_std", "dice_skewness", "equity_scaled_dice",
-    "dice_per_label", "dice_scores", "surface_scores", "segmentation_fairness", "evaluate_seg",
-]
+__all__ = ["evaluate_segmentation", "dice_per_label", "dice_scores", "surface_scores"]
 
 _SUMMARY = ("mean_dice", "min_dice", "max_dice", "delta_dice", "skewness_dice", "std_dice", "es_dice")
 
@@ -41,7 +37,7 @@ def _caller_stacklevel() -> int:
     return level
 
 
-def _warn(message: str, category: type[Warning] = UserWarning) -> None:
+def warn(message: str, category: type[Warning] = UserWarning) -> None:
     _warnings.warn(message, category, stacklevel=_caller_stacklevel())
 
 
@@ -143,7 +139,7 @@ def dice_per_label(pred: Any, true: Any, labels: Any = None) -> dict[Any, float]
 # Assessment
 # ---------------------------------------------------------------------------------------------
 
-def _group_summary(d: np.ndarray, codes: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.ndarray]:
+def group_summary(d: np.ndarray, codes: np.ndarray, n_groups: int) -> tuple[np.ndarray, np.ndarray]:
     """Sample count and mean Dice of every group (NaN for an empty one), from one bincount."""
     counts = np.bincount(codes, minlength=n_groups)
     sums = np.bincount(codes, weights=d, minlength=n_groups)
@@ -152,7 +148,7 @@ def _group_summary(d: np.ndarray, codes: np.ndarray, n_groups: int) -> tuple[np.
     return counts, means
 
 
-def _summary(mean_dice: float, means: np.ndarray) -> dict[str, float]:
+def dice_summary(mean_dice: float, means: np.ndarray) -> dict[str, float]:
     """The FairMedFM summary columns from the overall mean and the group means."""
     low, high = float(np.min(means)), float(np.max(means))
     std = float(np.std(means))
@@ -170,7 +166,7 @@ class _Assessment:
     skewness_notes: set[int] = field(default_factory=set)  # indices into warnings
 
 
-def _scores(dice: Any, pred_masks: Any, true_masks: Any, label: Any, mask_threshold: Any,
+def dice_values(dice: Any, pred_masks: Any, true_masks: Any, label: Any, mask_threshold: Any,
             empty_score: Any, progress: bool | None = None,
             notes: list[str] | None = None) -> tuple[np.ndarray, dict[str, Any]]:
     if dice is not None:
@@ -195,7 +191,7 @@ def _scores(dice: Any, pred_masks: Any, true_masks: Any, label: Any, mask_thresh
     raise ValueError(f"pass dice (one score per sample), or both pred_masks and true_masks{hint}")
 
 
-def _finite(scores: np.ndarray, warnings: list[str]) -> np.ndarray:
+def finite_scores(scores: np.ndarray, warnings: list[str]) -> np.ndarray:
     finite = ~np.isnan(scores)
     n_nan = len(scores) - int(np.count_nonzero(finite))
     if n_nan:
@@ -208,7 +204,7 @@ def _finite(scores: np.ndarray, warnings: list[str]) -> np.ndarray:
     return finite
 
 
-def _assess(scores: np.ndarray, finite: np.ndarray, attributes: list[_groups.Attribute],
+def assess_groups(scores: np.ndarray, finite: np.ndarray, attributes: list[_groups.Attribute],
             warnings: list[str], min_group_size: int | None = None) -> _Assessment:
     from .assess import too_small
 
@@ -220,7 +216,7 @@ def _assess(scores: np.ndarray, finite: np.ndarray, attributes: list[_groups.Att
         if missing:
             warnings.append(f"{name}: {missing} samples have no value for this attribute and were left out of it")
         d = scores[keep]
-        counts, means = _group_summary(d, codes[keep], attribute.n_groups)
+        counts, means = group_summary(d, codes[keep], attribute.n_groups)
         small = (counts > 0) & (counts < (min_group_size or 0))
         for i in np.flatnonzero(small):
             warnings.append(f"{name}={attribute.groups[i]}: skipped, {too_small(min_group_size)} (it has "
@@ -231,7 +227,7 @@ def _assess(scores: np.ndarray, finite: np.ndarray, attributes: list[_groups.Att
             warnings.append(_groups.one_group_warning(attribute) or f"{name}: fewer than two groups have Dice "
                             "scores, so the attribute has no summary metrics")
         else:
-            summary.update(_summary(float(d.mean()), means[present]))
+            summary.update(dice_summary(float(d.mean()), means[present]))
             if not math.isfinite(summary["skewness_dice"]):
                 summary["skewness_dice"] = math.nan
                 result.skewness_notes.add(len(warnings))
@@ -356,18 +352,18 @@ def evaluate_segmentation(sensitive_features: Any, *, dice: Any = None, pred_mas
          "sensitive_features": sensitive_features}, warnings)
     values = None
     if wanted is None:
-        scores, metadata = _scores(dice, pred_masks, true_masks, label, mask_threshold, empty_score, progress,
+        scores, metadata = dice_values(dice, pred_masks, true_masks, label, mask_threshold, empty_score, progress,
                                    warnings)
     else:
         values, scores, metadata = _surface_scores(pred_masks, true_masks, label, mask_threshold, empty_score, wanted,
                                                    spacing, percentile, nsd_tolerance, hd_definition, empty_distance,
                                                    progress=progress)
         warnings.extend(values.warnings)
-    finite = _finite(scores, warnings)
+    finite = finite_scores(scores, warnings)
     attributes = _groups.encode_attributes(sensitive_features, len(scores), bins, intersectional)
     kept = scores[finite]
     overall = {"mean_dice": float(kept.mean()) if len(kept) else math.nan, "n": len(kept)}
-    result = _assess(scores, finite, attributes, warnings, min_group_size)
+    result = assess_groups(scores, finite, attributes, warnings, min_group_size)
     if min_group_size is not None:
         metadata["min_group_size"] = min_group_size
     if values is not None:
@@ -450,7 +446,7 @@ def _add_metrics(result: _Assessment, overall: dict[str, Any], metrics: dict[str
         overall[f"mean_{metric}"] = float(column[ok].mean()) if ok.any() else math.nan
         for attribute in attributes:
             keep = ok & (attribute.codes >= 0)
-            counts, means = _group_summary(column[keep], attribute.codes[keep], attribute.n_groups)
+            counts, means = group_summary(column[keep], attribute.codes[keep], attribute.n_groups)
             group_n = np.bincount(attribute.codes[finite & (attribute.codes >= 0)], minlength=attribute.n_groups)
             small = (group_n > 0) & (group_n < (min_group_size or 0))  # skipped, as in the Dice rows
             for i in np.flatnonzero(group_n):
@@ -517,7 +513,7 @@ def _resampled_metrics(report: FairnessReport, metrics: dict[str, np.ndarray], f
 def _resampled(report: FairnessReport, dice: np.ndarray, code_rows: list[np.ndarray],
                attributes: list[_groups.Attribute], result: _Assessment, n_boot: Any, ci: Any,
                n_permutations: Any, random_state: Any, min_group_size: int | None, stratify: str | None,
-               progress: bool | None, summarize: Any = _summary) -> None:
+               progress: bool | None, summarize: Any = dice_summary) -> None:
     """Bootstrap intervals and permutation p-values on the report (see :func:`evaluate_segmentation`)."""
     import pandas as pd
 
@@ -591,162 +587,3 @@ def _keep(report: FairnessReport, kind: str, attributes: list[_groups.Attribute]
         index = {group: i for i, group in enumerate(attribute.groups)}
         columns = [index[group] for group in rows.index[rows["skipped"].isna()]]
         report.replicates[(kind, attribute.name, "mean_dice")] = draws[attribute.name][:, columns]
-
-
-# ---------------------------------------------------------------------------------------------
-# One number per call
-# ---------------------------------------------------------------------------------------------
-
-def _one_number(column: str, dice: Any, sensitive_features: Any, bins: Any, masks: dict[str, Any],
-                min_group_size: int | None = None) -> float:
-    from .checks import check_min_group_size
-
-    min_group_size = check_min_group_size(min_group_size)
-    options = dict(masks)
-    unknown = sorted(set(options) - {"pred_masks", "true_masks", "label", "mask_threshold", "empty_score"})
-    if unknown:
-        raise TypeError(f"unexpected keyword argument(s) {unknown}; the mask options are pred_masks, "
-                        "true_masks, label, mask_threshold and empty_score")
-    notes: list[str] = []
-    dice, pred_masks, true_masks, sensitive_features = _inputs.align_by_index(
-        {"dice": dice, "pred_masks": options.get("pred_masks"), "true_masks": options.get("true_masks"),
-         "sensitive_features": sensitive_features}, notes)
-    if dice is not None and (pred_masks is not None or true_masks is not None):
-        raise ValueError("pass either dice or pred_masks and true_masks, not both")
-    if dice is not None:
-        n = len(_inputs.to_numpy(dice, "dice"))
-    elif pred_masks is None:
-        raise ValueError("pass dice (one score per sample), or both pred_masks and true_masks")
-    else:
-        from .._inputs.masks import Masks
-
-        n = len(pred_masks) if isinstance(pred_masks, (list, tuple)) else len(Masks(pred_masks, "pred_masks"))
-    attribute = _groups.one_attribute(sensitive_features, n, bins)
-    scores, _ = _scores(dice, pred_masks, true_masks, options.get("label"), options.get("mask_threshold", 0.5),
-                        options.get("empty_score", 1.0), notes=notes)
-    warnings: list[str] = []
-    finite = _finite(scores, warnings)
-    if len(scores) != n:
-        raise ValueError(f"sensitive_features has {n} values but there are {len(scores)} Dice scores; pass one "
-                         "value per sample")
-    result = _assess(scores, finite, [attribute], warnings, min_group_size)
-    for i, message in enumerate(notes + warnings):
-        if i - len(notes) in result.skewness_notes and column != "skewness_dice":
-            continue  # only dice_skewness is undefined in that case
-        _warn(message)
-    return float(result.summaries[attribute.name].get(column, math.nan))
-
-
-def dice_gap(dice: Any = None, *, sensitive_features: Any, bins: _groups.Bins | None = None,
-             min_group_size: int | None = None, **masks: Any) -> float:
-    """Largest minus smallest group mean Dice (``delta_dice``; 0 is fair).
-
-    Parameters
-    ----------
-    dice : array-like of shape (n_samples,), optional
-        Dice per sample; or pass ``pred_masks`` and ``true_masks`` and Dice is computed per sample.
-    sensitive_features : array-like, Series, DataFrame or dict
-        Group of each sample; several columns are combined into intersectional groups.
-    bins : dict, optional
-        Groups for numeric attributes, e.g. ``{"age": [40, 60]}``.
-    min_group_size : int, optional
-        Extension: groups with fewer samples are left out (as in :func:`evaluate_segmentation`).
-    **masks
-        ``pred_masks``, ``true_masks`` and optionally ``label``, ``mask_threshold`` and
-        ``empty_score``, as in :func:`evaluate_segmentation`.
-
-    Returns
-    -------
-    float
-        NaN (with a ``UserWarning``) when fewer than two groups have Dice scores.
-    """
-    return _one_number("delta_dice", dice, sensitive_features, bins, masks, min_group_size)
-
-
-def worst_group_dice(dice: Any = None, *, sensitive_features: Any, bins: _groups.Bins | None = None,
-                     min_group_size: int | None = None, **masks: Any) -> float:
-    """Lowest group mean Dice (``min_dice``; higher is better). Parameters as in :func:`dice_gap`."""
-    return _one_number("min_dice", dice, sensitive_features, bins, masks, min_group_size)
-
-
-def dice_std(dice: Any = None, *, sensitive_features: Any, bins: _groups.Bins | None = None,
-             min_group_size: int | None = None, **masks: Any) -> float:
-    """Population standard deviation of the group mean Dice scores (``std_dice``; 0 is fair).
-    Parameters as in :func:`dice_gap`."""
-    return _one_number("std_dice", dice, sensitive_features, bins, masks, min_group_size)
-
-
-def dice_skewness(dice: Any = None, *, sensitive_features: Any, bins: _groups.Bins | None = None,
-                  min_group_size: int | None = None, **masks: Any) -> float:
-    """``(1 - worst group Dice) / (1 - best group Dice)`` (``skewness_dice``; 1 is fair).
-
-    NaN with a ``UserWarning`` when the best group's mean Dice is 1. Parameters as in
-    :func:`dice_gap`.
-    """
-    return _one_number("skewness_dice", dice, sensitive_features, bins, masks, min_group_size)
-
-
-def equity_scaled_dice(dice: Any = None, *, sensitive_features: Any, bins: _groups.Bins | None = None,
-                       min_group_size: int | None = None, **masks: Any) -> float:
-    """Mean Dice divided by 1 + the standard deviation of the group means (``es_dice``; higher is
-    better). Parameters as in :func:`dice_gap`."""
-    return _one_number("es_dice", dice, sensitive_features, bins, masks, min_group_size)
-
-
-# ---------------------------------------------------------------------------------------------
-# fairmedfm.metrics interfaces
-# ---------------------------------------------------------------------------------------------
-
-def _legacy(dice: np.ndarray, group: Sequence[Any]) -> dict[str, Any]:
-    """Summary and groups keyed by ``str(value)``, groups in sorted order of their raw values."""
-    group_array = np.asarray(group).ravel()
-    if len(dice) != len(group_array):
-        raise ValueError(f"dice has {len(dice)} values but group has {len(group_array)}; pass one group per "
-                         "sample")
-    values, codes = np.unique(group_array, return_inverse=True)
-    if len(values) < 2:
-        raise ValueError(f"group has the single value {_inputs.preview(values)}; fairness compares at least "
-                         "two groups")
-    counts, means = _group_summary(dice, codes.ravel(), len(values))
-    return {"summary": _summary(float(dice.mean()), means),
-            "groups": {str(value): {"n": int(counts[i]), "mean_dice": float(means[i])}
-                       for i, value in enumerate(values)}}
-
-
-def segmentation_fairness(dice: Any, group: Sequence[Any]) -> dict[str, Any]:
-    """Fairness of a segmentation model from per-sample Dice across the groups of one attribute
-    (deprecated since fairmedfm 0.4.1; use :func:`evaluate_segmentation` or :func:`dice_gap`).
-
-    Parameters
-    ----------
-    dice : array-like of shape (n_samples,), values in [0, 1] (NaN raises)
-    group : array-like of shape (n_samples,), at least two distinct values
-
-    Returns
-    -------
-    dict
-        ``summary`` (the columns of :func:`evaluate_segmentation`; ``skewness_dice`` is None when
-        the best group's mean is 1) and ``groups`` (``n`` and ``mean_dice`` per group value, as a
-        string, in sorted order of the values).
-    """
-    _warn("fairmedfm_fast.segmentation_fairness is deprecated (as in fairmedfm 0.4.1) and will be removed in "
-          "1.0; use fairmedfm.evaluate_segmentation(group, dice=dice) (fairmedfm_fast.evaluate_segmentation(group, "
-          "dice=dice) here)", FutureWarning)
-    scores = _inputs.to_numpy(dice, "dice").astype(np.float64).ravel()  # tensors of any float dtype too
-    if np.isnan(scores).any() or (scores < 0).any() or (scores > 1).any():
-        bad = np.flatnonzero(np.isnan(scores) | (scores < 0) | (scores > 1))
-        raise ValueError(f"dice must hold values in [0, 1] (no NaN); samples {_inputs.preview(bad)} have "
-                         f"{_inputs.preview(scores[bad])}")
-    result = _legacy(scores, group)
-    if not math.isfinite(result["summary"]["skewness_dice"]):
-        result["summary"]["skewness_dice"] = None
-    return result
-
-
-def evaluate_seg(dsc_list: Any, sensitive_list: Sequence[Any]) -> dict[str, Any]:
-    """The segmentation summary as the FairMedFM trainers log it.
-
-    Unlike :func:`segmentation_fairness`, NaN scores propagate into the means and
-    ``skewness_dice`` is ``inf`` (or NaN) when the best group's mean Dice is 1; nothing warns.
-    """
-    return _legacy(np.asarray(dsc_list, dtype=np.float64).ravel(), sensitive_list)["summary"]

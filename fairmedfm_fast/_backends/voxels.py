@@ -8,26 +8,23 @@ method and its exactness.
 """
 from __future__ import annotations
 
-import os
 import threading
 import warnings as _warnings
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from .._engine import classification as _engine
-from .._engine import one_grouping as _one_grouping
 from .._engine import voxels as voxel_passes
 from .._inputs import arrays as _inputs
 from .._inputs import groups as _groups
 from .._inputs import mask_files as _mask_files
 from .._registry import metrics as _metric_registry
-from .._report.assembly import asked, assemble
 from .._report.frame import FairnessReport
-from .._util.progress import Progress
 from .._util.threads import executor, resolve_n_jobs
-from .assess import attribute_result
+from . import voxel_sources as _sources
+from . import voxel_sweep as _sweep
 from .checks import check_threshold
 
 __all__ = ["VoxelAccumulator", "evaluate_voxels"]
@@ -35,7 +32,7 @@ __all__ = ["VoxelAccumulator", "evaluate_voxels"]
 _FLOAT32, _UINT8, _FLOAT64 = voxel_passes.FLOAT32, voxel_passes.UINT8, voxel_passes.FLOAT64
 _LOW_BITS = voxel_passes.LOW_BITS
 _N_BUCKETS = voxel_passes.N_BUCKETS
-_MODE_NAMES = {_FLOAT32: "float32", _UINT8: "uint8 (value / 255)", _FLOAT64: "float64"}
+_MODE_NAMES = voxel_passes.MODE_NAMES
 #: Records staged per thread before they are sorted into buckets: at most this many, at least
 #: _MIN_STAGE, and all threads' stages together at most 1/_STAGE_SHARE of ``max_memory``.
 _STAGE = 1 << 23
@@ -43,11 +40,8 @@ _MIN_STAGE = 1 << 16
 _STAGE_SHARE = 8
 #: Bytes a staged record takes at most: its bucket id (2) and the record (4, or 8 with float64 maps).
 _STAGE_BYTES = 10
-_NO_KEY = np.iinfo(np.int64).max
 #: More windows than this (each one more read of the maps) get a warning naming a larger max_memory.
 _MANY_WINDOWS = 10
-#: Windows from this many records are swept on several threads.
-_PARALLEL_SWEEP = 1 << 20
 
 
 #: The passes (``_metric_registry.PASSES``) whose sums this backend makes: those of the bucket
@@ -198,7 +192,7 @@ class VoxelAccumulator:
                  _window: tuple[int, int] | None = None, _capacity: int = 0, _reuse: np.ndarray | None = None,
                  _stage_records: int | None = None, _terms: bool = True):
         self.metrics = check_metrics(metrics)
-        self._layout = _Layout(sensitive_features, bins, intersectional)
+        self._layout = _sweep.Layout(sensitive_features, bins, intersectional)
         self.threshold = check_threshold(threshold)
         # per image, the sums of the per-sample terms that the opt-in metrics read (made as each map
         # is read: by one accumulator of a windowed evaluation, ``_terms``)
@@ -218,7 +212,7 @@ class VoxelAccumulator:
         self._room = threading.Condition(self._lock)  # flushes writing into the arena: self._writing
         self._writing = 0
         self.totals = np.zeros((self._layout.n_images, 5), np.int64)
-        self.totals[:, 2] = _NO_KEY
+        self.totals[:, 2] = _sweep.NO_KEY
         self.totals[:, 3:] = -1
 
     @property
@@ -453,7 +447,7 @@ class VoxelAccumulator:
         """The report of :func:`fairmedfm_fast.evaluate` on every voxel added (groups per image)."""
         if self._window is not None:
             raise RuntimeError("internal error: a windowed accumulator is swept by evaluate_voxels")
-        sweep = _Sweep(self._layout, self._mode if self._mode is not None else _FLOAT32, self.totals,
+        sweep = _sweep.Sweep(self._layout, self._mode if self._mode is not None else _FLOAT32, self.totals,
                        self.threshold, self._optional())
         sweep.window(*self._records(), 0, self.n_jobs)
         return sweep.report({})
@@ -467,447 +461,6 @@ class VoxelAccumulator:
         """The staged records and the bucket starts of each chunk of them."""
         self._flush_all()
         return self._arena, self._starts
-
-
-class _Layout:
-    """Groupings, their slots, and the cells (distinct code combinations) of the images."""
-
-    def __init__(self, sensitive_features: Any, bins: Any, intersectional: bool):
-        self.n_images = _rows(sensitive_features)
-        attributes = _groups.encode_attributes(sensitive_features, self.n_images, bins, intersectional)
-        self.attributes = attributes
-        rows = [attribute.codes for attribute in attributes]
-        sizes = [attribute.n_groups for attribute in attributes]
-        complete = next((k for k, a in enumerate(attributes) if a.codes.min(initial=0) >= 0), None)
-        if complete is None:  # "all voxels" needs a grouping of its own, as in evaluate
-            rows.append(np.zeros(self.n_images, np.intp))
-            sizes.append(1)
-            complete = len(rows) - 1
-        self.complete = complete
-        self.sizes = np.asarray(sizes, np.int64)
-        codes = np.stack(rows) if self.n_images else np.zeros((len(rows), 0), np.intp)
-        cell_codes, self.image_cells = np.unique(codes, axis=1, return_inverse=True)
-        self.image_cells = self.image_cells.ravel().astype(np.int64)
-        self.n_cells = max(cell_codes.shape[1], 1)
-        self.payload_bits = max(1, int(2 * self.n_cells - 1).bit_length())
-        starts = np.concatenate(([0], np.cumsum(self.sizes + 1)))
-        self.n_slots = int(starts[-1])
-        k_count = len(sizes)
-        self.grouping_slots = np.stack([starts[:-1], starts[1:], starts[1:] - 1], axis=1).astype(np.int64)
-        self.cell_slots = np.full((self.n_cells, 2 * k_count), -1, np.int64)
-        for k in range(k_count):
-            present = cell_codes[k] >= 0
-            self.cell_slots[: cell_codes.shape[1], 2 * k] = np.where(present, starts[k] + cell_codes[k], -1)
-            self.cell_slots[: cell_codes.shape[1], 2 * k + 1] = np.where(present, starts[k + 1] - 1, -1)
-
-    def slot_matrix(self) -> np.ndarray:
-        """(n_cells, n_slots) booleans: which slots each cell belongs to."""
-        member = np.zeros((self.n_cells, self.n_slots), bool)
-        for j in range(self.cell_slots.shape[1]):
-            rows = np.flatnonzero(self.cell_slots[:, j] >= 0)
-            member[rows, self.cell_slots[rows, j]] = True
-        return member
-
-
-def _rows(sensitive_features: Any) -> int:
-    """Number of rows (images) of the attributes."""
-    for attribute in ("shape", "num_rows", "height"):
-        value = getattr(sensitive_features, attribute, None)
-        if isinstance(value, tuple) and value:
-            return int(value[0])
-        if isinstance(value, (int, np.integer)):
-            return int(value)
-    if isinstance(sensitive_features, Mapping):
-        if not sensitive_features:
-            raise ValueError("sensitive_features has no attributes: pass at least one column of group values")
-        return len(next(iter(sensitive_features.values())))
-    try:
-        return len(sensitive_features)
-    except TypeError:
-        raise ValueError("sensitive_features must hold one row of attributes per image (a DataFrame, a dict of "
-                         f"columns or a list), got {type(sensitive_features).__name__}") from None
-
-
-class _Sweep:
-    """The state carried from bucket to bucket, and the report at the end.
-
-    The kernel works on *canonical* slots: slots with the same cells whose groupings have the same
-    samples (for example the "all" slot of every grouping without missing values) share one state,
-    copied to the others at the end."""
-
-    def __init__(self, layout: _Layout, mode: int, totals: np.ndarray, threshold: float | None,
-                 optional: tuple = ((), ())):
-        self.layout, self.mode, self.threshold = layout, mode, threshold
-        self.metrics, self.term_sums = optional
-        self.totals = totals
-        member = layout.slot_matrix()
-        cell_totals = np.zeros((layout.n_cells, 2), np.int64)
-        np.add.at(cell_totals, layout.image_cells, totals[:, :2])
-        self.count = cell_totals[:, 0] @ member.astype(np.int64)
-        self.positives = cell_totals[:, 1] @ member.astype(np.int64)
-        smallest = np.full(layout.n_cells, _NO_KEY)
-        largest = np.full(layout.n_cells, -1)
-        np.minimum.at(smallest, layout.image_cells, totals[:, 2])
-        np.maximum.at(largest, layout.image_cells, totals[:, 3])
-        low = np.full(layout.n_slots, np.nan)
-        high = np.full(layout.n_slots, np.nan)
-        for s in range(layout.n_slots):
-            cells = member[:, s] & (largest >= 0)
-            if cells.any():
-                low[s] = self.value_of(smallest[cells].min())
-                high[s] = self.value_of(largest[cells].max())
-        self.edges = _one_grouping.ece_edges(low, high)
-        self._canonical(member)
-        k_count = len(layout.sizes)
-        self.fixed = np.array([0.5] if threshold is None else sorted({0.5, threshold}))
-        n_slots = layout.n_slots
-        self.state = np.zeros((n_slots, 5), np.int64)
-        self.at_or_below = np.zeros((len(self.fixed), n_slots, 2), np.int64)
-        self.slot_sums = np.zeros((4, n_slots))
-        self.snap_counts = np.zeros((len(self.event_value), 2), np.int64)
-        self.snap_sums = np.zeros((len(self.event_value), 2))
-        self.cursor = np.zeros(2, np.int64)
-        overall = layout.grouping_slots[:, 2]
-        self.best = np.zeros((k_count, 4))
-        self.best[:, 0] = -np.inf
-        self.best[:, 1] = np.nan
-        self.best[:, 2] = self.positives[overall]
-        self.best[:, 3] = self.count[overall] - self.positives[overall]
-
-    def _canonical(self, member: np.ndarray) -> None:
-        """The kernel's layout: canonical slots of each cell and grouping, cells of each slot, events."""
-        layout = self.layout
-        first_of: dict[bytes, int] = {}
-        canon = np.empty(layout.n_slots, np.int64)
-        for first, last, overall in layout.grouping_slots.tolist():
-            for s in range(first, last):
-                key = member[:, s].tobytes() + member[:, overall].tobytes()
-                canon[s] = first_of.setdefault(key, s)
-        self.canon = canon
-        self.all_slot = int(canon[layout.grouping_slots[layout.complete, 2]])  # counted per run, not per cell
-        rows = [list(dict.fromkeys(canon[s] for s in row if s >= 0 and canon[s] != self.all_slot))
-                for row in layout.cell_slots.tolist()]
-        self.cell_slots = np.full((layout.n_cells, max(map(len, rows), default=0)), -1, np.int64)
-        for cell, row in enumerate(rows):
-            self.cell_slots[cell, :len(row)] = row
-        self.group_overall = canon[layout.grouping_slots[:, 2]]
-        groups = [sorted(set(canon[first:last].tolist())) for first, last, _ in layout.grouping_slots.tolist()]
-        self.group_slots = (np.concatenate(([0], np.cumsum([len(g) for g in groups]))).astype(np.int64),
-                            np.array([s for g in groups for s in g], np.int64))
-        spread = np.unique(self.cell_slots[self.cell_slots >= 0])
-        cells = [np.flatnonzero(member[:, s]) for s in spread]
-        self.slot_cells = (spread.astype(np.int64),
-                           np.concatenate(([0], np.cumsum([len(c) for c in cells]))).astype(np.int64),
-                           np.concatenate(cells + [np.zeros(0, np.intp)]).astype(np.int64))
-        unique = np.unique(canon)
-        unique = unique[np.isfinite(self.edges[unique, 0])]
-        n_edges = self.edges.shape[1]
-        value = self.edges[unique].ravel()
-        order = np.argsort(value, kind="stable")
-        self.event_value = value[order]
-        self.event_slot = np.repeat(unique, n_edges)[order]
-        self.event_edge = np.tile(np.arange(n_edges), len(unique))[order]
-
-    def value_of(self, key: int) -> float:
-        if self.mode == _UINT8:
-            return key / 255.0
-        if self.mode == _FLOAT32:
-            return float(np.array([key], np.uint32).view(np.float32)[0])
-        return float(np.array([key], np.uint64).view(np.float64)[0])
-
-    def _arguments(self, target: _Sweep | _Part) -> tuple:
-        return (self.mode, _LOW_BITS[self.mode], self.layout.payload_bits, self.cell_slots, self.all_slot,
-                self.group_overall, self.group_slots, self.slot_cells, self.event_value, self.event_slot, self.fixed,
-                target.state, target.at_or_below, target.slot_sums, target.snap_counts, target.snap_sums,
-                target.cursor, target.best)
-
-    def window(self, records: np.ndarray | None, starts: list[np.ndarray], bucket_lo: int, n_jobs: int = 1) -> None:
-        """Sweep one window's buckets, after every earlier window: chunk ``c`` of ``records`` holds
-        bucket ``bucket_lo + b`` at ``records[starts[c][b]:starts[c][b + 1]]``.
-
-        With ``n_jobs > 1`` the buckets are cut into ranges of about equal size, swept on as many
-        threads, each from the counts below its range (a counting pass on that thread), and their
-        states combined."""
-        if not starts:
-            return
-        starts = np.stack(starts)
-        layout = self.layout
-        ranges = _split(starts, n_jobs if len(records) >= _PARALLEL_SWEEP else 1)
-        if len(ranges) == 1:
-            voxel_passes.sweep_buckets(records, starts, 0, starts.shape[1] - 1, bucket_lo, *self._arguments(self))
-            return
-        member = layout.slot_matrix().astype(np.int64)
-        parts = [_Part(self, self.state[:, :2]) for _ in ranges]
-
-        def sweep(first: int, last: int, part: _Part) -> None:
-            if first:  # the counts below the range: the window's earlier buckets, counted on this thread
-                cells = voxel_passes.cell_counts(records, starts, 0, first, layout.payload_bits, layout.n_cells)
-                part.state[:, :2] += np.stack([cells[:, 1] @ member, cells[:, 0] @ member], axis=1)
-            voxel_passes.sweep_buckets(records, starts, first, last, bucket_lo, *self._arguments(part))
-
-        pool = executor(len(ranges))
-        for job in [pool.submit(sweep, first, last, part) for (first, last), part in zip(ranges, parts)]:
-            job.result()
-        self._combine(parts)
-
-    def _combine(self, parts: list[_Part]) -> None:
-        """Fold the states of consecutive bucket ranges into the carried state."""
-        passed, events = int(self.cursor[1]), int(self.cursor[0])
-        for part in parts:
-            self.state[:, 2] += part.state[:, 2]
-            for k, (first, last, _) in enumerate(self.layout.grouping_slots.tolist()):
-                if part.best[k, 0] > self.best[k, 0]:  # strictly better: the earliest range wins ties
-                    self.best[k, :2] = part.best[k, :2]
-                    self.state[first:last, 3:] = part.state[first:last, 3:]
-            reached = int(part.cursor[1])
-            if reached > passed:  # the first range past a fixed threshold holds its counts
-                self.at_or_below[passed:reached] = part.at_or_below[passed:reached]
-                passed = reached
-            reached = int(part.cursor[0])
-            if reached > events:  # ECE edges passed in this range: its score sums start at the earlier ranges'
-                slots = self.event_slot[events:reached]
-                self.snap_counts[events:reached] = part.snap_counts[events:reached]
-                self.snap_sums[events:reached] = part.snap_sums[events:reached] + self.slot_sums[:2, slots].T
-                events = reached
-            self.slot_sums = _add_compensated(self.slot_sums, part.slot_sums)
-        self.cursor[:] = (events, passed)
-        self.state[:, :2] = parts[-1].state[:, :2]
-
-    def _bins(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Per slot and ECE bin: samples, positives and the score sum, from the snapshots at its edges."""
-        n_slots, n_edges = self.edges.shape
-        below = np.zeros((n_slots, n_edges, 2), np.int64)  # at or below each edge; never passed: all
-        below[:] = self.state[:, None, :2]
-        score = np.zeros((n_slots, n_edges, 2))
-        score[:] = self.slot_sums[:2].T[:, None, :]
-        passed = int(self.cursor[0])
-        where = self.event_slot[:passed], self.event_edge[:passed]
-        below[where] = self.snap_counts[:passed]
-        score[where] = self.snap_sums[:passed]
-        canon = self.canon
-        below, score = below[canon], score[canon]
-        count = np.diff(below.sum(axis=2), axis=1)
-        positives = np.diff(below[:, :, 0], axis=1)
-        sums = np.diff(score[:, :, 0], axis=1) + np.diff(score[:, :, 1], axis=1)
-        empty = ~np.isfinite(self.edges[:, 0])
-        count[empty], positives[empty], sums[empty] = 0, 0, 0.0
-        return count, positives, sums
-
-    def report(self, metadata: dict[str, Any], notes: tuple[str, ...] = ()) -> FairnessReport:
-        layout = self.layout
-        n_voxels = int(self.totals[:, 0].sum())
-        n_positive = int(self.totals[:, 1].sum())
-        if n_voxels == 0:
-            raise ValueError("no voxels to evaluate: every map (within its ROI) is empty; pass non-empty maps "
-                             "or ROI masks")
-        if n_positive in (0, n_voxels):
-            raise ValueError(f"the true masks have only label {1 if n_positive else 0} ({n_voxels} voxels); "
-                             "fairness metrics need both positive and negative voxels")
-        positives, count = self.positives, self.count
-        negatives = count - positives
-        canon = self.canon
-        state, at_or_below = self.state[canon], self.at_or_below[:, canon]
-        bin_count, bin_positives, bin_sums = self._bins()
-        ece = _one_grouping.calibration_error(bin_count, bin_positives.astype(np.float64), bin_sums)
-        loss = self.slot_sums[2:].sum(axis=0)[canon]
-        above = {}
-        for f, value in enumerate(self.fixed.tolist()):  # thresholds the sweep never passed: every score below
-            below = at_or_below[f] if f < self.cursor[1] else np.stack([positives, negatives], axis=1)
-            above[value] = (positives - below[:, 0], negatives - below[:, 1])
-        if self.threshold is None:
-            thresholds = self.best[:, 1].copy()
-            best = (positives - state[:, 3], negatives - state[:, 4])
-        else:
-            thresholds = np.full(len(layout.sizes), self.threshold)
-            best = above[self.threshold]
-        confusion = {"": above[0.5], _engine.BEST: best}
-        member = layout.slot_matrix().astype(np.float64) if self.term_sums else None
-        extra = {}
-        for entry, per_image in self.term_sums:  # the images' sums added up per slot
-            cells = np.bincount(layout.image_cells, weights=per_image, minlength=layout.n_cells)
-            extra[entry.name] = np.where(count > 0, cells @ member, entry.empty)
-        keys = {*_engine.all_keys(), *_metric_registry.optional_keys(self.metrics)}
-        groupings = _engine.from_counts(layout.sizes, count, positives, negatives, thresholds, keys,
-                                        u2=state[:, 2], loss_sums=loss, ece=ece, confusion=confusion, extra=extra)
-        warnings: list[str] = list(notes)
-        results = [attribute_result(attribute, grouping, n_voxels, warnings)
-                   for attribute, grouping in zip(layout.attributes, groupings)]
-        overall = {key: _python(values[-1]) for key, values in groupings[layout.complete].values.items()}
-        metadata = {"n_samples": n_voxels, "n_images": layout.n_images, "score_dtype": _MODE_NAMES[self.mode],
-                    **metadata}
-        metadata.update(asked(self.threshold, metrics=self.metrics))
-        return assemble(results, overall, warnings, metadata)[0]
-
-
-class _Part:
-    """The state of one range of buckets swept on its own thread, from the counts below it (its
-    score and loss sums, and the score sums of its ECE snapshots, start at zero)."""
-
-    def __init__(self, sweep: _Sweep, below: np.ndarray):
-        self.state = sweep.state.copy()
-        self.state[:, :2] = below
-        self.state[:, 2] = 0
-        self.at_or_below = sweep.at_or_below.copy()
-        self.slot_sums = np.zeros_like(sweep.slot_sums)
-        self.snap_counts = sweep.snap_counts.copy()
-        self.snap_sums = sweep.snap_sums.copy()
-        self.cursor = sweep.cursor.copy()
-        self.best = sweep.best.copy()
-
-
-def _add_compensated(sums: np.ndarray, other: np.ndarray) -> np.ndarray:
-    """Rows (sum, compensation, sum, compensation, ...) of ``sums`` plus those of ``other``, compensated."""
-    total = sums[0::2] + other[0::2]
-    error = np.where(np.abs(sums[0::2]) >= np.abs(other[0::2]), (sums[0::2] - total) + other[0::2],
-                     (other[0::2] - total) + sums[0::2])
-    out = np.empty_like(sums)
-    out[0::2] = total
-    out[1::2] = sums[1::2] + other[1::2] + error
-    return out
-
-
-def _split(starts: np.ndarray, n_parts: int) -> list[tuple[int, int]]:
-    """Consecutive bucket ranges holding about equal numbers of records."""
-    sizes = (starts[:, 1:] - starts[:, :-1]).sum(axis=0)
-    cumulative = np.cumsum(sizes)
-    total = int(cumulative[-1]) if len(cumulative) else 0
-    cuts = [0]
-    for j in range(1, n_parts):
-        cut = int(np.searchsorted(cumulative, total * j / n_parts)) + 1
-        if cuts[-1] < cut < len(sizes):
-            cuts.append(cut)
-    cuts.append(len(sizes))
-    return list(zip(cuts[:-1], cuts[1:]))
-
-
-def _python(value: Any) -> Any:
-    return int(value) if isinstance(value, np.integer) else float(value)
-
-
-# ---------------------------------------------------------------------------------------------
-# Sources of maps
-# ---------------------------------------------------------------------------------------------
-
-class _Source:
-    """The maps, masks and ROIs of every image, read as often as the windows need."""
-
-    def __init__(self, score_maps: Any, true_masks: Any, roi_masks: Any):
-        self.pairs: Callable[[], Iterable] | None = None
-        self.length: int | None = None
-        self.roi = roi_masks
-        if true_masks is None:  # an iterable (or a callable returning one) of (score_map, true_mask) pairs
-            if callable(score_maps):
-                self.pairs = score_maps
-            elif isinstance(score_maps, Iterable) and iter(score_maps) is not score_maps:
-                self.pairs = lambda: iter(score_maps)
-            elif isinstance(score_maps, Iterable):  # an iterator: read once, every record held
-                self.pairs = lambda: score_maps
-                self.one_shot = True
-            else:
-                raise ValueError("true_masks is missing: pass one ground-truth mask per score map, or pass an "
-                                 "iterable of (score_map, true_mask) pairs as score_maps")
-            return
-        self.maps = _stack_or_list(score_maps, "score_maps")
-        self.masks = _stack_or_list(true_masks, "true_masks")
-        self.length = len(self.maps)
-        if len(self.masks) != self.length:
-            raise ValueError(f"score_maps has {self.length} maps but true_masks has {len(self.masks)}; pass one "
-                             "mask per map")
-
-    one_shot = False
-
-    def items(self) -> Iterable[tuple[int, Any, Any, Any]]:
-        rois = None if self.roi is None else _stack_or_list(self.roi, "roi_masks")
-        if self.pairs is not None:
-            for i, pair in enumerate(self.pairs()):
-                if not isinstance(pair, (tuple, list)) or len(pair) != 2:
-                    raise ValueError(f"score_maps item {i} is not a (score_map, true_mask) pair")
-                yield i, pair[0], pair[1], None if rois is None else rois[i]
-            return
-        for i in range(self.length):
-            yield i, self.maps[i], self.masks[i], None if rois is None else rois[i]
-
-    def record_bytes(self) -> int:
-        """Bytes per voxel record of in-memory maps: 8 for float64 maps, else 4 (few groups assumed)."""
-        first = self.maps[0] if len(self.maps) else None
-        return 8 if first is not None and first.dtype.itemsize == 8 else 4
-
-    def known_voxels(self) -> int | None:
-        """Voxels of in-memory maps (None when they are files or streamed)."""
-        if self.pairs is not None:
-            return None
-        if isinstance(self.maps, np.ndarray):
-            return int(self.maps.size)
-        if all(isinstance(item, np.ndarray) for item in self.maps):
-            return int(sum(item.size for item in self.maps))
-        return None
-
-
-def _stack_or_list(values: Any, name: str) -> Any:
-    if isinstance(values, np.ndarray) and values.dtype.kind in "biuf":
-        if values.ndim < 2:
-            raise ValueError(f"{name} is a {values.ndim}-D array, not one map per image; pass a (n_images, ...) "
-                             "array, a list of arrays, or file paths")
-        return values
-    if isinstance(values, (str, os.PathLike)):
-        raise ValueError(f"{name} is the single path {str(values)!r}; pass one map per image")
-    try:
-        return list(values)
-    except TypeError:
-        raise ValueError(f"{name} must be a stacked array, a list of arrays or of file paths, got "
-                         f"{type(values).__name__}") from None
-
-
-def _run_all(source: _Source, n_images: int, work: Callable[[int, Any, Any, Any], None], n_jobs: int,
-             progress: Any) -> None:
-    """``work(i, score_map, true_mask, roi)`` for every image, on ``n_jobs`` threads."""
-    bar = Progress(source.length, "reading maps", bool(progress), "map")  # a bar only when asked
-    seen = 0
-
-    def checked(item):
-        i, score_map, true_mask, roi = item
-        if i >= n_images:
-            raise ValueError(f"score_maps has more maps than sensitive_features has rows ({n_images}); pass one "
-                             "row of attributes per image")
-        work(i, score_map, true_mask, roi)
-
-    try:
-        if n_jobs == 1:
-            for item in source.items():
-                checked(item)
-                seen += 1
-                bar.update(1)
-        else:
-            pool = executor(n_jobs)
-            pending = []
-            for item in source.items():
-                pending.append(pool.submit(checked, item))
-                if len(pending) >= 2 * n_jobs:
-                    pending.pop(0).result()
-                    seen += 1
-                    bar.update(1)
-            for future in pending:
-                future.result()
-                seen += 1
-                bar.update(1)
-    finally:
-        bar.close()
-    if seen != n_images:
-        raise ValueError(f"score_maps has {seen} maps but sensitive_features has {n_images} rows; pass one row of "
-                         "attributes per image")
-
-
-def _add(accumulator: VoxelAccumulator, source: _Source, n_images: int, n_jobs: int, progress: Any) -> None:
-    """Every map of ``source`` into ``accumulator``: in-memory maps in two passes straight into the
-    buckets, others read once and staged."""
-    if source.known_voxels() is None:
-        _run_all(source, n_images, lambda i, s, t, r: accumulator.add(s, t, i, r), n_jobs, progress)
-        return
-    bar = Progress(source.length, "reading maps", bool(progress), "map")  # a bar only when asked
-    try:
-        accumulator._add_all(list(source.items()), n_jobs, lambda: bar.update(1))
-    finally:
-        bar.close()
 
 
 def evaluate_voxels(score_maps: Any, true_masks: Any, sensitive_features: Any, *, roi_masks: Any = None,
@@ -948,7 +501,7 @@ def evaluate_voxels(score_maps: Any, true_masks: Any, sensitive_features: Any, *
         As :func:`fairmedfm_fast.evaluate`'s, with voxel counts in ``n`` (``metadata`` has
         ``n_images`` and ``windows``). See ``docs/voxels.md``.
     """
-    source = _Source(score_maps, true_masks, roi_masks)
+    source = _sources.Source(score_maps, true_masks, roi_masks)
     budget = parse_memory(max_memory)
     jobs = resolve_n_jobs(n_jobs)
     known = source.known_voxels()
@@ -963,8 +516,8 @@ def evaluate_voxels(score_maps: Any, true_masks: Any, sensitive_features: Any, *
         raise ValueError(f"score_maps has {source.length} maps but sensitive_features has {n_images} rows; pass one "
                          "row of attributes per image")
     if source.one_shot or (known is not None and known <= _window_records(budget, jobs, source.record_bytes(), False)):
-        _add(accumulator, source, n_images, jobs, progress)
-        sweep = _Sweep(accumulator._layout, _mode_of(accumulator), accumulator.totals, accumulator.threshold,
+        _sources.add_maps(accumulator, source, n_images, jobs, progress)
+        sweep = _sweep.Sweep(accumulator._layout, _mode_of(accumulator), accumulator.totals, accumulator.threshold,
                        accumulator._optional())
         sweep.window(*accumulator._records(), 0, jobs)
         return sweep.report({"windows": 1})
@@ -1000,7 +553,7 @@ def evaluate_voxels(score_maps: Any, true_masks: Any, sensitive_features: Any, *
             truth = _nonzero_bytes(truth, f"true_mask of image {i}")
             accumulator.image_sums[i] = _image_term_sums(accumulator._terms, bits, mode, truth, roi_bytes)
 
-    _run_all(source, n_images, count, jobs, progress)
+    _sources.run_all(source, n_images, count, jobs, progress)
     mode = next(iter(modes.values()), _FLOAT32)
     histogram = sum(histograms.values()) if histograms else np.zeros(_N_BUCKETS[mode], np.int64)
     record_bytes = 4 if _LOW_BITS[mode] + accumulator._layout.payload_bits <= 32 else 8
@@ -1017,10 +570,10 @@ def evaluate_voxels(score_maps: Any, true_masks: Any, sensitive_features: Any, *
         part = VoxelAccumulator(sensitive_features, bins=bins, intersectional=intersectional, threshold=threshold,
                                 n_jobs=jobs, metrics=metrics, _window=(lo, hi), _capacity=largest, _reuse=arena,
                                 _stage_records=stage, _terms=False)
-        _add(part, source, n_images, jobs, progress)
+        _sources.add_maps(part, source, n_images, jobs, progress)
         arena = part._arena
         if sweep is None:
-            sweep = _Sweep(part._layout, _mode_of(part), part.totals, part.threshold, accumulator._optional())
+            sweep = _sweep.Sweep(part._layout, _mode_of(part), part.totals, part.threshold, accumulator._optional())
         sweep.window(*part._records(), lo, jobs)
     for note in notes:
         _warnings.warn(note, UserWarning, stacklevel=2)

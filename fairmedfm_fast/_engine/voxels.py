@@ -12,6 +12,8 @@ import numpy as np
 FLOAT32, UINT8, FLOAT64 = 0, 1, 2
 #: Low key bits kept in a record (the rest is the bucket), per mode.
 LOW_BITS = {FLOAT32: 16, UINT8: 0, FLOAT64: 48}
+#: The modes as the report's metadata names them.
+MODE_NAMES = {FLOAT32: "float32", UINT8: "uint8 (value / 255)", FLOAT64: "float64"}
 #: Buckets of scores in [0, 1], per mode.
 N_BUCKETS = {FLOAT32: (0x3F800000 >> 16) + 1, UINT8: 256, FLOAT64: (0x3FF0000000000000 >> 48) + 1}
 
