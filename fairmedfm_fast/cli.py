@@ -108,6 +108,15 @@ def build_parser() -> argparse.ArgumentParser:
     score.format_usage = _required_table(score.format_usage)
     score.format_help = _required_table(score.format_help)
 
+    _add_data_arguments(score)
+    _add_task_arguments(score)
+    _add_more_arguments(score)
+    _add_engine_arguments(score)
+    return parser
+
+
+def _add_data_arguments(score: argparse.ArgumentParser) -> None:
+    """``score``'s table options: the metadata join, the sensitive attributes, the task."""
     data = score.add_argument_group("data")
     data.add_argument("--metadata", type=Path, metavar="TABLE",
                       help="a second table with the sensitive attributes, joined to the first on --on")
@@ -125,6 +134,9 @@ def build_parser() -> argparse.ArgumentParser:
     data.add_argument("--task", choices=["auto", "cls", "seg"], default="auto",
                       help="cls (binary classification) or seg (segmentation); default: from the columns")
 
+
+def _add_task_arguments(score: argparse.ArgumentParser) -> None:
+    """``score``'s columns of each task: classification, segmentation, voxels."""
     cls = score.add_argument_group("classification")
     cls.add_argument("--label", "--label-col", dest="label", nargs="+", metavar="COLUMN",
                      help="the ground-truth column (with --tasks: several, or a pattern such as 'y_*')")
@@ -162,6 +174,9 @@ def build_parser() -> argparse.ArgumentParser:
     voxels.add_argument("--roi-mask", metavar="COLUMN", help="a column of ROI mask files: only their voxels count")
     voxels.add_argument("--max-memory", metavar="SIZE", help="memory for the voxel records, e.g. 2GB")
 
+
+def _add_more_arguments(score: argparse.ArgumentParser) -> None:
+    """``score``'s options beyond fairmedfm's: opt-in metrics, intervals, p-values, figures."""
     more = score.add_argument_group("beyond fairmedfm score")
     more.add_argument("--metrics", nargs="+", metavar="M", help=_METRICS_HELP)
     more.add_argument("--pairwise", metavar="METRIC",
@@ -195,6 +210,9 @@ def build_parser() -> argparse.ArgumentParser:
     more.add_argument("--html", type=Path, metavar="FILE.html",
                       help="also save a self-contained HTML report (tables, figures, warnings)")
 
+
+def _add_engine_arguments(score: argparse.ArgumentParser) -> None:
+    """``score``'s engine (memory or Dask) and output."""
     run = score.add_argument_group("engine")
     run.add_argument("--engine", choices=["memory", "dask"], default="memory",
                      help="'dask' scores a Parquet dataset (a file, a folder or a glob) on a Dask cluster, "
@@ -208,7 +226,6 @@ def build_parser() -> argparse.ArgumentParser:
                      help="also write the full report (.json) or the per-group table (.csv)")
     out.add_argument("--format", choices=["json", "table"], default="json",
                      help="print the per-attribute summary as JSON (default) or as a table")
-    return parser
 
 
 # ----------------------------------------------------------------------------------------------------

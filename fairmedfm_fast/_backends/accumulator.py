@@ -386,22 +386,7 @@ class FairnessAccumulator:
             self._score_info = dict(other._score_info)
         self._weighted = other._weighted
         self._logit_range = _widest(self._logit_range, getattr(other, "_logit_range", None))
-        # other's group ids and cells in this accumulator's numbering
-        group_maps = []
-        for k, known in enumerate(other._groups):
-            mapping = np.empty(len(known) + 1, np.int64)
-            mapping[-1] = -1
-            for group, i in known.items():
-                mapping[i] = self._groups[k].setdefault(group, len(self._groups[k]))
-            group_maps.append(mapping)
-            self._numeric[k] = self._numeric[k] or other._numeric[k]
-            seen, theirs_k = self._categories[k], other._categories[k]
-            self._categories[k] = (theirs_k if seen is True else seen if theirs_k is True or seen == theirs_k
-                                   else None)
-        cell_map = np.empty(len(other._cells), np.int64)
-        for cell, i in other._cells.items():
-            mapped = tuple(int(group_maps[k][g]) for k, g in enumerate(cell))
-            cell_map[i] = self._cells.setdefault(mapped, len(self._cells))
+        cell_map = self._cells_of(other)
         for value in other._labels_seen:
             if value not in self._labels_seen and len(self._labels_seen) < 3:
                 self._labels_seen.append(value)
@@ -417,6 +402,26 @@ class FairnessAccumulator:
                 mapped = (cell_map[(keys >> np.uint32(1)).astype(np.intp)].astype(np.uint32) << np.uint32(1))
                 self._add_rows(scores.astype(self._dtype), mapped | (keys & np.uint32(1)), weights, counts)
         return self
+
+    def _cells_of(self, other: FairnessAccumulator) -> np.ndarray:
+        """``other``'s group ids and cells in this accumulator's numbering (its new groups and cells added
+        here): other's cell i is this one's ``cell_map[i]``."""
+        group_maps = []
+        for k, known in enumerate(other._groups):
+            mapping = np.empty(len(known) + 1, np.int64)
+            mapping[-1] = -1
+            for group, i in known.items():
+                mapping[i] = self._groups[k].setdefault(group, len(self._groups[k]))
+            group_maps.append(mapping)
+            self._numeric[k] = self._numeric[k] or other._numeric[k]
+            seen, theirs_k = self._categories[k], other._categories[k]
+            self._categories[k] = (theirs_k if seen is True else seen if theirs_k is True or seen == theirs_k
+                                   else None)
+        cell_map = np.empty(len(other._cells), np.int64)
+        for cell, i in other._cells.items():
+            mapped = tuple(int(group_maps[k][g]) for k, g in enumerate(cell))
+            cell_map[i] = self._cells.setdefault(mapped, len(self._cells))
+        return cell_map
 
     def _conversion(self) -> dict[str, Any]:
         """What :func:`evaluate` would know of a sigmoid conversion of all the batches' scores, for

@@ -551,16 +551,21 @@ def _evaluate(dask: Any, ddf: Any, label: str, score: str, names: list[str], bin
     metadata.update(asked(threshold, metrics=metrics))
     report, results = _report(plan, groupings, metadata)
     if analytic is not None:
-        starts = np.concatenate(([0], np.cumsum(sizes + 1)))
-        variances = {k: _analytic.variances_of([part["placement"][starts[k]:starts[k + 1]] for part in sums])
-                     for k, result in enumerate(results) if result.rows}
-        report.ci = {"level": analytic[0], "n_boot": 0,
-                     "analytic": _analytic.from_variances(variances, results, analytic[0], report.warnings,
-                                                          analytic[1])}
-        report.metadata.update(ci=analytic[0], p_adjust=analytic[1])
-        # report.gaps with the analytic gap intervals, as evaluate's
-        with_gaps(report, results, {r.name: _findings.small_groups(r) for r in results}, analytic[1], analytic[0])
+        _with_analytic(report, results, list(sums), sizes, *analytic)
     return report
+
+
+def _with_analytic(report: FairnessReport, results: list, sums: list[dict[str, Any]], sizes: np.ndarray, level: float,
+                   p_adjust: str | None) -> None:
+    """``interval="analytic"``: the DeLong variances from the ranges' placement sums, the intervals, and
+    ``report.gaps`` with the analytic gap intervals, as evaluate's."""
+    starts = np.concatenate(([0], np.cumsum(sizes + 1)))
+    variances = {k: _analytic.variances_of([part["placement"][starts[k]:starts[k + 1]] for part in sums])
+                 for k, result in enumerate(results) if result.rows}
+    report.ci = {"level": level, "n_boot": 0,
+                 "analytic": _analytic.from_variances(variances, results, level, report.warnings, p_adjust)}
+    report.metadata.update(ci=level, p_adjust=p_adjust)
+    with_gaps(report, results, {r.name: _findings.small_groups(r) for r in results}, p_adjust, level)
 
 
 def _report(plan: _survey.Plan, groupings: list[_engine.Grouping], metadata: dict[str, Any]

@@ -373,16 +373,26 @@ def evaluate_segmentation(sensitive_features: Any, *, dice: Any = None, pred_mas
                             warnings, metadata, dice_data=(scores, attributes),
                             metric_data=values.metrics if values is not None else None)
     if n_boot or n_permutations:
-        options = (min_group_size, stratify, progress)
-        if values is None or "dice" in wanted:
-            _resampled(report, scores[finite], [a.codes[finite] for a in attributes], attributes, result,
-                       n_boot, ci, n_permutations, random_state, *options)
-        if values is not None:
-            _resampled_metrics(report, values.metrics, finite, attributes, result, n_boot, ci, n_permutations,
-                               random_state, *options)
-        if report.p_values is not None:  # adjusted over every gap of every metric and attribute together
-            report.p_values = _resample.with_adjusted(report.p_values, p_adjust)
+        _with_resampling(report, scores, finite, attributes, result, values, wanted, n_boot, ci, n_permutations,
+                         random_state, (min_group_size, stratify, progress), p_adjust)
     return report
+
+
+def _with_resampling(report: FairnessReport, scores: np.ndarray, finite: np.ndarray, attributes: list,
+                     result: _Assessment, values: Any, wanted: list[str] | None, n_boot: int, ci: float,
+                     n_permutations: int, random_state: Any, options: tuple, p_adjust: str | None) -> None:
+    """Bootstrap intervals and permutation p-values of Dice and of every other requested metric, the
+    p-values adjusted over every gap of every metric and attribute together."""
+    from .._engine import resample as _resample
+
+    if values is None or "dice" in wanted:
+        _resampled(report, scores[finite], [a.codes[finite] for a in attributes], attributes, result,
+                   n_boot, ci, n_permutations, random_state, *options)
+    if values is not None:
+        _resampled_metrics(report, values.metrics, finite, attributes, result, n_boot, ci, n_permutations,
+                           random_state, *options)
+    if report.p_values is not None:
+        report.p_values = _resample.with_adjusted(report.p_values, p_adjust)
 
 
 def _surface_scores(pred_masks, true_masks, label, mask_threshold, empty_score, wanted, spacing, percentile,
@@ -527,39 +537,12 @@ def _resampled(report: FairnessReport, dice: np.ndarray, code_rows: list[np.ndar
         raise ValueError(f"ci must be a coverage strictly between 0 and 1, such as 0.95; got {_inputs.shown(ci)}")
     seed = _resample.seed_from(random_state)
     sizes = [a.n_groups for a in attributes]
-    names = [a.name for a in attributes]
     counts = [np.bincount(codes[codes >= 0], minlength=g) for codes, g in zip(code_rows, sizes)]
     groups_valid = [(c > 0) & (c >= (min_group_size or 0)) for c in counts]  # the groups the summary uses
     valid = {a.name: len(result.summaries[a.name]) > 2 for a in attributes}
     if n_boot:
-        kept: dict = {}
-        groups, summaries, columns, empty = _resample.dice_intervals(
-            dice, code_rows, names, sizes, summarize, n_boot, float(ci), seed, groups_valid, stratify, progress,
-            kept)
-        _keep(report, "boot", attributes, kept)
-        group_rows, summary_rows = [], {}
-        for a, (attribute, bounds, summary_bounds) in enumerate(zip(attributes, groups, summaries)):
-            for i in np.flatnonzero(counts[a]):
-                lo, hi = (float(bounds[i, 0]), float(bounds[i, 1])) if groups_valid[a][i] else (math.nan,) * 2
-                row = {"attribute": attribute.name, "group": attribute.groups[i], "mean_dice_lo": lo,
-                       "mean_dice_hi": hi}
-                if stratify is None:
-                    row["n_empty"] = int(empty[a][i])
-                    if empty[a][i] and groups_valid[a][i]:
-                        report.warnings.append(
-                            f"{attribute.name}={attribute.groups[i]}: no sample in {int(empty[a][i])} of {n_boot} "
-                            "bootstrap resamples (stratify=None); it is undefined there and left out of their "
-                            "summaries")
-                group_rows.append(row)
-            summary_rows[attribute.name] = ({f"{c}_{side}": float(summary_bounds[j, k]) for j, c in enumerate(columns)
-                                             for k, side in enumerate(("lo", "hi"))} if valid[attribute.name] else {})
-        summary = pd.DataFrame.from_dict(summary_rows, orient="index",
-                                         columns=[f"{c}_{side}" for c in columns for side in ("lo", "hi")])
-        summary.index.name = "attribute"
-        by_group = (pd.DataFrame(group_rows).set_index(["attribute", "group"]) if group_rows
-                    else pd.DataFrame(columns=["mean_dice_lo", "mean_dice_hi"]))
-        report.ci = {"level": float(ci), "n_boot": n_boot, "stratify": stratify, "summary": summary,
-                     "by_group": by_group}
+        report.ci = _dice_bootstrap(report, dice, code_rows, attributes, counts, groups_valid, valid, n_boot, ci, seed,
+                                    stratify, progress, summarize)
     if n_permutations:
         rows = {}
         tested = [a for a, attribute in enumerate(attributes) if valid[attribute.name]]
@@ -575,6 +558,46 @@ def _resampled(report: FairnessReport, dice: np.ndarray, code_rows: list[np.ndar
         frame = pd.DataFrame.from_dict(rows, orient="index", columns=["delta_dice", "std_dice"])
         frame.index.name = "attribute"
         report.p_values = frame  # evaluate_segmentation adjusts them over every metric (p_adjust)
+
+
+def _dice_bootstrap(report: FairnessReport, dice: np.ndarray, code_rows: list[np.ndarray], attributes: list,
+                    counts: list[np.ndarray], groups_valid: list[np.ndarray], valid: dict[str, bool], n_boot: int,
+                    ci: float, seed: Any, stratify: str | None, progress: Any, summarize: Any) -> dict[str, Any]:
+    """``report.ci`` of the Dice summary: bootstrap intervals of each group's mean and of each summary
+    column (warnings for groups a resample left empty join the report's)."""
+    import pandas as pd
+
+    from .._engine import resample as _resample
+
+    sizes = [a.n_groups for a in attributes]
+    names = [a.name for a in attributes]
+    kept: dict = {}
+    groups, summaries, columns, empty = _resample.dice_intervals(
+        dice, code_rows, names, sizes, summarize, n_boot, float(ci), seed, groups_valid, stratify, progress,
+        kept)
+    _keep(report, "boot", attributes, kept)
+    group_rows, summary_rows = [], {}
+    for a, (attribute, bounds, summary_bounds) in enumerate(zip(attributes, groups, summaries)):
+        for i in np.flatnonzero(counts[a]):
+            lo, hi = (float(bounds[i, 0]), float(bounds[i, 1])) if groups_valid[a][i] else (math.nan,) * 2
+            row = {"attribute": attribute.name, "group": attribute.groups[i], "mean_dice_lo": lo,
+                   "mean_dice_hi": hi}
+            if stratify is None:
+                row["n_empty"] = int(empty[a][i])
+                if empty[a][i] and groups_valid[a][i]:
+                    report.warnings.append(
+                        f"{attribute.name}={attribute.groups[i]}: no sample in {int(empty[a][i])} of {n_boot} "
+                        "bootstrap resamples (stratify=None); it is undefined there and left out of their "
+                        "summaries")
+            group_rows.append(row)
+        summary_rows[attribute.name] = ({f"{c}_{side}": float(summary_bounds[j, k]) for j, c in enumerate(columns)
+                                         for k, side in enumerate(("lo", "hi"))} if valid[attribute.name] else {})
+    summary = pd.DataFrame.from_dict(summary_rows, orient="index",
+                                     columns=[f"{c}_{side}" for c in columns for side in ("lo", "hi")])
+    summary.index.name = "attribute"
+    by_group = (pd.DataFrame(group_rows).set_index(["attribute", "group"]) if group_rows
+                else pd.DataFrame(columns=["mean_dice_lo", "mean_dice_hi"]))
+    return {"level": float(ci), "n_boot": n_boot, "stratify": stratify, "summary": summary, "by_group": by_group}
 
 
 def _keep(report: FairnessReport, kind: str, attributes: list[_groups.Attribute], draws: dict) -> None:

@@ -8,6 +8,7 @@ method and its exactness.
 """
 from __future__ import annotations
 
+import functools
 import threading
 import warnings as _warnings
 from collections.abc import Callable, Sequence
@@ -526,34 +527,8 @@ def evaluate_voxels(score_maps: Any, true_masks: Any, sensitive_features: Any, *
     modes: dict[int, int] = {}
     lock = threading.Lock()
 
-    def count(i: int, score_map: Any, true_mask: Any, roi: Any) -> None:
-        scores = _mask_files.load_mask(score_map, f"score_map of image {i}")
-        bits, mode = _score_bits(scores, f"score_map of image {i}")
-        roi_bytes = np.empty(0, np.uint8)
-        if roi is not None:
-            roi_bytes = _nonzero_bytes(_mask_files.load_mask(roi, f"roi_mask of image {i}"), f"roi_mask of image {i}")
-            if roi_bytes.size != bits.size:
-                raise ValueError(f"image {i}: roi mask has {roi_bytes.size} voxels but the score map has {bits.size}; "
-                                 "pass an ROI of the map's shape")
-        key = threading.get_ident()
-        with lock:
-            modes[i] = mode
-            histogram = histograms.get(key)
-            if histogram is None:
-                histogram = histograms[key] = np.zeros(_N_BUCKETS[mode], np.int64)
-        if len(histogram) != _N_BUCKETS[mode]:
-            raise ValueError(f"score_map of image {i} has dtype {scores.dtype}, unlike earlier maps; pass every "
-                             "map with one dtype (e.g. all float32)")
-        voxel_passes.count_buckets(bits, roi_bytes, mode, histogram)
-        if accumulator._terms:  # the opt-in metrics' per-image sums, on this first read
-            truth = _mask_files.load_mask(true_mask, f"true_mask of image {i}")
-            if truth.size != bits.size:
-                raise ValueError(f"image {i}: score map shape {scores.shape} differs from true mask shape "
-                                 f"{truth.shape}; pass a mask of the map's shape")
-            truth = _nonzero_bytes(truth, f"true_mask of image {i}")
-            accumulator.image_sums[i] = _image_term_sums(accumulator._terms, bits, mode, truth, roi_bytes)
-
-    _sources.run_all(source, n_images, count, jobs, progress)
+    _sources.run_all(source, n_images, functools.partial(_count_map, accumulator, histograms, modes, lock), jobs,
+                     progress)
     mode = next(iter(modes.values()), _FLOAT32)
     histogram = sum(histograms.values()) if histograms else np.zeros(_N_BUCKETS[mode], np.int64)
     record_bytes = 4 if _LOW_BITS[mode] + accumulator._layout.payload_bits <= 32 else 8
@@ -578,6 +553,37 @@ def evaluate_voxels(score_maps: Any, true_masks: Any, sensitive_features: Any, *
     for note in notes:
         _warnings.warn(note, UserWarning, stacklevel=2)
     return sweep.report({"windows": len(windows)}, notes)
+
+
+def _count_map(accumulator: VoxelAccumulator, histograms: dict[int, np.ndarray], modes: dict[int, int],
+               lock: threading.Lock, i: int, score_map: Any, true_mask: Any, roi: Any) -> None:
+    """The first read of map ``i`` (maps read once per window): its voxels per bucket into this thread's
+    histogram, its mode, and the opt-in metrics' per-image sums."""
+    scores = _mask_files.load_mask(score_map, f"score_map of image {i}")
+    bits, mode = _score_bits(scores, f"score_map of image {i}")
+    roi_bytes = np.empty(0, np.uint8)
+    if roi is not None:
+        roi_bytes = _nonzero_bytes(_mask_files.load_mask(roi, f"roi_mask of image {i}"), f"roi_mask of image {i}")
+        if roi_bytes.size != bits.size:
+            raise ValueError(f"image {i}: roi mask has {roi_bytes.size} voxels but the score map has {bits.size}; "
+                             "pass an ROI of the map's shape")
+    key = threading.get_ident()
+    with lock:
+        modes[i] = mode
+        histogram = histograms.get(key)
+        if histogram is None:
+            histogram = histograms[key] = np.zeros(_N_BUCKETS[mode], np.int64)
+    if len(histogram) != _N_BUCKETS[mode]:
+        raise ValueError(f"score_map of image {i} has dtype {scores.dtype}, unlike earlier maps; pass every "
+                         "map with one dtype (e.g. all float32)")
+    voxel_passes.count_buckets(bits, roi_bytes, mode, histogram)
+    if accumulator._terms:  # the opt-in metrics' per-image sums, on this first read
+        truth = _mask_files.load_mask(true_mask, f"true_mask of image {i}")
+        if truth.size != bits.size:
+            raise ValueError(f"image {i}: score map shape {scores.shape} differs from true mask shape "
+                             f"{truth.shape}; pass a mask of the map's shape")
+        truth = _nonzero_bytes(truth, f"true_mask of image {i}")
+        accumulator.image_sums[i] = _image_term_sums(accumulator._terms, bits, mode, truth, roi_bytes)
 
 
 def _budget_note(max_memory: Any, capacity: int, histogram: np.ndarray, jobs: int, record_bytes: int,

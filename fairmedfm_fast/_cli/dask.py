@@ -54,24 +54,7 @@ def score_command(args: Any):
                     empty_score=args.empty_score, base=_dataset_folder(path), bins=bins or None,
                     intersectional=args.intersectional, **extra)
         else:
-            extra = extensions(args, fdask.evaluate, "classification with --engine dask")
-            label = label or find_column(columns, "label")
-            if not scores:
-                raise UsageError(f"found no score column; name it with --score COLUMN (columns: {columns[:30]})")
-            if len(scores) != 1:
-                raise UsageError("--engine dask takes one score column (the positive class's probability or "
-                                 f"logit), got {len(scores)}: {', '.join(scores)}")
-            require(columns, [label, scores[0]], "--label/--score")
-            notes.append(f"classification: label column {label!r}, score column {scores[0]!r}")
-            ddf = ddf[list(dict.fromkeys([label, scores[0], *sensitive]))]
-            missing = int(ddf[[label, scores[0]]].isna().any(axis=1).sum().compute())
-            if missing:
-                notes.append(f"left out {missing} rows with a missing label or score")
-                ddf = ddf.dropna(subset=[label, scores[0]])
-            report = fdask.evaluate(ddf, label=label, score=scores[0], sensitive=sensitive, bins=bins or None,
-                                    intersectional=args.intersectional,
-                                    pos_label=_typed_pos_label(args.pos_label, ddf[label].dtype),
-                                    score_type=args.score_type, **extra)
+            report = _classification(args, ddf, columns, sensitive, bins, label, scores, notes)
     finally:
         cluster = getattr(client, "cluster", None)
         client.close()
@@ -79,6 +62,32 @@ def score_command(args: Any):
             cluster.close()
     report.metadata["input"] = str(path)
     return report, notes
+
+
+def _classification(args: Any, ddf: Any, columns: list[str], sensitive: list[str], bins: dict, label: Any,
+                    scores: list[str] | None, notes: list[str]):
+    """``--engine dask`` for a classification table: one score column, rows with a missing label or score
+    left out (with a note)."""
+    from .. import dask as fdask
+
+    extra = extensions(args, fdask.evaluate, "classification with --engine dask")
+    label = label or find_column(columns, "label")
+    if not scores:
+        raise UsageError(f"found no score column; name it with --score COLUMN (columns: {columns[:30]})")
+    if len(scores) != 1:
+        raise UsageError("--engine dask takes one score column (the positive class's probability or "
+                         f"logit), got {len(scores)}: {', '.join(scores)}")
+    require(columns, [label, scores[0]], "--label/--score")
+    notes.append(f"classification: label column {label!r}, score column {scores[0]!r}")
+    ddf = ddf[list(dict.fromkeys([label, scores[0], *sensitive]))]
+    missing = int(ddf[[label, scores[0]]].isna().any(axis=1).sum().compute())
+    if missing:
+        notes.append(f"left out {missing} rows with a missing label or score")
+        ddf = ddf.dropna(subset=[label, scores[0]])
+    return fdask.evaluate(ddf, label=label, score=scores[0], sensitive=sensitive, bins=bins or None,
+                          intersectional=args.intersectional,
+                          pos_label=_typed_pos_label(args.pos_label, ddf[label].dtype),
+                          score_type=args.score_type, **extra)
 
 
 def _typed_pos_label(value: str | None, dtype: Any) -> Any:

@@ -326,6 +326,29 @@ def label_from_text(value: str, boolean: bool, number: bool) -> Any:
     return int(parsed) if parsed.is_integer() else parsed
 
 
+def _positive_column(score_column: Any, pos_label: Any, n_classes: int, valid: str) -> int:
+    """The column of the positive class in a (samples, classes) ``y_score``: ``score_column``, else the
+    second of two, else an integer ``pos_label``; ``valid`` says which columns there are."""
+    if score_column is not None:
+        try:  # fairmedfm takes int(score_column): 1, 1.0 and "1" work there
+            column = int(score_column)
+        except (TypeError, ValueError):
+            column = None
+        if column is None or isinstance(score_column, (bool, np.bool_)) or column != float(score_column):
+            raise ValueError(f"score_column={shown(score_column)} is not a column position; {valid}: pass the "
+                             "position (from 0) of the positive class")
+    elif n_classes == 2:
+        column = 1
+    elif isinstance(pos_label, (int, np.integer)) and not isinstance(pos_label, bool):
+        column = int(pos_label)
+    else:
+        raise ValueError(f"y_score has {n_classes} columns; pass score_column= (the column of the "
+                         "positive class) or an integer pos_label")
+    if not 0 <= column < n_classes:
+        raise ValueError(f"score_column={column} is out of range; {valid}")
+    return column
+
+
 def positive_scores(y_score: Any, score_type: str = "auto", score_column: int | None = None,
                     pos_label: Any = None, details: dict[str, Any] | None = None) -> tuple[np.ndarray, dict[str, Any]]:
     """Positive-class probabilities (float32 kept as float32) from probabilities, logits, or a
@@ -370,23 +393,7 @@ def positive_scores(y_score: Any, score_type: str = "auto", score_column: int | 
     scores = scores.astype(np.float64, copy=False)
     n_classes = scores.shape[1]
     valid = f"the valid columns of y_score (shape {scores.shape}) are {list(range(n_classes))}"
-    if score_column is not None:
-        try:  # fairmedfm takes int(score_column): 1, 1.0 and "1" work there
-            column = int(score_column)
-        except (TypeError, ValueError):
-            column = None
-        if column is None or isinstance(score_column, (bool, np.bool_)) or column != float(score_column):
-            raise ValueError(f"score_column={shown(score_column)} is not a column position; {valid}: pass the "
-                             "position (from 0) of the positive class")
-    elif n_classes == 2:
-        column = 1
-    elif isinstance(pos_label, (int, np.integer)) and not isinstance(pos_label, bool):
-        column = int(pos_label)
-    else:
-        raise ValueError(f"y_score has {n_classes} columns; pass score_column= (the column of the "
-                         "positive class) or an integer pos_label")
-    if not 0 <= column < n_classes:
-        raise ValueError(f"score_column={column} is out of range; {valid}")
+    column = _positive_column(score_column, pos_label, n_classes, valid)
     rows_sum_to_one = _in_unit_interval(scores) and np.allclose(scores.sum(axis=1), 1, atol=1e-3)
     if score_type == "logit" or (score_type == "auto" and not rows_sum_to_one):
         shifted = np.exp(scores - scores.max(axis=1, keepdims=True))

@@ -332,6 +332,39 @@ def _arrow_text_codes(values: Column) -> tuple[np.ndarray, list[str]] | None:
     return codes, [data[offsets[i]:offsets[i + 1]].tobytes().decode() for i in firsts.tolist()]
 
 
+def _categorical_codes(values: pd.Series) -> tuple[np.ndarray, list, list[str]]:
+    """A categorical column's codes (which serve directly either way, -1 where missing), the names of its
+    categories and the report order: the categories' own order, or sorted when a value is missing."""
+    raw_codes = np.asarray(values.array.codes)  # a read-only view (``.cat.codes`` copies them)
+    names = [group_name(value) for value in values.cat.categories.tolist()]
+    present = _codes_present(raw_codes, len(names))
+    ordered: list[str] = []
+    for name, here in zip(names, present):
+        if here and name is not None and name not in ordered:
+            ordered.append(name)
+    if len(raw_codes) and raw_codes.min() < 0:
+        ordered.sort(key=order_key)
+    return raw_codes, names, ordered
+
+
+def _dictionary_codes(values: pd.Series) -> tuple[np.ndarray, list, list[str]]:
+    """An Arrow dictionary column is already coded: its indices are the codes (null -> -1); the names of
+    its used entries (None for the others) and their report order."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    column = values.array._pa_array
+    column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    if isinstance(column, pa.ChunkedArray):  # no chunks at all
+        column = pa.array([], column.type)
+    raw_codes = pc.fill_null(column.indices.cast(pa.int64()), -1).to_numpy(zero_copy_only=False).astype(np.intp)
+    names = [group_name(value) for value in column.dictionary.to_pylist()]
+    used = _codes_present(raw_codes, len(names))
+    names = [name if here else None for name, here in zip(names, used)]
+    ordered = sorted({name for name in names if name is not None}, key=order_key)
+    return raw_codes, names, ordered
+
+
 def encode_values(values: Column, max_distinct: int | None = None) -> tuple[np.ndarray, list[str]] | None:
     """Codes (a signed integer type, -1 missing) in report order, and the group names, of one
     attribute column.
@@ -359,30 +392,9 @@ def encode_values(values: Column, max_distinct: int | None = None) -> tuple[np.n
     # 0.4.2 then names the groups through Series.map, which drops the categorical dtype, so they
     # are sorted like any other values. We follow it (see the README).
     if is_pandas(values, "Series") and isinstance(values.dtype, pd.CategoricalDtype):
-        # the codes serve directly either way (-1 where missing)
-        raw_codes = np.asarray(values.array.codes)  # a read-only view (``.cat.codes`` copies them)
-        names = [group_name(value) for value in values.cat.categories.tolist()]
-        present = _codes_present(raw_codes, len(names))
-        ordered: list[str] = []
-        for name, here in zip(names, present):
-            if here and name is not None and name not in ordered:
-                ordered.append(name)
-        if len(raw_codes) and raw_codes.min() < 0:
-            ordered.sort(key=order_key)
+        raw_codes, names, ordered = _categorical_codes(values)
     elif _is_arrow_dictionary(values):
-        # An Arrow dictionary column is already coded: its indices are the codes (null -> -1).
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
-        column = values.array._pa_array
-        column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-        if isinstance(column, pa.ChunkedArray):  # no chunks at all
-            column = pa.array([], column.type)
-        raw_codes = pc.fill_null(column.indices.cast(pa.int64()), -1).to_numpy(zero_copy_only=False).astype(np.intp)
-        names = [group_name(value) for value in column.dictionary.to_pylist()]
-        used = _codes_present(raw_codes, len(names))
-        names = [name if here else None for name, here in zip(names, used)]
-        ordered = sorted({name for name in names if name is not None}, key=order_key)
+        raw_codes, names, ordered = _dictionary_codes(values)
     else:
         array = values if isinstance(values, np.ndarray) else None
         plain_text = False

@@ -318,6 +318,40 @@ def plot_bars(report, attributes=None):
     return figure
 
 
+def _forest_blocks(report, attributes) -> list:
+    """(attribute, its evaluable rows of ``by_group``) of each selected attribute that has some."""
+    names = [str(name) for name in report.summary.index]
+    if attributes is not None:
+        names = select_names(names, attributes)
+    present = set(report.by_group.index.get_level_values(0))
+    blocks = []
+    for name in names:
+        if name not in present:
+            continue
+        table = report.by_group.loc[name]
+        if "skipped" in table.columns:
+            table = table[table["skipped"].isna().to_numpy()]
+        if len(table):
+            blocks.append((name, table))
+    return blocks
+
+
+def _forest_rows(blocks: list, rows: int) -> tuple[list[str], list[int], list]:
+    """The y labels and positions of the forest plot (each attribute's name, then its groups, top down)
+    and, per attribute, (name, rows of by_group, their y positions)."""
+    labels, positions, layout = [], [], []
+    y = rows - 1
+    for name, table in blocks:
+        labels.append(_text(name))
+        positions.append(y)
+        layout.append((name, table, np.arange(y - 1, y - 1 - len(table), -1)))
+        for group in table.index:
+            labels.append("  " + _text(group))
+        positions.extend(range(y - 1, y - 1 - len(table), -1))
+        y -= len(table) + 1
+    return labels, positions, layout
+
+
 def plot_forest(report, attributes=None):
     """Point and interval of every group, one panel per metric (each on its own scale), the attributes
     stacked in each panel with a dashed mark at all of the attribute's samples; small groups are hollow.
@@ -328,19 +362,7 @@ def plot_forest(report, attributes=None):
         metrics = [key for key, _ in _metric_registry.shown(report.by_group.columns)]
     else:
         metrics = [m for m in SEGMENTATION_BARS if m in report.by_group.columns]
-    names = [str(name) for name in report.summary.index]
-    if attributes is not None:
-        names = select_names(names, attributes)
-    present = set(report.by_group.index.get_level_values(0))
-    blocks = []  # (attribute, its evaluable rows of by_group)
-    for name in names:
-        if name not in present:
-            continue
-        table = report.by_group.loc[name]
-        if "skipped" in table.columns:
-            table = table[table["skipped"].isna().to_numpy()]
-        if len(table):
-            blocks.append((name, table))
+    blocks = _forest_blocks(report, attributes)
     Figure = figure_class()
     rows = sum(len(table) + 1 for _, table in blocks) or 1
     height = 0.22 * rows + 1.1
@@ -349,17 +371,8 @@ def plot_forest(report, attributes=None):
     left = 1.45 / min(12.0, 1.75 * columns + 1.6)
     figure.subplots_adjust(left=left, right=0.99, top=1 - 0.55 / height, bottom=0.45 / height, wspace=0.12)
     axes = figure.subplots(1, columns, squeeze=False)[0]  # one y scale, labelled once: no shared ticks to make
-    labels, positions, has_interval = [], [], False
-    y = rows - 1
-    layout = []
-    for name, table in blocks:
-        labels.append(_text(name))
-        positions.append(y)
-        layout.append((name, table, np.arange(y - 1, y - 1 - len(table), -1)))
-        for group in table.index:
-            labels.append("  " + _text(group))
-        positions.extend(range(y - 1, y - 1 - len(table), -1))
-        y -= len(table) + 1
+    labels, positions, layout = _forest_rows(blocks, rows)
+    has_interval = False
     for c, metric in enumerate(metrics):
         ax = axes[c]
         for k, (name, table, ys) in enumerate(layout):
