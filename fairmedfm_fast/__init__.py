@@ -53,8 +53,8 @@ _WHERE = {
     "FairnessReport": "report",
     "classification_fairness": "metrics",
     "segmentation_fairness": "metrics",
-    "register_metric": "_metric_registry",
-    "register_segmentation_metric": "_metric_registry",
+    "register_metric": "_registry.metrics",
+    "register_segmentation_metric": "_registry.metrics",
     **{name: "group_metrics" for name in _CLASSIFICATION},
     **{name: "segmentation" for name in _SEGMENTATION},
 }
@@ -64,8 +64,8 @@ _WHERE = {
 __all__ = [*_WHERE, "__version__"]
 
 if TYPE_CHECKING:  # for type checkers and editors (``X as X``: a re-export, as PEP 484 spells it)
-    from ._metric_registry import register_metric as register_metric
-    from ._metric_registry import register_segmentation_metric as register_segmentation_metric
+    from ._registry.metrics import register_metric as register_metric
+    from ._registry.metrics import register_segmentation_metric as register_segmentation_metric
     from .accumulator import FairnessAccumulator as FairnessAccumulator
     from .evaluation import evaluate as evaluate
     from .group_metrics import accuracy_gap as accuracy_gap
@@ -84,7 +84,7 @@ if TYPE_CHECKING:  # for type checkers and editors (``X as X``: a re-export, as 
 
 
 # An unreadable mask file (a ValueError naming the sample, the path and the reader's reason).
-_WHERE["MaskFileError"] = "_mask_files"
+_WHERE["MaskFileError"] = "_inputs.mask_files"
 __all__.append("MaskFileError")
 
 _SUBMODULES = ("metrics", "evaluation", "group_metrics", "report", "segmentation", "dask", "tasks", "voxels",

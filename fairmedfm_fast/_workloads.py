@@ -38,18 +38,20 @@ MANY_GROUPS = 33_000
 
 def size_thresholds() -> dict[str, int]:
     """Where the Python layer (or a kernel's caller) changes path by the number of samples."""
-    from . import _engine, _groups, accumulator
+    from ._backends import accumulator
+    from ._engine import sorting as engine
+    from ._inputs import groups
     from .kernels import _config, rank_sums, sorting
 
     return {
-        "NumPy sort below, radix sort from (_engine.RADIX_FROM)": _engine.RADIX_FROM,
+        "NumPy sort below, radix sort from (_engine.sorting.RADIX_FROM)": engine.RADIX_FROM,
         "plain-Python first calls up to (kernels._config.INTERPRET_BELOW)": _config.INTERPRET_BELOW,
-        "group codes by table or by sort (_groups.TABLE_CODES_BELOW)": _groups.TABLE_CODES_BELOW,
-        "text arrays coded from their buffer up to (_groups.BUFFER_TEXT_UP_TO)": _groups.BUFFER_TEXT_UP_TO,
-        "accumulator compacts from (accumulator.COMPACT_FROM)": accumulator.COMPACT_FROM,
+        "group codes counted by a kernel from (_inputs.groups.TABLE_CODES_BELOW)": groups.TABLE_CODES_BELOW,
+        "text arrays coded from their buffer up to (_inputs.groups.BUFFER_TEXT_UP_TO)": groups.BUFFER_TEXT_UP_TO,
+        "accumulator compacts from (_backends.accumulator.COMPACT_FROM)": accumulator.COMPACT_FROM,
         "sort pieces (kernels.sorting.PIECE, kernels.rank_sums.PIECE)": max(sorting.PIECE, rank_sums.PIECE),
-        "threads from (_engine.THREADED_FROM, _groups.PARALLEL_FROM)": max(_engine.THREADED_FROM,
-                                                                           _groups.PARALLEL_FROM),
+        "threads from (_engine.sorting.THREADED_FROM, _inputs.groups.PARALLEL_FROM)": max(engine.THREADED_FROM,
+                                                                                         groups.PARALLEL_FROM),
     }
 
 
@@ -93,7 +95,7 @@ def _read_only(array: np.ndarray) -> np.ndarray:
 
 def _optional_metrics() -> list[str]:
     """Every opt-in classification metric (evaluate's metrics=): their kernels are on the list too."""
-    from ._metric_registry import OPTIONAL_NAMES
+    from ._registry.metrics import OPTIONAL_NAMES
 
     return list(OPTIONAL_NAMES)
 

@@ -16,9 +16,9 @@ import os
 import sys
 from pathlib import Path
 
-from ._cli_tasks import render
-from ._columns import PROG
-from ._score import score
+from ._cli.columns import PROG
+from ._cli.score import score
+from ._cli.tasks import render
 
 EPILOG = f"""examples:
   {PROG} score predictions.csv --sensitive sex age --bins age=40,60
@@ -61,6 +61,30 @@ def _required_table(format_text):
     return lambda: format_text().replace(" [predictions]", " predictions", 1)
 
 
+#: The help of ``--metrics``: the names come from the metric registry when the help is printed.
+_METRICS_HELP = "{metrics}"
+
+
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """The ``score`` help, with the registry's metrics (installed plugins' included) filled in when it is
+    printed: parsing a command line loads no plugin."""
+
+    def _get_help_string(self, action):
+        text = super()._get_help_string(action)
+        return _metrics_help() if text == _METRICS_HELP else text
+
+
+def _metrics_help() -> str:
+    from ._registry import metrics as _metric_registry  # the entries (no NumPy import)
+
+    _metric_registry.load_plugins()
+    registry = _metric_registry.REGISTRY
+    opt_in = ", ".join(f"{m.name} ({m.display})" for m in registry.per_group if m.optional)
+    return (f"classification: any of {opt_in} beside fairmedfm's metrics; "
+            f"segmentation from masks: any of {' '.join(m.name for m in registry.segmentation)}, "
+            "per group (e.g. --metrics dice hd95 nsd --nsd-tolerance 2); default: Dice only")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``fairmedfm-fast``."""
     parser = _Parser(prog=PROG, description="Fast, exact group-fairness metrics for classification and "
@@ -71,7 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
         "score", help="fairness metrics from a table with one row per sample",
         description="Fairness metrics from a table with one row per sample (predictions, labels and "
         "sensitive attributes; or Dice scores or mask files).",
-        epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+        epilog=EPILOG, formatter_class=_HelpFormatter)
     from . import warmup
 
     warmup.add_arguments(commands.add_parser(
@@ -84,6 +108,15 @@ def build_parser() -> argparse.ArgumentParser:
     score.format_usage = _required_table(score.format_usage)
     score.format_help = _required_table(score.format_help)
 
+    _add_data_arguments(score)
+    _add_task_arguments(score)
+    _add_more_arguments(score)
+    _add_engine_arguments(score)
+    return parser
+
+
+def _add_data_arguments(score: argparse.ArgumentParser) -> None:
+    """``score``'s table options: the metadata join, the sensitive attributes, the task."""
     data = score.add_argument_group("data")
     data.add_argument("--metadata", type=Path, metavar="TABLE",
                       help="a second table with the sensitive attributes, joined to the first on --on")
@@ -101,6 +134,9 @@ def build_parser() -> argparse.ArgumentParser:
     data.add_argument("--task", choices=["auto", "cls", "seg"], default="auto",
                       help="cls (binary classification) or seg (segmentation); default: from the columns")
 
+
+def _add_task_arguments(score: argparse.ArgumentParser) -> None:
+    """``score``'s columns of each task: classification, segmentation, voxels."""
     cls = score.add_argument_group("classification")
     cls.add_argument("--label", "--label-col", dest="label", nargs="+", metavar="COLUMN",
                      help="the ground-truth column (with --tasks: several, or a pattern such as 'y_*')")
@@ -138,15 +174,11 @@ def build_parser() -> argparse.ArgumentParser:
     voxels.add_argument("--roi-mask", metavar="COLUMN", help="a column of ROI mask files: only their voxels count")
     voxels.add_argument("--max-memory", metavar="SIZE", help="memory for the voxel records, e.g. 2GB")
 
-    more = score.add_argument_group("beyond fairmedfm score")
-    from . import _metric_registry  # the opt-in metrics from their entries (no NumPy import)
 
-    opt_in = ", ".join(f"{m.name} ({m.display})" for m in _metric_registry.PER_GROUP if m.optional)
-    more.add_argument("--metrics", nargs="+", metavar="M",
-                      help=f"classification: any of {opt_in} beside fairmedfm's metrics; "
-                      f"segmentation from masks: any of {' '.join(m.name for m in _metric_registry.SEGMENTATION)}, "
-                      "per group (e.g. --metrics dice "
-                      "hd95 nsd --nsd-tolerance 2); default: Dice only")
+def _add_more_arguments(score: argparse.ArgumentParser) -> None:
+    """``score``'s options beyond fairmedfm's: opt-in metrics, intervals, p-values, figures."""
+    more = score.add_argument_group("beyond fairmedfm score")
+    more.add_argument("--metrics", nargs="+", metavar="M", help=_METRICS_HELP)
     more.add_argument("--pairwise", metavar="METRIC",
                       help="also print, per attribute, the difference of METRIC (e.g. auc) between every pair of "
                       "groups (with intervals and p-values under --bootstrap and --permutations)")
@@ -178,6 +210,9 @@ def build_parser() -> argparse.ArgumentParser:
     more.add_argument("--html", type=Path, metavar="FILE.html",
                       help="also save a self-contained HTML report (tables, figures, warnings)")
 
+
+def _add_engine_arguments(score: argparse.ArgumentParser) -> None:
+    """``score``'s engine (memory or Dask) and output."""
     run = score.add_argument_group("engine")
     run.add_argument("--engine", choices=["memory", "dask"], default="memory",
                      help="'dask' scores a Parquet dataset (a file, a folder or a glob) on a Dask cluster, "
@@ -191,7 +226,6 @@ def build_parser() -> argparse.ArgumentParser:
                      help="also write the full report (.json) or the per-group table (.csv)")
     out.add_argument("--format", choices=["json", "table"], default="json",
                      help="print the per-attribute summary as JSON (default) or as a table")
-    return parser
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -291,7 +325,7 @@ def _run(args) -> int:
             if args.plot:
                 _write_plot(report, args.plot, args.plot_kind)
             if args.html:
-                from ._pictures import write_html
+                from ._report.html import write_html
 
                 # the page shows the notes before the warnings
                 _write_file(args.html, "--html", lambda path: write_html(report, path, notes=notes))

@@ -11,8 +11,10 @@ from typing import Any
 
 import numpy as np
 
-from . import _engine, _inputs
-from ._assess import summarize
+from ._backends.assess import summarize
+from ._engine import classification as _engine
+from ._engine import one_grouping as _one_grouping
+from ._inputs import arrays as _inputs
 
 __all__ = [
     "classification_fairness",
@@ -73,7 +75,7 @@ def find_threshold(prob: Any, label: Any) -> float:
     _same_length(scores, labels)
     if np.isnan(scores).any():
         raise ValueError("prob has missing values (NaN or null); drop or fix those samples")
-    return _engine.best_f1_threshold(scores, labels)
+    return _one_grouping.best_f1_threshold(scores, labels)
 
 
 def binary_cross_entropy(prob: Any, label: Any) -> float:
@@ -84,7 +86,7 @@ def binary_cross_entropy(prob: Any, label: Any) -> float:
     scores = _floats(prob, "prob")
     labels = np.ascontiguousarray(np.asarray(label, dtype=np.float64).ravel())
     _same_length(scores, labels)
-    return _engine.log_loss_sum(scores, labels) / len(scores)
+    return _one_grouping.log_loss_sum(scores, labels) / len(scores)
 
 
 def _quantile_edges(scores: np.ndarray, num_bins: int) -> np.ndarray:
@@ -125,7 +127,7 @@ def expected_calibration_error(prob: Any, label: Any, num_bins: int = 10, metric
     if np.isinf(scores).any():
         raise ValueError("prob contains infinite values; equal-width bins need a finite range")
     edges = _quantile_edges(scores, int(num_bins)) if quantile_bins else None
-    return _engine.calibration_error_of(scores, labels, int(num_bins), _VARIANTS[metric_variant], edges)
+    return _one_grouping.calibration_error_of(scores, labels, int(num_bins), _VARIANTS[metric_variant], edges)
 
 
 def _report_values(grouping: _engine.Grouping, index: int, suffix: str, keys: Sequence[str]) -> dict[str, Any]:

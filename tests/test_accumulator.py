@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import fairmedfm_fast as fm
-from fairmedfm_fast import accumulator
+from fairmedfm_fast._backends import accumulator
 from fairmedfm_fast.accumulator import FairnessAccumulator
 
 EXACT = ["n", "auc", "tp@best_f1", "fp@best_f1", "tn@best_f1", "fn@best_f1", "tp", "fp", "tn", "fn"]
@@ -281,7 +281,7 @@ def test_categorical_columns_keep_the_category_order():
 
 
 def test_curves_of_the_report_are_those_of_evaluate(small_compaction):
-    from fairmedfm_fast._pictures import classification_curves
+    from fairmedfm_fast._report.pictures import classification_curves
 
     y, scores, features, _ = dataset(14, 3000, levels=25)
     acc = FairnessAccumulator()

@@ -11,8 +11,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from reference import delong_variance, newcombe_interval, pairwise_u2, wilson_interval
 
-from fairmedfm_fast import _analytic, evaluate
-from fairmedfm_fast._gap_interval import normal_critical_value, pair_bounds, simultaneous_interval
+from fairmedfm_fast import evaluate
+from fairmedfm_fast._statistics import analytic as _analytic
+from fairmedfm_fast._statistics.gap_interval import normal_critical_value, pair_bounds, simultaneous_interval
 
 Z95 = NormalDist().inv_cdf(0.975)
 
@@ -456,7 +457,8 @@ def test_wilson_and_newcombe_coverage_at_a_fixed_threshold():
 def test_accumulator_gives_evaluate_s_analytic_intervals(monkeypatch):
     """Batches of scores with many ties, compacted early (so the table merges rows into counts): the
     accumulator's analytic intervals equal evaluate's on all the samples."""
-    from fairmedfm_fast import FairnessAccumulator, accumulator
+    from fairmedfm_fast import FairnessAccumulator
+    from fairmedfm_fast._backends import accumulator
 
     monkeypatch.setattr(accumulator, "COMPACT_FROM", 500)
     y, scores, g = _case(15, n=3000, groups=3, levels=20)

@@ -14,7 +14,8 @@ from hypothesis import given, note, settings
 from hypothesis import strategies as st
 from strategies import cases
 
-from fairmedfm_fast import _engine, _resample
+from fairmedfm_fast._engine import classification as _engine
+from fairmedfm_fast._engine import resample as _resample
 from fairmedfm_fast.kernels import bootstrap
 
 
@@ -125,7 +126,8 @@ _NO_JIT = textwrap.dedent("""
     import numpy as np
     import numba
     assert numba.config.DISABLE_JIT, "NUMBA_DISABLE_JIT was not honoured"
-    from fairmedfm_fast import _engine, _resample
+    from fairmedfm_fast._engine import classification as _engine
+    from fairmedfm_fast._engine import resample as _resample
     from fairmedfm_fast.kernels import bootstrap
 
     warnings.simplefilter("ignore")  # SplitMix64 wraps around on purpose

@@ -26,8 +26,9 @@ fairmedfm_cli = pytest.importorskip("fairmedfm.cli")
 
 from compare import EXTRA_GROUP_COLUMNS, oracle_metadata  # noqa: E402
 
-from fairmedfm_fast import _score, cli  # noqa: E402
+from fairmedfm_fast import cli  # noqa: E402
 from fairmedfm_fast import evaluate as fm_evaluate  # noqa: E402
+from fairmedfm_fast._cli import score as _score  # noqa: E402
 
 # Subprocesses start outside the checkout, so that they import the installed package (kernels/ is
 # installed as fairmedfm_fast.kernels) rather than the source folder from the working directory.
@@ -625,11 +626,11 @@ class _Terminal(io.StringIO):
 def test_progress_line_only_on_a_terminal(monkeypatch):
     terminal = _Terminal()
     monkeypatch.setattr(sys, "stderr", terminal)
-    monkeypatch.setattr("fairmedfm_fast._progress.DELAY", 0.0)
+    monkeypatch.setattr("fairmedfm_fast._util.progress.DELAY", 0.0)
     with _score.step("reading big.parquet"):
         time.sleep(0.3)  # the step "takes longer" than the delay
     assert "fairmedfm-fast: reading big.parquet ..." in terminal.getvalue()
-    monkeypatch.setattr("fairmedfm_fast._progress.DELAY", 60.0)
+    monkeypatch.setattr("fairmedfm_fast._util.progress.DELAY", 60.0)
     quick = _Terminal()
     monkeypatch.setattr(sys, "stderr", quick)
     with _score.step("reading"):
@@ -637,7 +638,7 @@ def test_progress_line_only_on_a_terminal(monkeypatch):
     assert quick.getvalue() == ""
     pipe = io.StringIO()
     monkeypatch.setattr(sys, "stderr", pipe)
-    monkeypatch.setattr("fairmedfm_fast._progress.DELAY", 0.0)
+    monkeypatch.setattr("fairmedfm_fast._util.progress.DELAY", 0.0)
     with _score.step("reading") as progress:
         assert not progress.shown
     assert pipe.getvalue() == ""

@@ -11,9 +11,9 @@ import pyarrow as pa
 import pyarrow.feather as feather
 import pytest
 
-from fairmedfm_fast import _tables
-from fairmedfm_fast._groups import group_name
-from fairmedfm_fast._tables import TableError, key_strings, open_table
+from fairmedfm_fast._cli import tables as _tables
+from fairmedfm_fast._cli.tables import TableError, key_strings, open_table
+from fairmedfm_fast._inputs.groups import group_name
 
 TRICKY_CSV = """\
 id,race,when,flag,score,age,note,empty

@@ -10,8 +10,8 @@ import pytest
 from test_cli import run_fast
 
 import fairmedfm_fast as fm
-from fairmedfm_fast._cli_tasks import task_columns
-from fairmedfm_fast._columns import UsageError
+from fairmedfm_fast._cli.columns import UsageError
+from fairmedfm_fast._cli.tasks import task_columns
 
 FINDINGS = ("edema", "mass", "nodule")
 

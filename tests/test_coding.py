@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from fairmedfm_fast import _groups
+from fairmedfm_fast._inputs import groups as _groups
 from fairmedfm_fast.kernels import coding
 
 

@@ -30,7 +30,7 @@ from compare import assert_close as assert_same  # recursive, numbers within 1e-
 
 import fairmedfm_fast as fm
 from fairmedfm_fast import metrics as fm_metrics
-from fairmedfm_fast._metric_registry import OPTIONAL_NAMES as OPTIONAL_METRICS
+from fairmedfm_fast._registry.metrics import OPTIONAL_NAMES as OPTIONAL_METRICS
 
 pa = pytest.importorskip("pyarrow")
 

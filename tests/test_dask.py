@@ -19,8 +19,10 @@ dd = pytest.importorskip("dask.dataframe")
 distributed = pytest.importorskip("distributed")
 
 import fairmedfm_fast as fm  # noqa: E402
-from fairmedfm_fast import _cli_dask  # noqa: E402
 from fairmedfm_fast import dask as fdask  # noqa: E402
+from fairmedfm_fast._backends import dask as dask_backend  # noqa: E402
+from fairmedfm_fast._backends import dask_survey  # noqa: E402
+from fairmedfm_fast._cli import dask as _cli_dask  # noqa: E402
 
 
 def assert_same_report(got, expected, atol=1e-9):
@@ -108,8 +110,8 @@ def client():
 
 
 def test_ties_on_partition_boundaries_skipped_groups_and_missing_values(client, monkeypatch):
-    original, boundaries = fdask._boundaries, []
-    monkeypatch.setattr(fdask, "_boundaries", lambda *args: boundaries.append(original(*args)) or boundaries[-1])
+    original, boundaries = dask_backend._boundaries, []
+    monkeypatch.setattr(dask_backend, "_boundaries", lambda *args: boundaries.append(original(*args)) or boundaries[-1])
     frame = tied_frame(6000, 1)
     ddf = dd.from_pandas(frame, npartitions=6)
     report = both(ddf, "y", "p", ["sex", "site"], intersectional=True)
@@ -142,8 +144,8 @@ def test_float32_probabilities_quantile_bins_booleans_and_fixed_threshold(client
 
 
 def _spy_layouts(monkeypatch):
-    original, layouts = fdask._layout, []
-    monkeypatch.setattr(fdask, "_layout", lambda *args: layouts.append(original(*args)) or layouts[-1])
+    original, layouts = dask_backend._layout, []
+    monkeypatch.setattr(dask_backend, "_layout", lambda *args: layouts.append(original(*args)) or layouts[-1])
     return layouts
 
 
@@ -163,22 +165,22 @@ def test_records_of_one_word_two_words_and_the_frame_fallback(client, monkeypatc
     both(dd.from_pandas(wide, npartitions=3), "y", "p", ["sex", "ward", "bed"], intersectional=True)
     assert layouts[-1].pay_dtype == np.uint64 and layouts[-1].pay_bits > 32
     # the sort of frames, where records cannot hold the codes
-    monkeypatch.setattr(fdask, "_layout", lambda *args: None)
+    monkeypatch.setattr(dask_backend, "_layout", lambda *args: None)
     both(ddf32, "y", "p", ["sex", "site", "ward"], intersectional=True, npartitions=5)
 
 
 def test_layout_beyond_64_bits_falls_back_with_one_warning(monkeypatch):
     from types import SimpleNamespace
 
-    monkeypatch.setattr(fdask, "_told_fallback", False)
+    monkeypatch.setattr(dask_backend, "_told_fallback", False)
     plan = SimpleNamespace(score_dtype=np.dtype(np.float32), code_dtype=np.dtype(np.int16))
-    assert fdask._layout(plan, np.array([2, 4, 80])).pay_bits == 1 + 2 + 3 + 7
-    assert fdask._layout(plan, np.array([1000] * 6)).pay_bits == 61  # 10 bits a grouping
+    assert dask_backend._layout(plan, np.array([2, 4, 80])).pay_bits == 1 + 2 + 3 + 7
+    assert dask_backend._layout(plan, np.array([1000] * 6)).pay_bits == 61  # 10 bits a grouping
     with pytest.warns(RuntimeWarning, match="need 71 bits, more than a 64-bit record holds"):
-        assert fdask._layout(plan, np.array([1000] * 7)) is None
+        assert dask_backend._layout(plan, np.array([1000] * 7)) is None
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert fdask._layout(plan, np.array([1000] * 7)) is None  # once per process
+        assert dask_backend._layout(plan, np.array([1000] * 7)) is None  # once per process
 
 
 def _moved(client):
@@ -261,7 +263,7 @@ def test_a_call_logs_nothing_from_distributed(client, capfd):
     assert {address: lines for address, lines in new.items() if lines} == {}
     assert shuffle.level == before  # the user's setting is back
     # without our call, the shuffle's notes are as distributed makes them (nothing silenced for good)
-    with fdask._quiet():
+    with dask_backend._quiet():
         assert shuffle.getEffectiveLevel() == logging.ERROR
     assert shuffle.level == before
 
@@ -369,7 +371,7 @@ def test_quantile_cut_points_are_numpy_quantiles():
         counts = [pd.Series(part).value_counts(sort=False) for part in parts]
         for q in (2, 3, 4, 7):
             expected = np.unique(np.quantile(values, np.linspace(0, 1, q + 1)[1:-1])).tolist()
-            got = fdask._quantile_cut_points(counts, q, "x")
+            got = dask_survey.quantile_cut_points(counts, q, "x")
             assert got == expected, (n, q)
             assert all(not math.isnan(v) for v in got)
 
@@ -538,13 +540,13 @@ def test_command_line_masks_on_a_cluster(client, tmp_path):
 
 
 def test_more_sorted_partitions_than_input_partitions(sync, monkeypatch):
-    original, sizes = fdask._range_sums, []
+    original, sizes = dask_backend._range_sums, []
 
     def spy(part, *args):
         sizes.append(len(part[0]))
         return original(part, *args)
 
-    monkeypatch.setattr(fdask, "_range_sums", spy)
+    monkeypatch.setattr(dask_backend, "_range_sums", spy)
     frame = tied_frame(3000, 19, levels=100_000)
     both(dd.from_pandas(frame, npartitions=1), "y", "p", ["sex"], npartitions=150)
     assert len(sizes) > 120 and max(sizes) < 60  # the sketch was fine enough for 150 partitions

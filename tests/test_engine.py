@@ -6,7 +6,8 @@ import pytest
 from sklearn.metrics import roc_auc_score
 
 import fairmedfm_fast as fm
-from fairmedfm_fast import _engine
+from fairmedfm_fast._engine import classification as _engine
+from fairmedfm_fast._engine import sorting as _sorting
 from fairmedfm_fast.kernels import sorting
 
 N = 70_000
@@ -85,10 +86,10 @@ def test_threaded_passes_give_the_same_report(monkeypatch, n_jobs, weighted, wid
         groups["hospital"] = rng.integers(0, 300, N).astype(str)
     weights = rng.random(N) * 3 if weighted else None
     inline = fm.evaluate(y, s, groups, sample_weight=weights)
-    monkeypatch.setattr(_engine, "THREADED_FROM", 1000)
+    monkeypatch.setattr(_sorting, "THREADED_FROM", 1000)
     monkeypatch.setattr(sorting, "PIECE", 1000)
     monkeypatch.setenv("FAIRMEDFM_FAST_N_JOBS", n_jobs)
-    assert _engine._threaded(N) == (n_jobs != "1")
+    assert _sorting.is_threaded(N) == (n_jobs != "1")
     threaded = fm.evaluate(y, s, groups, sample_weight=weights)
     pd.testing.assert_frame_equal(threaded.summary, inline.summary, check_exact=True)
     pd.testing.assert_frame_equal(threaded.by_group, inline.by_group, check_exact=True)
@@ -103,7 +104,7 @@ def test_background_job_reraises_its_error():
 
 
 def test_bad_thread_count_in_environment_is_a_clear_error(monkeypatch):
-    monkeypatch.setattr(_engine, "THREADED_FROM", 10)
+    monkeypatch.setattr(_sorting, "THREADED_FROM", 10)
     monkeypatch.setenv("FAIRMEDFM_FAST_N_JOBS", "lots")
     with pytest.raises(ValueError, match="FAIRMEDFM_FAST_N_JOBS"):
         fm.auc_gap([0, 1] * 10, np.linspace(0, 1, 20), sensitive_features=[0, 1] * 10)
@@ -136,7 +137,7 @@ def test_radix_path_matches_oracle(monkeypatch, kind, threaded):
     groups = pd.DataFrame({"site": rng.integers(0, 4, n).astype(str),
                            "sex": pd.Categorical(rng.choice(["M", "F"], n), categories=["M", "F"])})
     if threaded:
-        monkeypatch.setattr(_engine, "THREADED_FROM", 1000)
+        monkeypatch.setattr(_sorting, "THREADED_FROM", 1000)
         monkeypatch.setattr(sorting, "PIECE", 1000)
         monkeypatch.setenv("FAIRMEDFM_FAST_N_JOBS", "2")
     check("evaluate", labels, scores, groups)
@@ -154,7 +155,7 @@ def test_one_best_f1_sweep_for_the_complete_groupings(monkeypatch, n_jobs, missi
     groups = {"site": rng.integers(0, 4, n), "sex": rng.choice(["F", "M"], n),
               "age": np.where(rng.random(n) < (0.05 if missing else 0.0), np.nan, rng.integers(0, 3, n)),
               "ward": rng.integers(0, 6, n)}
-    monkeypatch.setattr(_engine, "THREADED_FROM", 1000)
+    monkeypatch.setattr(_sorting, "THREADED_FROM", 1000)
     monkeypatch.setenv("FAIRMEDFM_FAST_N_JOBS", n_jobs)
     calls = []
     real = _engine._shared_best_f1

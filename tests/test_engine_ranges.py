@@ -1,23 +1,25 @@
-"""The engine's sums of sorted ranges (``_engine.range_plan``, ``range_sums``, ``from_ranges``: what the Dask
+"""The engine's sums of sorted ranges (``_ranges.range_plan``, ``range_sums``, ``from_ranges``: what the Dask
 backend runs on each range of its sort) against :func:`_engine.measure` over all samples at once."""
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from strategies import cases
 
-from fairmedfm_fast import _engine, _metric_registry
+from fairmedfm_fast._engine import classification as _engine
+from fairmedfm_fast._engine import ranges as _ranges
+from fairmedfm_fast._registry import metrics as _metric_registry
 
 
 def _ranged(scores, labels, codes, sizes, starts, thresholds, extra):
     """``from_ranges`` over the sorted samples cut at ``starts`` (tie-block starts), each range alone."""
     bounds = [0, *starts, len(scores)]
     pieces = [(scores[a:b], labels[a:b], np.ascontiguousarray(codes[:, a:b])) for a, b in zip(bounds[:-1], bounds[1:])]
-    summaries = [_engine.range_summary(*piece, sizes) for piece in pieces]
+    summaries = [_ranges.range_summary(*piece, sizes) for piece in pieces]
     count, positives, low, high = (np.stack(values) for values in zip(*summaries))
     fixed = [0.5] if thresholds is None else [0.5, thresholds]
-    plan = _engine.range_plan(count, positives, np.fmin.reduce(low, axis=0), np.fmax.reduce(high, axis=0), sizes,
+    plan = _ranges.range_plan(count, positives, np.fmin.reduce(low, axis=0), np.fmax.reduce(high, axis=0), sizes,
                               len(scores), fixed, thresholds is None, tuple(extra))
-    return _engine.from_ranges([_engine.range_sums(*piece, plan, r) for r, piece in enumerate(pieces)], plan,
+    return _ranges.from_ranges([_ranges.range_sums(*piece, plan, r) for r, piece in enumerate(pieces)], plan,
                                thresholds)
 
 
@@ -54,4 +56,4 @@ def test_ranges_join_to_the_sums_of_all_samples(case, data):
        threshold=st.one_of(st.floats(allow_nan=False), st.floats(width=32, allow_nan=False)))
 def test_position_above_float32_scores_is_searchsorted_right(values, threshold):
     scores = np.sort(np.array(values, np.float32))
-    assert _engine._position_above(scores, threshold) == int(scores.searchsorted(threshold, "right"))
+    assert _ranges._position_above(scores, threshold) == int(scores.searchsorted(threshold, "right"))

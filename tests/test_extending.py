@@ -18,7 +18,8 @@ import pandas as pd
 import pytest
 
 import fairmedfm_fast as fm
-from fairmedfm_fast import _metric_registry, _resample
+from fairmedfm_fast._engine import resample as _resample
+from fairmedfm_fast._registry import metrics as _metric_registry
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -88,8 +89,7 @@ def plugin(tmp_path_factory):
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: npv-plugin\nVersion: 1.0\n")
     (info / "entry_points.txt").write_text("[fairmedfm_fast.metrics]\nnpv = npv_plugin\n")
-    saved = (_metric_registry.PER_GROUP, _metric_registry.SUMMARIES, _metric_registry._plugins_loaded,
-             _metric_registry.SEGMENTATION, _metric_registry.SUMS)
+    saved = _metric_registry.REGISTRY.snapshot()
     sys.path.insert(0, str(where))
     import npv_plugin  # noqa: F401 - registers the metric
 
@@ -97,9 +97,7 @@ def plugin(tmp_path_factory):
     sys.path.remove(str(where))
     del sys.modules["npv_plugin"]
     # the other test modules see the package's own metrics only
-    (_metric_registry.PER_GROUP, _metric_registry.SUMMARIES, _metric_registry._plugins_loaded,
-     _metric_registry.SEGMENTATION, _metric_registry.SUMS) = saved
-    _metric_registry._rebuild()
+    _metric_registry.REGISTRY.restore(saved)
 
 
 def _npv(y, score, threshold):
@@ -346,7 +344,8 @@ def test_voxels_take_metrics_like_evaluate(plugin):
         fm.VoxelAccumulator({"sex": sex}, metrics=["ap"])
 
 
-BACKENDS = ("_engine.py", "_resample.py", "voxels.py", "accumulator.py", "dask.py")
+BACKENDS = ("_engine/classification.py", "_engine/resample.py", "_engine/records.py", "_engine/voxels.py",
+            "_backends/voxels.py", "_backends/accumulator.py", "_backends/dask.py")
 
 
 def test_backends_do_not_branch_on_metric_names():
@@ -354,8 +353,8 @@ def test_backends_do_not_branch_on_metric_names():
     them (the names that are also sums, "ece", "tp", "fp", only as sums, never compared)."""
     import ast
 
-    names = {m.name for m in _metric_registry.PER_GROUP} | {m.name + "@best_f1" for m in _metric_registry.PER_GROUP}
-    sums = set(_metric_registry.SUM)
+    names = {m.name for m in _metric_registry.REGISTRY.per_group} | {m.name + "@best_f1" for m in _metric_registry.REGISTRY.per_group}
+    sums = set(_metric_registry.REGISTRY.sum)
     found = []
     for module in BACKENDS:
         tree = ast.parse((ROOT / "fairmedfm_fast" / module).read_text())
@@ -381,7 +380,7 @@ def test_bad_registrations_say_the_fix(plugin):
         fm.register_metric("other", lambda s: s["nothing"], ["nothing"])
     with pytest.raises(ValueError, match="already a sum"):
         fm.register_metric("other", lambda s: s["loss"], ["loss"], terms={"loss": lambda labels, scores: scores})
-    assert "other" not in _metric_registry.BY_NAME
+    assert "other" not in _metric_registry.REGISTRY.by_name
 
 
 def _masks(n=60, seed=8):
@@ -432,7 +431,7 @@ def test_a_broken_plugin_is_named(tmp_path, monkeypatch):
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: broken-plugin\nVersion: 1.0\n")
     (info / "entry_points.txt").write_text("[fairmedfm_fast.metrics]\nbroken = broken_plugin\n")
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(_metric_registry, "_plugins_loaded", False)
+    monkeypatch.setattr(_metric_registry.REGISTRY, "plugins_loaded", False)
     with pytest.raises(ValueError, match="plugin 'broken' .*failed to load: ImportError: no such thing"):
         fm.evaluate([0, 1, 0, 1], [0.1, 0.8, 0.3, 0.6], {"sex": ["F", "F", "M", "M"]}, metrics=["unknown"])
 
@@ -441,7 +440,7 @@ def test_a_metric_given_the_label_is_tested_within_classes(plugin):
     # miss_rate is FNR under another name: the same within-class permutations and simultaneous
     # interval as the built-in fnr-gap; npv moves with the prevalence, so its groups are shuffled
     # among all samples.
-    from fairmedfm_fast import _findings
+    from fairmedfm_fast._statistics import findings as _findings
 
     assert {"miss_rate-gap", "fnr-gap", "auc-gap", "eo", "eod"} <= set(_findings.within_label())
     assert "npv-gap" not in _findings.within_label() and "acc-gap" not in _findings.within_label()
@@ -457,3 +456,19 @@ def test_a_metric_given_the_label_is_tested_within_classes(plugin):
     gaps = report.gaps.loc["site"]
     assert gaps.loc["miss_rate-gap", "lo"] == gaps.loc["fnr-gap", "lo"]
     assert gaps.loc["npv-gap", "hi"] - gaps.loc["npv-gap", "value"] > 0  # simultaneous, not a percentile
+
+
+def test_cli_help_lists_the_metrics_of_installed_plugins(plugin, capsys):
+    """``fairmedfm-fast score --help`` loads the entry points before it lists the opt-in metrics."""
+    from fairmedfm_fast import cli
+    from fairmedfm_fast._registry.registry import MetricRegistry
+
+    saved, module = _metric_registry.REGISTRY.snapshot(), sys.modules.pop("npv_plugin")
+    _metric_registry.REGISTRY.restore(MetricRegistry().snapshot())  # as in a new process: no plugin loaded yet
+    try:
+        with pytest.raises(SystemExit):
+            cli.main(["score", "--help"])
+        assert "npv (" in " ".join(capsys.readouterr().out.split())
+    finally:
+        _metric_registry.REGISTRY.restore(saved)
+        sys.modules["npv_plugin"] = module

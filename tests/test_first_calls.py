@@ -73,7 +73,7 @@ def test_is_pandas_waits_for_an_import_in_progress(monkeypatch):
     import importlib
     import types
 
-    from fairmedfm_fast import _lazy_pandas
+    from fairmedfm_fast._util import lazy_pandas as _lazy_pandas
 
     pandas = importlib.import_module("pandas")
     half = types.ModuleType("pandas")

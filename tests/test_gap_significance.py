@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import fairmedfm_fast as fm
-from fairmedfm_fast import _findings
-from fairmedfm_fast._gap_interval import from_replicates, simultaneous_interval
+from fairmedfm_fast._statistics import findings as _findings
+from fairmedfm_fast._statistics.gap_interval import from_replicates, simultaneous_interval
 
 GAPS = ("auc-gap", "acc-gap", "bce-gap", "ece-gap", "eo", "eod")
 

@@ -200,7 +200,7 @@ def _unused():  # keep imports used by later sections
 @pytest.mark.parametrize("argument,value", [("n_boot", 10**30), ("n_boot", 2**40), ("n_permutations", 10**30),
                                             ("n_permutations", 2**40)])
 def test_huge_resampling_counts_name_the_argument(argument, value, monkeypatch):
-    from fairmedfm_fast import _resample
+    from fairmedfm_fast._engine import resample as _resample
 
     for function in ("bootstrap", "permutation_pvalues", "dice_intervals", "dice_permutation_pvalues"):
         monkeypatch.setattr(_resample, function, None)  # the check comes before any resampling
@@ -214,7 +214,7 @@ def test_huge_number_of_quantile_groups_names_the_bins(monkeypatch):
     with pytest.raises(ValueError, match=r"bins\['age'\]=1000000000000 would need .* memory"):
         fm.evaluate(Y, P, {"age": P * 100}, bins={"age": 10**12})
     expected = fm.evaluate(Y, P, G, n_boot=20, n_permutations=20, random_state=0)
-    monkeypatch.setattr("fairmedfm_fast._inputs.memory_bytes", lambda: 1 << 20)
+    monkeypatch.setattr("fairmedfm_fast._inputs.arrays.memory_bytes", lambda: 1 << 20)
     with pytest.raises(ValueError, match=r"n_boot=5000 would need .* more than this machine's 1 MiB"):
         fm.evaluate(Y, P, G, n_boot=5000)
     # resampling that fits runs in full, as it does with all the memory
@@ -370,7 +370,7 @@ def test_missing_scores_are_called_missing_in_the_api():
 
 def test_missing_scores_on_the_command_line_in_memory_and_on_dask(tmp_path, capsys):
     distributed = pytest.importorskip("distributed")
-    from fairmedfm_fast import _cli_dask
+    from fairmedfm_fast._cli import dask as _cli_dask
 
     rng = np.random.default_rng(5)
     n = 400

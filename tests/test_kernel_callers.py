@@ -10,7 +10,7 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "fairmedfm_fast"
 CLASSIFICATION_KERNELS = {"ranking", "calibration", "sweeps", "sorting", "rank_sums", "delong"}
-ENGINE = {"_engine.py"}
+ENGINE = {"_engine"}  # the engine's folder
 #: Still calling kernels themselves: none. (fairmedfm's legacy functions in metrics.py reach them
 #: through the engine's one-grouping functions; voxels.py, whose bucket sweep is its own kernel, takes
 #: the ECE edges and errors from the engine; the Dask backend routes records (``kernels.records``) and
@@ -20,7 +20,7 @@ PENDING: set[str] = set()
 
 def _callers() -> set[str]:
     callers = set()
-    for path in PACKAGE.glob("*.py"):
+    for path in PACKAGE.rglob("*.py"):
         tree = ast.parse(path.read_text(), filename=str(path))
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom):
@@ -28,12 +28,12 @@ def _callers() -> set[str]:
                 parts = module.split(".")
                 names = {alias.name for alias in node.names}
                 if "kernels" in parts and (CLASSIFICATION_KERNELS & (set(parts) | names)):
-                    callers.add(path.name)
+                    callers.add(path.relative_to(PACKAGE).parts[0])
             elif isinstance(node, ast.Import):
                 for alias in node.names:
                     parts = alias.name.split(".")
                     if "kernels" in parts and CLASSIFICATION_KERNELS & set(parts):
-                        callers.add(path.name)
+                        callers.add(path.relative_to(PACKAGE).parts[0])
     return callers
 
 
@@ -43,6 +43,7 @@ READERS = {"_workloads.py"}
 
 
 def test_only_the_engine_calls_classification_kernels():
+    assert "_engine" in _callers()  # the engine's subfolder is read
     assert _callers() - ENGINE - PENDING - READERS == set()
 
 

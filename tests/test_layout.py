@@ -9,6 +9,12 @@
   (``fairmedfm_fast/__init__.py``, the facade that re-exports the public names) counts too: it
   imports, lazily, every module its tables name (``_WHERE``, ``_SUBMODULES``), so a module that
   imports a name from the root instead of from the module that defines it closes a circle.
+- Floors as folders: each private subpackage of ``fairmedfm_fast/`` is a floor (:data:`FLOORS`, from the
+  bottom up) and imports only from its own floor and those below. The public modules at the top of
+  the package are thin modules over the floors; only the command line (``_cli/``, ``cli.py``) sits
+  above them. In words: inputs and the engine never import the report; the kernels know nothing of
+  pandas (nor of anything but numpy, numba, the standard library and each other); the backends call
+  the engine, never a kernel.
 """
 from __future__ import annotations
 
@@ -22,14 +28,17 @@ FOLDERS = {ROOT / "fairmedfm_fast": PACKAGE, ROOT / "kernels": f"{PACKAGE}.kerne
 
 
 def _modules() -> dict[str, tuple[Path, bool]]:
-    """Dotted name -> (file, is a package ``__init__``)."""
+    """Dotted name -> (file, is a package ``__init__``), subfolders included."""
     found = {}
     for folder, dotted in FOLDERS.items():
-        for path in sorted(folder.glob("*.py")):
-            if path.name == "__init__.py":
-                found[dotted] = (path, True)
+        for path in sorted(folder.rglob("*.py")):
+            parts = path.relative_to(folder).with_suffix("").parts
+            if "__pycache__" in parts:
+                continue
+            if parts[-1] == "__init__":
+                found[".".join((dotted, *parts[:-1]))] = (path, True)
             else:
-                found[f"{dotted}.{path.stem}"] = (path, False)
+                found[".".join((dotted, *parts))] = (path, False)
     return found
 
 
@@ -128,3 +137,92 @@ def test_the_checks_catch_what_they_should(tmp_path):
     assert targets_a == {"pkg.b"} and targets_b == {"pkg.a"}  # a circle
     assert bad_a == ["pkg/a.py:1: from pkg.b import _hidden"]
     assert bad_b == ["pkg/b.py:3: pkg.a._x"]
+
+
+#: The floors, from the bottom up: a module may import from its own floor and those below it.
+#: "public" is the package's top-level modules (the thin modules of the public import paths).
+FLOORS = ("kernels", "_util", "_inputs", "_registry", "_engine", "_statistics", "_report", "_backends", "public",
+          "_cli")
+#: Top-level modules that are not on the public floor.
+TOP_LEVEL = {"_version": "_util", "cli": "_cli", "__main__": "_cli", "_workloads": "_cli",
+             "warmup": "_cli", "_build": "_cli"}
+
+
+def floor_of(name: str) -> str:
+    """The floor of a dotted module name of the package."""
+    parts = name.split(".")
+    if len(parts) == 1:
+        return "public"  # the package root: the facade of the public names
+    if parts[1] == "kernels" or len(parts) > 2:
+        return parts[1] if parts[1] in FLOORS else "public"
+    return TOP_LEVEL.get(parts[1], "public")
+
+
+def floor_breaks(graph: dict[str, set[str]]) -> list[str]:
+    """Arrows that run up a floor, as "module -> target (floor -> floor)"."""
+    rank = {floor: i for i, floor in enumerate(FLOORS)}
+    return [f"{name} -> {target} ({floor_of(name)} -> {floor_of(target)})"
+            for name, targets in sorted(graph.items()) for target in sorted(targets)
+            if rank[floor_of(target)] > rank[floor_of(name)]]
+
+
+def _graph() -> dict[str, set[str]]:
+    return {name: _imports(name)[0] for name in MODULES}
+
+
+def test_every_module_has_a_floor():
+    """A new subpackage is given its place in FLOORS before it is used (else its arrows go unchecked)."""
+    for name in MODULES:
+        parts = name.split(".")
+        if len(parts) > 2:
+            assert parts[1] in FLOORS, f"{name}: its folder {parts[1]} is not in FLOORS"
+    assert {floor_of(name) for name in MODULES} == set(FLOORS)
+
+
+def test_arrows_run_down_the_floors():
+    bad = floor_breaks(_graph())
+    assert bad == [], "imports that run up a floor (move the code down, or the import up):\n" + "\n".join(bad)
+
+
+def test_inputs_and_the_engine_never_import_the_report():
+    graph = _graph()
+    bad = [f"{name} -> {target}" for name, targets in graph.items() if floor_of(name) in ("_inputs", "_engine")
+           for target in targets if floor_of(target) in ("_report", "_backends", "public", "_cli")]
+    assert bad == []
+
+
+def test_the_backends_call_the_engine_never_a_kernel():
+    graph = _graph()
+    bad = [f"{name} -> {target}" for name, targets in graph.items() if floor_of(name) == "_backends"
+           for target in targets if floor_of(target) == "kernels"]
+    assert bad == []
+
+
+def _external_imports(path: Path) -> set[str]:
+    """The top-level names of what a file imports from outside the package (relative imports left out)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            found |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and not node.level:
+            found.add((node.module or "").split(".")[0])
+    return found
+
+
+def test_the_kernels_know_nothing_of_pandas():
+    """Kernels import no pandas, pyarrow, polars or tensors, and nothing of the package above them."""
+    data_libraries = {"pandas", "pyarrow", "polars", "torch", "dask", "distributed", "sklearn", "matplotlib"}
+    for name, (path, _) in MODULES.items():
+        if floor_of(name) != "kernels":
+            continue
+        assert _external_imports(path) & data_libraries == set(), f"{name} imports {_external_imports(path)}"
+        outside = {target for target in _imports(name)[0] if floor_of(target) != "kernels"}
+        assert outside == set(), f"{name} imports {sorted(outside)}"
+
+
+def test_the_floor_check_catches_an_arrow_up():
+    graph = {f"{PACKAGE}._engine.a": {f"{PACKAGE}._report.b", f"{PACKAGE}.kernels.c"},
+             f"{PACKAGE}._backends.d": {f"{PACKAGE}._engine.a"}, f"{PACKAGE}.kernels.c": set()}
+    assert floor_breaks(graph) == [f"{PACKAGE}._engine.a -> {PACKAGE}._report.b (_engine -> _report)"]
+    assert floor_of(f"{PACKAGE}.cli") == "_cli" and floor_of(f"{PACKAGE}.dask") == "public"
+    assert floor_of(PACKAGE) == "public" and floor_of(f"{PACKAGE}._cli.score") == "_cli"

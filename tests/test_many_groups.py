@@ -13,7 +13,8 @@ import pandas as pd
 import pytest
 
 import fairmedfm_fast as fm
-from fairmedfm_fast import _assess, _classification_report
+from fairmedfm_fast._backends import assess as _assess
+from fairmedfm_fast._report import assembly as _classification_report
 
 
 def _report(n_groups: int, seed: int = 0, **options):
@@ -65,7 +66,7 @@ def test_per_group_tables_are_linear_in_the_groups(read):
 
 
 def test_curves_of_the_pictures_are_linear_in_the_groups():
-    from fairmedfm_fast import _pictures
+    from fairmedfm_fast._report import pictures as _pictures
 
     for n_groups in (100, 400):  # compiled untraced (thinned curves above MAX_POINTS samples take another path)
         _pictures.classification_curves(_report(n_groups))

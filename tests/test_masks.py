@@ -17,7 +17,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from fairmedfm_fast import _mask_files, _masks, _threads
+from fairmedfm_fast._inputs import mask_files as _mask_files
+from fairmedfm_fast._inputs import masks as _masks
+from fairmedfm_fast._util import threads as _threads
 from fairmedfm_fast.kernels import segmentation as kernels
 from fairmedfm_fast.segmentation import dice_per_label, dice_scores
 
@@ -650,7 +652,7 @@ def test_without_jit():
     script = textwrap.dedent("""
         import numpy as np
         from fairmedfm import _inputs as oracle
-        from fairmedfm_fast import _masks
+        from fairmedfm_fast._inputs import masks as _masks
         from fairmedfm_fast.segmentation import dice_per_label, dice_scores
         _masks._MIN_TASK_BYTES = 64
         rng = np.random.default_rng(0)

@@ -11,8 +11,8 @@ import pytest
 from fairmedfm.metrics import _summary as oracle_summary
 
 import fairmedfm_fast as fm
-from fairmedfm_fast import _metric_registry as registry
-from fairmedfm_fast import _resample
+from fairmedfm_fast._engine import resample as _resample
+from fairmedfm_fast._registry import metrics as registry
 
 
 def _values(rng, keys, g):
@@ -63,16 +63,19 @@ def test_infinities_that_sum_to_nan_are_values():
 
 @pytest.mark.parametrize(("kind", "expected"), [
     ("gap", 0.75), ("worst", 0.25), ("best", 1.0), ("ratio", 0.25), ("score", 1 - 0.75)])
-def test_each_kind_is_its_own_column(monkeypatch, kind, expected):
+def test_each_kind_is_its_own_column(kind, expected):
     """A column's kind decides its value (an opt-in "worst" column is a worst, not a gap), and only
     the differences between groups (gap, ratio, score) get p-values."""
     column = registry.Summary("npv-" + kind, kind, ("brier",), optional=True)
-    monkeypatch.setattr(registry, "SUMMARIES", (*registry.SUMMARIES, column))
-    monkeypatch.setattr(registry, "SUMMARY", {**registry.SUMMARY, column.column: column})
-    monkeypatch.setattr(registry, "_PLANS", {})
-    out = registry.summarize({}, {"brier": [0.5, 0.25, 1.0]})
-    assert out == {"brier-gap": 0.75, column.column: expected}
-    assert (column.column in registry.tested_columns(["brier"])) == (kind in ("gap", "ratio", "score"))
+    saved = registry.REGISTRY.snapshot()
+    per_group, sums, summaries, *rest = saved
+    registry.REGISTRY.restore((per_group, sums, (*summaries, column), *rest))
+    try:
+        out = registry.summarize({}, {"brier": [0.5, 0.25, 1.0]})
+        assert out == {"brier-gap": 0.75, column.column: expected}
+        assert (column.column in registry.tested_columns(["brier"])) == (kind in ("gap", "ratio", "score"))
+    finally:
+        registry.REGISTRY.restore(saved)
 
 
 def test_tested_columns_keep_their_order():
@@ -109,7 +112,7 @@ def test_cli_help_lists_the_opt_in_metrics(capsys):
     with pytest.raises(SystemExit):
         cli.main(["score", "--help"])
     text = " ".join(capsys.readouterr().out.split())
-    for metric in registry.PER_GROUP:
+    for metric in registry.REGISTRY.per_group:
         if metric.optional:
             assert f"{metric.name} ({metric.display})" in text
 
@@ -119,10 +122,10 @@ def test_one_number_functions_come_from_the_entries():
     exactly those, from one list."""
     from fairmedfm_fast import group_metrics
 
-    made = {summary.function for summary in registry.SUMMARIES if summary.function}
+    made = {summary.function for summary in registry.REGISTRY.summaries if summary.function}
     assert set(group_metrics.__all__) - {"function_of"} == made == set(fm._CLASSIFICATION)
     assert made <= set(fm.__all__) and len(fm.__all__) == len(set(fm.__all__))
-    for summary in registry.SUMMARIES:
+    for summary in registry.REGISTRY.summaries:
         if summary.function:
             function = getattr(fm, summary.function)
             assert function.__module__ == "fairmedfm_fast.group_metrics" and function.__name__ == summary.function
@@ -136,7 +139,7 @@ def test_one_number_functions_return_their_column():
     score = rng.random(300)
     sex = rng.choice(["F", "M"], 300)
     summary = fm.evaluate(y, score, {"sex": sex}).summary.loc["sex"]
-    for entry in registry.SUMMARIES:
+    for entry in registry.REGISTRY.summaries:
         if entry.function:
             assert abs(getattr(fm, entry.function)(y, score, sensitive_features=sex) - summary[entry.column]) <= 1e-12
 
@@ -144,14 +147,14 @@ def test_one_number_functions_return_their_column():
 def test_every_metric_reads_sums_of_the_table():
     """Each sum a metric reads has an entry (its kernel pass, how partitions combine); the optional
     ones are made exactly when a requested metric reads them, whatever the metric's name."""
-    for metric in registry.PER_GROUP:
-        assert set(metric.sums) <= set(registry.SUM), metric.name
-    assert {entry.combine for entry in registry.SUMS} == {"add", "add_above"}
-    for entry in registry.SUMS:  # each names the pass that makes it; a term-summing pass has its term
+    for metric in registry.REGISTRY.per_group:
+        assert set(metric.sums) <= set(registry.REGISTRY.sum), metric.name
+    assert {entry.combine for entry in registry.REGISTRY.sums} == {"add", "add_above"}
+    for entry in registry.REGISTRY.sums:  # each names the pass that makes it; a term-summing pass has its term
         assert entry.made_by in registry.PASSES, entry.name
         assert (entry.term is not None) == (entry.made_by == "slot_sums"), entry.name
     # the sort follows from the passes: AUC's and AP's sums are made in score order
-    assert {m.name for m in registry.PER_GROUP if m.ranked} == {"auc", "ap"}
+    assert {m.name for m in registry.REGISTRY.per_group if registry.REGISTRY.ranked(m)} == {"auc", "ap"}
     assert registry.passes(frozenset({"auc"})) == {"counts", "ranks"}
     assert registry.passes(frozenset({"brier"})) == {"counts", "slot_sums"}
     assert registry.optional_sums(frozenset(registry.NAMES)) == ()

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fairmedfm_fast import _mask_files
+from fairmedfm_fast._inputs import mask_files as _mask_files
 
 nibabel = pytest.importorskip("nibabel")
 
@@ -111,7 +111,7 @@ def test_declined_headers_still_read_through_nibabel(tmp_path):
 
 
 def test_surface_spacing_comes_from_the_header_already_read(tmp_path, monkeypatch):
-    from fairmedfm_fast import _surface
+    from fairmedfm_fast._engine import surface as _surface
 
     volume = np.zeros((6, 5, 1, 4), np.uint8)
     volume[1:4, 1:3, 0, 1:3] = 1

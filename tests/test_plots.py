@@ -13,7 +13,8 @@ from roc_reference import roc_points
 from sklearn.metrics import roc_curve
 
 import fairmedfm_fast
-from fairmedfm_fast import _groups, _pictures
+from fairmedfm_fast._inputs import groups as _groups
+from fairmedfm_fast._report import pictures as _pictures
 from fairmedfm_fast.report import FairnessReport, group_frame, summary_frame
 
 pytest.importorskip("matplotlib")

@@ -9,7 +9,7 @@ from reference import pairwise_u2
 from strategies import SPECIAL_FLOAT64
 
 import fairmedfm_fast as fm
-from fairmedfm_fast import _engine
+from fairmedfm_fast._engine import classification as _engine
 from fairmedfm_fast.kernels import rank_sums
 
 

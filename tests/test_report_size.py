@@ -11,7 +11,9 @@ import pytest
 from sklearn.metrics import roc_curve
 
 import fairmedfm_fast as fm
-from fairmedfm_fast import _engine, _pictures
+from fairmedfm_fast._engine import classification as _engine
+from fairmedfm_fast._report import curves as _curves
+from fairmedfm_fast._report import pictures as _pictures
 from fairmedfm_fast.kernels import calibration
 
 
@@ -98,7 +100,7 @@ def test_large_groups_keep_points_of_the_exact_curve(weighted):
         for curve in [*entry.groups, entry.overall]:
             members = present if curve.name == "all" else features[entry.attribute] == curve.name
             fpr, tpr = _exact(y, scores, members, weights)
-            assert 100 < len(curve.fpr) <= _pictures.MAX_POINTS + 2
+            assert 100 < len(curve.fpr) <= _curves.MAX_POINTS + 2
             # every kept point lies on the full curve, the corners included, in the curve's order
             exact = {(a, b): i for i, (a, b) in enumerate(zip(fpr.tolist(), tpr.tolist()))}
             where = [exact.get((a, b)) for a, b in zip(curve.fpr.tolist(), curve.tpr.tolist())]

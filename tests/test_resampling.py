@@ -13,7 +13,7 @@ import pytest
 from scipy import stats
 
 import fairmedfm_fast as fm
-from fairmedfm_fast import _resample
+from fairmedfm_fast._engine import resample as _resample
 from fairmedfm_fast.kernels import resampling
 
 METRIC_COLUMNS = ["auc", "acc", "bce", "ece", "tpr", "tnr", "auc@best_f1", "acc@best_f1", "bce@best_f1",
@@ -128,7 +128,7 @@ _NO_JIT_DRAWS = textwrap.dedent("""
     import numpy as np
     import numba
     assert numba.config.DISABLE_JIT, "NUMBA_DISABLE_JIT was not honoured"
-    from fairmedfm_fast import _resample
+    from fairmedfm_fast._engine import resample as _resample
     from fairmedfm_fast.kernels import resampling
 
     warnings.simplefilter("ignore")  # SplitMix64 wraps around on purpose

@@ -10,7 +10,8 @@ import pytest
 from compare import without_extras
 
 import fairmedfm_fast as fm
-from fairmedfm_fast import _inputs, cli
+from fairmedfm_fast import cli
+from fairmedfm_fast._inputs import arrays as _inputs
 
 RNG = np.random.default_rng(28)
 N = 600
@@ -145,11 +146,11 @@ def test_dask_score_type_probability_on_percentages_says_divide_by_100():
     pytest.importorskip("dask")
     from types import SimpleNamespace
 
-    from fairmedfm_fast import dask as fdask
+    from fairmedfm_fast._backends import dask_survey as fdask
 
     survey = {"score_nan": 0, "score_low": 0.0, "score_high": 87.5, "score_dtype": np.dtype(np.float64)}
     with pytest.raises(ValueError, match="percentages") as info:
-        fdask._score_decision([survey], SimpleNamespace(score="prob"), "probability")
+        fdask.score_decision([survey], SimpleNamespace(score="prob"), "probability")
     assert "'prob'" in str(info.value) and "divide the scores by 100" in str(info.value)
 
 

@@ -154,7 +154,7 @@ def test_report_keeps_the_dice_for_pictures():
     scores, attributes = report._dice_data
     np.testing.assert_array_equal(scores, dice)
     assert [a.name for a in attributes] == ["sex"]
-    from fairmedfm_fast import _pictures
+    from fairmedfm_fast._report import pictures as _pictures
 
     (name, groups), = _pictures.dice_by_group(report)
     assert name == "sex" and [g for g, _ in groups] == ["F", "M"]

@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from strategies import SPECIAL_FLOAT64
 
-from fairmedfm_fast import _engine
+from fairmedfm_fast._engine import classification as _engine
 from fairmedfm_fast.kernels import sorting
 
 

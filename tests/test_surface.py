@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from medpy.metric import binary as medpy
 
 import fairmedfm_fast as fm
-from fairmedfm_fast import _surface
+from fairmedfm_fast._engine import surface as _surface
 from fairmedfm_fast.kernels import surface as kernels
 
 TOLERANCE = 1e-9
@@ -254,7 +254,7 @@ def test_nifti_spacing_reads_the_header_nibabel_load_reads(tmp_path):
     import struct
 
     nibabel = pytest.importorskip("nibabel")
-    from fairmedfm_fast import _mask_files
+    from fairmedfm_fast._inputs import mask_files as _mask_files
 
     volume = np.zeros((5, 4, 1, 3), np.uint8)
     files = {}
@@ -376,7 +376,7 @@ def test_kernels_without_jit(tmp_path):
         import numba, numpy as np
         assert numba.config.DISABLE_JIT
         import reference
-        from fairmedfm_fast import _surface
+        from fairmedfm_fast._engine import surface as _surface
         from fairmedfm_fast.kernels import surface
         rng = np.random.default_rng(2)
         for shape in ((1, 1, 5), (1, 4, 6), (3, 4, 5), (5, 2, 3)):

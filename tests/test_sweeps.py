@@ -10,7 +10,7 @@ from hypothesis import given, note, settings
 from hypothesis import strategies as st
 from strategies import cases
 
-from fairmedfm_fast import _engine
+from fairmedfm_fast._engine import classification as _engine
 from fairmedfm_fast.kernels import calibration, sweeps
 
 
@@ -197,7 +197,7 @@ def test_ranges_join_to_one_pass(case, data):
     low, high = sweeps.score_ends(scores, codes, sizes)
     marks = sweeps.bin_marks(scores, calibration.equal_width_edges(low, high, 10), sizes)
     whole = sweeps.ranked_sums(scores, labels, codes, sizes, terms, cuts, marks, 10, 0, case.n)
-    joined = _engine._joined([sweeps.ranked_sums(scores, labels, codes, sizes, terms, cuts, marks, 10, a, b)
+    joined = _engine.joined_sums([sweeps.ranked_sums(scores, labels, codes, sizes, terms, cuts, marks, 10, a, b)
                               for a, b in zip(bounds[:-1], bounds[1:])])
     for j, (got, expected) in enumerate(zip(joined, whole)):
         if j in (3, 8):  # loss and bin score sums: floats added in another order
@@ -220,7 +220,7 @@ def test_engine_split_does_not_change_the_report(monkeypatch):
     one = fm.evaluate(y, s, attributes)
     monkeypatch.setattr(_engine, "SPLIT_FROM", 1000)
     monkeypatch.setattr(_engine, "SPLIT", 3)
-    assert len(_engine._ranges(np.sort(s))) == 3
+    assert len(_engine.split_ranges(np.sort(s))) == 3
     for jobs in ("1", "2"):
         monkeypatch.setenv("FAIRMEDFM_FAST_N_JOBS", jobs)
         split = fm.evaluate(y, s, attributes)

@@ -184,7 +184,7 @@ def test_pairwise_heat_map_of_a_report_of_several_tasks():
     # It drew every panel empty ("fewer than two evaluable groups"): the attributes were looked up by
     # the (task, attribute) pairs of the summary's index, as text.
     pytest.importorskip("matplotlib")
-    from fairmedfm_fast import _pictures
+    from fairmedfm_fast._report import pictures as _pictures
 
     labels, scores, groups = _data(500)
     report = _quiet(fm.evaluate_tasks, labels, scores, groups[["sex", "site"]])

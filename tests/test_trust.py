@@ -9,7 +9,10 @@ import pandas as pd
 import pytest
 
 import fairmedfm_fast as fm
-from fairmedfm_fast import _engine, _progress, _resample, cli
+from fairmedfm_fast import cli
+from fairmedfm_fast._engine import classification as _engine
+from fairmedfm_fast._engine import resample as _resample
+from fairmedfm_fast._util import progress as _progress
 from fairmedfm_fast.kernels import resampling
 
 

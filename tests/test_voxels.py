@@ -143,9 +143,9 @@ def test_windows_give_the_same_report(max_memory):
 @pytest.mark.parametrize("options", [{"n_jobs": 3}, {"n_jobs": 2, "max_memory": 2000}, {"n_jobs": 2, "threshold": 0.3}])
 def test_sweep_on_several_threads(monkeypatch, options):
     """Bucket ranges swept on their own threads from the counts below them give the same report."""
-    from fairmedfm_fast import voxels
+    from fairmedfm_fast._backends import voxel_sweep
 
-    monkeypatch.setattr(voxels, "_PARALLEL_SWEEP", 0)
+    monkeypatch.setattr(voxel_sweep, "PARALLEL_SWEEP", 0)
     for levels in (0, 5):
         scores, truth, groups = make_maps(12, n_images=20, levels=levels)
         expected = flat_evaluate(scores, truth, groups, threshold=options.get("threshold"))
@@ -173,7 +173,7 @@ def test_many_groups_count_through_each_voxels_cell():
 def test_streamed_maps_flush_small_stages_on_two_threads(monkeypatch, max_memory):
     """Stages of 50 records: flushes of two threads sort into the arena at once while it grows
     (a one-shot iterator) or into each window's arena (a re-iterable)."""
-    from fairmedfm_fast import voxels
+    from fairmedfm_fast._backends import voxels
 
     monkeypatch.setattr(voxels, "_STAGE", 50)
     scores, truth, groups = make_maps(15, n_images=30, shape=(9, 8), levels=20)
@@ -195,7 +195,7 @@ def test_a_budget_below_the_old_staging_reserve_still_reads_the_maps_once(stream
         report = fm.evaluate_voxels(*source, groups, max_memory="100MB", n_jobs=2)
     assert report.metadata["windows"] == 1
     assert_reports_equal(report, flat_evaluate(scores, truth, groups))
-    from fairmedfm_fast import voxels
+    from fairmedfm_fast._backends import voxels
 
     assert voxels._staging(100 << 20, 2, True) <= (100 << 20) // voxels._STAGE_SHARE
     assert voxels._staging(100 << 20, 2, False) == 0

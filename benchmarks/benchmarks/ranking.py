@@ -66,7 +66,7 @@ class RankingKernels:
         self.scores = _data.classification(n_samples, n_attributes, 5).y_score
         self.arrays = self._arrays(_data.classification(n_samples, n_attributes, 5))
         self._run_all(self._arrays(warm_classification(n_attributes, 5)))
-        from fairmedfm_fast._engine import sort_scores  # private: the test catches a rename
+        from fairmedfm_fast._engine.classification import sort_scores  # private: the test catches a rename
 
         self.sort_scores = sort_scores
         sort_scores(self.scores)  # compiles the payload sort

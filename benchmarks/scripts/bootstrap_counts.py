@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 import fairmedfm_fast as fm
-from fairmedfm_fast import _resample
+from fairmedfm_fast._engine import resample as _resample
 
 warnings.simplefilter("ignore")
 
@@ -49,7 +49,7 @@ def main():
             cpu[name] = min(cpu[name], time.process_time() - start_cpu)
             intervals[name] = report.ci
     _resample._Tallied.applies = counts_path
-    from fairmedfm_fast._threads import resolve_n_jobs
+    from fairmedfm_fast._util.threads import resolve_n_jobs
 
     before, after = intervals.values()
     same = all(before[key].equals(after[key]) for key in ("summary", "by_group"))

@@ -122,7 +122,7 @@ def main(folder, rows, files, workers, frames=False, score_type=np.float32, sync
     if sync:  # every task in this process: the CPU seconds of the Dask path's work
         import dask
 
-        from fairmedfm_fast import dask as fmd
+        from fairmedfm_fast._backends import dask as fmd
 
         with dask.config.set(scheduler="sync"):
             ddf = fmd.read_parquet(folder, columns=COLUMNS)
@@ -138,7 +138,7 @@ def main(folder, rows, files, workers, frames=False, score_type=np.float32, sync
 
     import distributed
 
-    from fairmedfm_fast import dask as fmd
+    from fairmedfm_fast._backends import dask as fmd
 
     logging.getLogger("distributed").setLevel(logging.ERROR)  # cluster start and stop notes
     with distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,

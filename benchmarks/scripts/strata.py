@@ -15,7 +15,8 @@ import numpy as np
 import pandas as pd
 
 import fairmedfm_fast as fm
-from fairmedfm_fast import _engine, _resample
+from fairmedfm_fast._engine import classification as _engine
+from fairmedfm_fast._engine import resample as _resample
 
 warnings.simplefilter("ignore")
 
@@ -100,7 +101,7 @@ def main():
     for name, seconds in best.items():
         print(f"  {name:24s} wall {seconds:8.2f} s ({seconds / n_boot * 1e3:6.1f} ms per resample, "
               f"{seconds / base:.2f}x joint)   CPU {cpu[name]:8.2f} s ({cpu[name] / base_cpu:.2f}x joint)")
-    from fairmedfm_fast._threads import resolve_n_jobs
+    from fairmedfm_fast._util.threads import resolve_n_jobs
 
     print(f"  threads: {resolve_n_jobs()}")
 

@@ -1,0 +1,207 @@
+"""Many tasks in one call: :func:`evaluate_tasks`.
+
+A chest X-ray model scores 14 findings; a benchmark scores many models on one label. Calling
+:func:`fairmedfm_fast.evaluate` once per task validates and codes the sensitive attributes again
+each time. :func:`evaluate_tasks` pairs the inputs, validates and codes the attributes once, and
+evaluates the tasks on a pool of threads (the kernels release the GIL). The per-task reports are
+joined into one :class:`~fairmedfm_fast.FairnessReport` whose tables have a leading ``task`` level.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from .._inputs import arrays as _inputs
+from .._inputs import groups as _groups
+from .._report.frame import FairnessReport
+from .._util.threads import resolve_n_jobs
+from .in_memory import evaluate
+
+__all__ = ["evaluate_tasks"]
+
+
+def evaluate_tasks(y_true: Any, y_score: Any, sensitive_features: Any, *, pos_label: Any = None,
+                   bins: _groups.Bins | None = None, intersectional: bool = False, n_jobs: int | None = None,
+                   **options: Any) -> FairnessReport:
+    """Fairness of several tasks (labels or models) across the same groups, in one call.
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n_samples, n_tasks) or (n_samples,)
+        One label column per task (a multi-label table), or one label column shared by every score
+        column (several models on one label). Unlike :func:`~fairmedfm_fast.evaluate`, a 2-D
+        ``y_true`` is read as tasks, never as one-hot rows.
+    y_score : array-like of shape (n_samples, n_tasks)
+        One score column per task (probabilities or logits, as in ``evaluate``). When ``y_true`` and
+        ``y_score`` are both tables with named columns (pandas, polars, pyarrow), columns are paired
+        by name; otherwise by position.
+    sensitive_features : DataFrame, dict, Series, array-like, pyarrow Table or polars DataFrame
+        As in ``evaluate``; validated and coded once for every task.
+    pos_label, bins, intersectional
+        As in ``evaluate``.
+    n_jobs : int, optional
+        Threads that evaluate tasks side by side (default: ``$FAIRMEDFM_FAST_N_JOBS``, else all cores).
+    **options
+        Every other keyword of ``evaluate`` (``score_type``, ``threshold``, ``sample_weight``,
+        ``n_boot``, ``ci``, ``n_permutations``, ``random_state``, ...), applied to each task.
+
+    Returns
+    -------
+    FairnessReport
+        ``summary`` indexed by (task, attribute) and ``by_group`` by (task, attribute, group);
+        ``ci`` and ``p_values`` likewise when asked for, and ``gaps`` by (task, attribute, column). ``tasks`` maps each evaluated task to its
+        own report (the same as ``evaluate`` on that task); ``metadata["skipped_tasks"]`` names the
+        tasks whose labels are all of one class, which are reported, not raised. ``metadata`` holds
+        the settings as ``evaluate`` records them, once where every task has the same value and as
+        ``{task: value}`` for ``best_f1_threshold``, ``samples_dropped`` and any setting that
+        differs between tasks.
+    """
+    if "score_column" in options:
+        raise ValueError("score_column does not apply to evaluate_tasks: each column of y_score is a task; "
+                         "select the columns to evaluate before the call")
+    notes: list[str] = []
+    named = {"y_true": y_true, "y_score": y_score, "sensitive_features": sensitive_features}
+    if options.get("sample_weight") is not None:
+        named["sample_weight"] = options["sample_weight"]
+    paired = dict(zip(named, _inputs.align_by_index(named, notes)))
+    label_names, label_columns = _columns(paired["y_true"], "y_true")
+    score_names, score_columns = _columns(paired["y_score"], "y_score")
+    names, pairs = _pair(label_names, label_columns, score_names, score_columns)
+    n = len(score_columns[0])
+    if "sample_weight" in paired:
+        options["sample_weight"] = _inputs.to_numpy(paired["sample_weight"], "sample_weight")
+    attributes = _groups.encode_attributes(paired["sensitive_features"], n, bins, intersectional)
+    coded = _groups.CodedAttributes(tuple(attributes))  # each task's evaluate takes them as they are
+
+    skipped: dict[str, str] = {}
+    runnable = []
+    for name, (labels, scores) in zip(names, pairs):
+        reason = _one_class(labels, pos_label)
+        if reason:
+            skipped[name] = reason
+        else:
+            runnable.append((name, labels, scores))
+
+    def one(task: tuple[str, Any, Any]) -> FairnessReport:
+        name, labels, scores = task
+        try:
+            report = evaluate(labels, scores, coded, pos_label=pos_label, **options)
+        except ValueError as error:
+            raise ValueError(f"task {name!r}: {error}") from None
+        report.metadata["intersectional"] = bool(intersectional)  # it was handed the coded intersections
+        return report
+
+    workers = min(resolve_n_jobs(n_jobs), max(len(runnable), 1))
+    if workers > 1:
+        from concurrent.futures import ThreadPoolExecutor
+
+        # A pool of its own: each evaluate may use the package's shared pool for its resamples.
+        with ThreadPoolExecutor(workers, thread_name_prefix="fairmedfm_fast-task") as pool:
+            reports = list(pool.map(one, runnable))
+    else:
+        reports = [one(task) for task in runnable]
+    tasks = {name: report for (name, _, _), report in zip(runnable, reports)}
+    return combine(tasks, skipped, notes, n)
+
+
+def _columns(values: Any, name: str) -> tuple[list[str] | None, list[Any]]:
+    """Column names (None when the input has none) and 1-D columns of a table, matrix or vector."""
+    if isinstance(values, pd.DataFrame):
+        return [str(c) for c in values.columns], [values.iloc[:, j].to_numpy() for j in range(values.shape[1])]
+    if hasattr(values, "column_names") and hasattr(values, "column"):  # pyarrow Table
+        return list(values.column_names), [_inputs.to_numpy(values.column(c), name) for c in values.column_names]
+    if hasattr(values, "columns") and hasattr(values, "get_column"):  # polars DataFrame
+        return list(values.columns), [values.get_column(c).to_numpy() for c in values.columns]
+    if isinstance(values, Mapping):
+        return [str(k) for k in values], [_inputs.to_numpy(v, f"{name}[{k!r}]") for k, v in values.items()]
+    array = _inputs.to_numpy(values, name)
+    if array.ndim == 1:
+        return None, [array]
+    if array.ndim != 2:
+        raise ValueError(f"{name} must be 1-D (one column) or 2-D (one column per task); got shape {array.shape}")
+    return None, [array[:, j] for j in range(array.shape[1])]
+
+
+def _pair(label_names, labels, score_names, scores) -> tuple[list[str], list[tuple[Any, Any]]]:
+    """Task names and (labels, scores) pairs: by name for two named tables, else by position."""
+    if not scores:
+        raise ValueError("y_score has no columns: pass one score column per task")
+    if len(labels) == 1 and len(scores) >= 1:  # several models on one label
+        names = score_names or [f"task_{j}" for j in range(len(scores))]
+        pairs = [(labels[0], column) for column in scores]
+    elif label_names is not None and score_names is not None:
+        if set(label_names) != set(score_names):
+            raise ValueError(f"y_true and y_score are paired by column name, but y_true has {label_names} and "
+                             f"y_score has {score_names}; give both the same names, or pass NumPy arrays to "
+                             "pair the columns by position")
+        names = label_names
+        column = dict(zip(score_names, scores))
+        pairs = [(label, column[task]) for task, label in zip(label_names, labels)]
+    else:
+        if len(labels) != len(scores):
+            raise ValueError(f"y_true has {len(labels)} columns but y_score has {len(scores)}; pass one label "
+                             "column per score column, or one label column for every score column")
+        names = label_names or score_names or [f"task_{j}" for j in range(len(scores))]
+        pairs = list(zip(labels, scores))
+    if len(set(names)) != len(names):
+        raise ValueError(f"task names must be distinct; got {names}")
+    lengths = {len(label) for label, _ in pairs} | {len(score) for _, score in pairs}
+    if len(lengths) > 1:
+        raise ValueError(f"every label and score column needs one value per sample; got lengths {sorted(lengths)}")
+    return names, pairs
+
+
+def _one_class(labels: Any, pos_label: Any) -> str | None:
+    values, _ = _inputs.binary_labels(labels, pos_label)
+    positives = int(np.count_nonzero(values))
+    if positives == 0 or positives == len(values):
+        return f"only label {1 if positives else 0} among its {len(values)} samples"
+    return None
+
+
+#: Settings that ``metadata`` always gives per task (``{task: value}``): they depend on the task's data.
+PER_TASK = ("best_f1_threshold", "samples_dropped")
+
+
+def combine(tasks: dict[str, FairnessReport], skipped: dict[str, str], notes: list[str], n: int) -> FairnessReport:
+    """One report from per-task reports: every table gains a leading ``task`` level."""
+    if not tasks:
+        raise ValueError(f"no task can be evaluated: {'; '.join(f'{k}: {v}' for k, v in skipped.items())}")
+    warnings = list(notes)
+    warnings += [f"task {name!r}: skipped, {reason}" for name, reason in skipped.items()]
+    for name, report in tasks.items():
+        warnings += [f"task {name!r}: {message}" for message in report.warnings]
+    first = next(iter(tasks.values()))
+    metadata = {"n_samples": n, "tasks": list(tasks), "skipped_tasks": dict(skipped)}
+    for key, value in first.metadata.items():  # the settings, once where the tasks agree
+        if key in metadata:
+            continue
+        values = {name: report.metadata.get(key) for name, report in tasks.items()}
+        same = key not in PER_TASK and all(v == value for v in values.values())
+        metadata[key] = value if same else values
+    combined = FairnessReport(first.task, _stack({k: r.summary for k, r in tasks.items()}),
+                              _stack({k: r.by_group for k, r in tasks.items()}),
+                              {k: r.overall for k, r in tasks.items()}, {}, warnings, metadata, tasks=tasks)
+    if first.ci is not None:
+        combined.ci = {"level": first.ci["level"], "n_boot": first.ci["n_boot"],
+                       **{key: _stack({k: r.ci[key] for k, r in tasks.items()}) for key in ("summary", "by_group")
+                          if first.ci.get(key) is not None}}
+        if first.ci.get("analytic") is not None:  # interval="analytic"
+            parts = {k: r.ci["analytic"] for k, r in tasks.items()}
+            combined.ci["analytic"] = {"level": first.ci["analytic"]["level"],
+                                       "p_adjust": first.ci["analytic"]["p_adjust"],
+                                       "critical": {k: part["critical"] for k, part in parts.items()},
+                                       **{key: _stack({k: part[key] for k, part in parts.items()})
+                                          for key in ("summary", "by_group")}}
+    if first.p_values is not None:
+        combined.p_values = _stack({k: r.p_values for k, r in tasks.items()})
+    if first._gaps is not None:  # made on first read, as each task's own
+        combined.gaps = lambda: _stack({k: r.gaps for k, r in tasks.items()})
+    return combined
+
+
+def _stack(frames: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    return pd.concat(frames, names=["task"])

@@ -1,0 +1,635 @@
+"""Sensitive attributes as integer group codes: one code per sample (intp, -1 where the value is
+missing) and the group names in report order.
+
+Columns are coded by ``pandas.factorize``, by their categories, or straight from an Arrow
+dictionary; numeric attributes are binned by cut points or quantiles, and several attributes
+combine into the intersectional one. The conversion of other inputs is :mod:`fairmedfm_fast._inputs`.
+"""
+from __future__ import annotations
+
+import datetime
+import itertools
+import math
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import numpy as np
+
+from .._util.lazy_pandas import is_na, is_pandas, pd
+from .._util.threads import on_threads, resolve_n_jobs
+from .arrays import check_memory, is_arrow, is_polars, shown, to_numpy
+
+Bins = Mapping[str, int | Sequence[float]]
+#: A numeric attribute with more distinct values than this looks continuous and must be binned.
+MAX_NUMERIC_GROUPS = 20
+#: Columns of this many values and more are coded side by side on threads.
+PARALLEL_FROM = 1 << 18
+#: Columns shorter than this count their codes with ``np.bincount``; longer ones with a kernel.
+TABLE_CODES_BELOW = 1 << 16
+#: NumPy text arrays (``<U``, ``S``) of up to this many values are coded from their buffer.
+BUFFER_TEXT_UP_TO = 100_000
+
+
+@dataclass
+class Attribute:
+    """One sensitive attribute: a group code per sample and the group names in report order."""
+
+    name: str
+    codes: np.ndarray  # -1 where the value is missing; the narrowest signed type (int8 up to 127 groups)
+    groups: list[str]
+    # when bins left fewer than two groups: what the bins were and how to get more groups
+    bins_note: str | None = None
+    edges: tuple[float, ...] | None = None  # the cut points as used, for an attribute grouped by bins
+
+    @property
+    def n_groups(self) -> int:
+        return len(self.groups)
+
+
+def one_group_warning(attribute: Attribute) -> str | None:
+    """The warning for an attribute whose samples all fall in one group (or none), else None."""
+    if attribute.n_groups >= 2:
+        return None
+    where = f"one group ({attribute.groups[0]!r})" if attribute.groups else "no group"
+    note = f"; {attribute.bins_note}" if attribute.bins_note else ""
+    return f"{attribute.name}: every sample falls in {where}, so the attribute has no summary metrics{note}"
+
+
+@dataclass(frozen=True)
+class CodedAttributes:
+    """Attributes already validated and coded (once, for many calls): :func:`encode_attributes`
+    hands them back unchanged, so that their group order is kept exactly."""
+
+    attributes: tuple[Attribute, ...]
+
+
+def group_name(value: Any) -> str | None:
+    """Name of a group value: None when missing; whole floats without ".0"."""
+    if value is None or (isinstance(value, float) and math.isnan(value)) or is_na(value):
+        return None
+    if isinstance(value, (float, np.floating)) and float(value).is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def order_key(name: str):
+    try:
+        return (0, float(name), "")
+    except ValueError:
+        return (1, 0.0, name)
+
+
+#: :func:`order_key` of group names (text), remembered: a name that is not a number costs an exception.
+_name_order = lru_cache(maxsize=4096)(order_key)
+
+
+Column = "pd.Series | np.ndarray"
+
+
+def _column(values: Any, name: str) -> Column:
+    """One attribute's values: a pandas Series (pandas, pyarrow or polars input, whose dtype says
+    how to code it) or a 1-D NumPy array (anything else), without a Python object per sample."""
+    if is_pandas(values, "Series"):
+        return values.reset_index(drop=True)
+    if is_polars(values):
+        values = values.to_arrow()
+    if is_arrow(values):
+        import pyarrow as pa
+
+        if isinstance(values, pa.ChunkedArray):
+            values = values.combine_chunks() if values.num_chunks != 1 else values.chunk(0)
+        return pd.Series(pd.arrays.ArrowExtensionArray(values), name=name, copy=False)
+    array = to_numpy(values, name)
+    if array.ndim != 1:
+        array = array.reshape(len(array), -1)
+        if array.shape[1] != 1:
+            raise ValueError(f"{name} must hold one value per sample, got shape {array.shape}")
+        array = array[:, 0]
+    return array
+
+
+def _columns(sensitive_features: Any) -> list[tuple[str, Column]]:
+    """(attribute name, values) pairs, named as a pandas DataFrame of the same input would be."""
+    features = sensitive_features
+    if isinstance(features, np.ndarray) and features.ndim == 1:  # the common case, first
+        return [("sensitive", features)]
+    # pandas columns keep their index: coding reads their values only (a reset_index costs more)
+    if is_pandas(features, "DataFrame"):
+        return _frame_columns(features)
+    if is_pandas(features, "Series"):
+        return [(str(features.name) if features.name else "sensitive", features)]
+    if isinstance(features, Mapping):
+        # Values of a mapping are taken as plain arrays (as a DataFrame built from them would be),
+        # except pyarrow and polars columns, which keep their own types.
+        return [(str(key), value if isinstance(value, np.ndarray) and value.ndim == 1 else
+                 _column(_mapping_value(value, f"sensitive_features[{key!r}]"), f"sensitive_features[{key!r}]"))
+                for key, value in features.items()]
+    recoded = _recoded(features)
+    if recoded is not None:
+        return [("sensitive", recoded)]
+    if is_polars(features):
+        if hasattr(features, "get_columns"):  # DataFrame
+            return [(str(column.name), _column(column, str(column.name))) for column in features.get_columns()]
+        name = str(features.name) if features.name else "sensitive"
+        return [(name, _column(features, name))]
+    if is_arrow(features) and hasattr(features, "column_names"):  # Table / RecordBatch
+        return [(str(name), _column(features.column(i), str(name)))
+                for i, name in enumerate(features.column_names)]
+    if is_arrow(features):
+        return [("sensitive", _column(features, "sensitive"))]
+    array = to_numpy(features, "sensitive_features")
+    if array.ndim == 1:
+        return [("sensitive", array)]
+    if array.ndim == 2:
+        return [(f"sensitive_{i}", array[:, i]) for i in range(array.shape[1])]
+    raise ValueError(f"sensitive_features must be one value per sample or a (samples, attributes) table, "
+                     f"got shape {array.shape}")
+
+
+def _frame_columns(frame: pd.DataFrame) -> list[tuple[str, Column]]:
+    """(name, values) of each column of a DataFrame: numbers, booleans and Arrow-backed text as the
+    column's own array (``DataFrame._get_column_array``, where pandas has it), every other column as
+    a Series. Making a Series costs pandas 3 about 30 us a column, more than coding 1,000 values;
+    these arrays are coded exactly as their Series would be."""
+    take = getattr(frame, "_get_column_array", None)
+    if take is None:
+        return [(str(name), column) for name, column in frame.items()]
+    columns = []
+    for i, name in enumerate(frame.columns):
+        array = take(i)
+        plain = (array.dtype.kind in "biuf" if isinstance(array, np.ndarray)
+                 else _is_arrow_text(getattr(array, "_pa_array", None)))
+        columns.append((str(name), array if plain else frame.iloc[:, i]))
+    return columns
+
+
+def _is_arrow_text(array: Any) -> bool:
+    """Whether ``array`` is a pyarrow (chunked) array of strings."""
+    if array is None:
+        return False
+    import pyarrow as pa
+
+    return pa.types.is_string(array.type) or pa.types.is_large_string(array.type)
+
+
+def _mapping_value(value: Any, where: str) -> Any:
+    """One value of a mapping of attributes: pyarrow and polars columns as they are, a bare pandas
+    Categorical by its codes (:func:`_recoded`), anything else as a 1-D NumPy array."""
+    if is_arrow(value) or is_polars(value):
+        return value
+    recoded = _recoded(value)
+    return recoded if recoded is not None else to_numpy(value, where).ravel()
+
+
+def _recoded(values: Any) -> pd.Series | None:
+    """A bare pandas Categorical of strings (or other objects) as fairmedfm 0.4.2 sees it: as plain
+    values, whose groups are sorted like any others (not in category order). Returned as a
+    categorical Series whose categories are in that order, so that its codes serve directly instead
+    of the strings being hashed; None for anything else (or when two categories share a name)."""
+    if not is_pandas(values, "Categorical") or values.categories.dtype.kind not in "OT":
+        return None
+    names = [group_name(value) for value in values.categories.tolist()]
+    if None in names or len(set(names)) < len(names):
+        return None
+    order = sorted(range(len(names)), key=lambda j: order_key(names[j]))
+    rank = np.full(len(names) + 1, -1, np.intp)  # code -1 (missing) stays -1
+    rank[order] = np.arange(len(names))
+    codes = rank[values.codes]
+    return pd.Series(pd.Categorical.from_codes(codes, categories=values.categories[order]), copy=False)
+
+
+def is_numeric(values: Column) -> bool:
+    dtype = values.dtype
+    if isinstance(dtype, np.dtype):  # what pandas' is_numeric_dtype and not is_bool_dtype say of it
+        return dtype.kind in "iufc"
+    if isinstance(dtype, (pd.StringDtype, pd.CategoricalDtype)):  # never numbers (and cheaper to tell)
+        return False
+    return pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype)
+
+
+def _is_arrow_dictionary(values: Column) -> bool:
+    dtype = getattr(values, "dtype", None)
+    pyarrow_type = getattr(dtype, "pyarrow_dtype", None)
+    if pyarrow_type is None:
+        return False
+    import pyarrow as pa
+
+    return pa.types.is_dictionary(pyarrow_type)
+
+
+def _small_range(low: int, high: int, n: int) -> bool:
+    return high - low <= max(1 << 16, 2 * n)
+
+
+#: Place values of the characters of a short text key (base 256, the first character the highest).
+_PLACES = 256.0 ** np.arange(5, -1, -1)
+
+
+def _distinct_text(array: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(array, return_inverse=True)`` of a NumPy text (``U``) array, faster for short text.
+
+    Single characters are counted by code point. Strings of up to six characters below U+0100 are
+    read as exact integers with the strings' order (a character per digit, base 256; NumPy pads
+    with U+0000, the lowest), which sort as numbers instead of as text.
+    """
+    array = np.ascontiguousarray(array)
+    n, width = len(array), array.dtype.itemsize // 4
+    chars = array.view(np.uint32).reshape(n, width) if n and width else None
+    if chars is None or width > 6 or (width > 1 and chars.max() > 255):
+        return np.unique(array, return_inverse=True)
+    if width == 1:
+        points = chars[:, 0]
+        low = points.min()
+        offsets = points - low
+        if _small_range(0, int(offsets.max()), n):
+            present, codes = _offset_codes(offsets, 0)
+            return (present + int(low)).astype(np.uint32).view(array.dtype), codes
+        keys = points
+    else:
+        keys = chars.astype(np.float64) @ _PLACES[-width:]  # exact: below 2**48
+    order = np.argsort(keys)
+    ordered = keys[order]
+    first = np.empty(n, bool)
+    first[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
+    inverse = np.empty(n, np.intp)
+    inverse[order] = np.cumsum(first) - 1
+    return array[order[first]], inverse
+
+
+def _integer_codes(array: np.ndarray, low: int, high: int, max_distinct: int | None
+                   ) -> tuple[np.ndarray, list[str]] | None:
+    """Codes and names of integers within +-2**53 over a short range: the distinct values in
+    ascending order (which is the report order of their names), by offsets and a bincount."""
+    offsets = array.astype(np.intp, copy=False)
+    present, codes = _offset_codes(offsets - low if low else offsets, high - low + 1)
+    if max_distinct is not None and len(present) > max_distinct:
+        return None
+    return codes, [str(value + low) for value in present.tolist()]
+
+
+def _offset_codes(offsets: np.ndarray, span: int) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct values of non-negative integer ``offsets`` (ascending) and each offset's rank
+    among them, by a bincount; the offsets themselves when every value up to the largest occurs."""
+    counts = np.bincount(offsets, minlength=span)
+    present = counts.nonzero()[0]  # np.flatnonzero, without its Python wrapping
+    if len(present) == len(counts):
+        return present, offsets.astype(np.intp, copy=False)
+    return present, (np.cumsum(counts > 0) - 1)[offsets]
+
+
+#: Samples at the head of a column that :func:`_codes_present` reads first.
+_HEAD = 1 << 16
+
+
+def _codes_present(codes: np.ndarray, n_codes: int) -> np.ndarray:
+    """Whether each code ``0 .. n_codes - 1`` occurs: from the column's head when every code occurs
+    there (the usual case for categories), else from the counts of the whole column."""
+    head = codes[:_HEAD]
+    present = np.bincount(head[head >= 0], minlength=n_codes) > 0
+    if len(codes) <= _HEAD or present.all():
+        return present
+    return _code_counts(codes, n_codes) > 0
+
+
+def _code_counts(codes: np.ndarray, n_codes: int) -> np.ndarray:
+    """Samples of each code ``0 .. n_codes - 1``: a kernel on large columns (``np.bincount`` widens
+    every code to intp and needs the negative ones taken out first)."""
+    if len(codes) < TABLE_CODES_BELOW:
+        return np.bincount(codes[codes >= 0], minlength=n_codes)
+    from ..kernels import coding
+
+    return coding.code_counts(np.ascontiguousarray(codes), n_codes)
+
+
+def _arrow_text_codes(values: Column) -> tuple[np.ndarray, list[str]] | None:
+    """Codes and distinct strings (in order of first occurrence, as ``pandas.factorize``) of an
+    Arrow-backed string column without missing values, by ``kernels.coding.text_codes`` on its
+    offsets and bytes (Arrow's dictionary encoding takes about three times as long on large columns,
+    and pandas' wrapping of it costs ten times the work on small ones); None for any other column,
+    or one of more than 512 distinct strings."""
+    pyarrow_type = getattr(getattr(values, "dtype", None), "pyarrow_dtype", None)
+    array = getattr(getattr(values, "array", values), "_pa_array", None)  # a Series' array, or the array itself
+    if array is None:
+        return None
+    import pyarrow as pa
+
+    if pyarrow_type is None:  # pandas' "str" dtype keeps its Arrow type on the array only
+        pyarrow_type = array.type
+    if not (pa.types.is_string(pyarrow_type) or pa.types.is_large_string(pyarrow_type)) or array.null_count:
+        return None
+    from ..kernels import coding
+
+    if isinstance(array, pa.ChunkedArray):
+        array = array.chunk(0) if array.num_chunks == 1 else array.combine_chunks()
+    _, offsets, data = array.buffers()
+    offsets = np.frombuffer(offsets, np.int64 if pa.types.is_large_string(array.type) else np.int32)
+    offsets = offsets[array.offset:array.offset + len(array) + 1]
+    data = np.frombuffer(data, np.uint8) if data is not None else np.empty(0, np.uint8)
+    codes, firsts = coding.text_codes(offsets, data, 1024)
+    if len(firsts) == 0:
+        return None
+    # each distinct string from its first sample's bytes (valid UTF-8, as Arrow holds them)
+    return codes, [data[offsets[i]:offsets[i + 1]].tobytes().decode() for i in firsts.tolist()]
+
+
+def _categorical_codes(values: pd.Series) -> tuple[np.ndarray, list, list[str]]:
+    """A categorical column's codes (which serve directly either way, -1 where missing), the names of its
+    categories and the report order: the categories' own order, or sorted when a value is missing."""
+    raw_codes = np.asarray(values.array.codes)  # a read-only view (``.cat.codes`` copies them)
+    names = [group_name(value) for value in values.cat.categories.tolist()]
+    present = _codes_present(raw_codes, len(names))
+    ordered: list[str] = []
+    for name, here in zip(names, present):
+        if here and name is not None and name not in ordered:
+            ordered.append(name)
+    if len(raw_codes) and raw_codes.min() < 0:
+        ordered.sort(key=order_key)
+    return raw_codes, names, ordered
+
+
+def _dictionary_codes(values: pd.Series) -> tuple[np.ndarray, list, list[str]]:
+    """An Arrow dictionary column is already coded: its indices are the codes (null -> -1); the names of
+    its used entries (None for the others) and their report order."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    column = values.array._pa_array
+    column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+    if isinstance(column, pa.ChunkedArray):  # no chunks at all
+        column = pa.array([], column.type)
+    raw_codes = pc.fill_null(column.indices.cast(pa.int64()), -1).to_numpy(zero_copy_only=False).astype(np.intp)
+    names = [group_name(value) for value in column.dictionary.to_pylist()]
+    used = _codes_present(raw_codes, len(names))
+    names = [name if here else None for name, here in zip(names, used)]
+    ordered = sorted({name for name in names if name is not None}, key=order_key)
+    return raw_codes, names, ordered
+
+
+def encode_values(values: Column, max_distinct: int | None = None) -> tuple[np.ndarray, list[str]] | None:
+    """Codes (a signed integer type, -1 missing) in report order, and the group names, of one
+    attribute column.
+
+    None when the column has more than ``max_distinct`` distinct values (checked before any name is
+    made, so a continuous column fails fast). Names come from the distinct values as Python objects,
+    exactly as ``pandas.Series.map`` would hand them over.
+    """
+    array = values if isinstance(values, np.ndarray) else None
+    if array is None and values.dtype.kind in "iu" and not isinstance(values.dtype, pd.api.extensions.ExtensionDtype):
+        array = values.to_numpy()
+    if array is not None and array.dtype.kind in "iu" and len(array):
+        # Integers over a short range (whose names sort as the numbers do): offsets and a bincount
+        # instead of hashing every value.
+        low, high = int(array.min()), int(array.max())
+        if -(1 << 53) < low and high < 1 << 53 and _small_range(low, high, len(array)):
+            return _integer_codes(array, low, high, max_distinct)
+    if isinstance(values, np.ndarray) and (values.dtype.kind in "mM" or (
+            values.dtype.kind == "O" and len(values)
+            and isinstance(values[0], (datetime.datetime, datetime.timedelta, np.datetime64, np.timedelta64)))):
+        # Dates and durations are named as pandas names them ('2020-01-01 00:00:00', '517 days
+        # 00:00:00'), whatever NumPy unit they come in; factorizing the raw array would give integers.
+        values = pd.Series(values, copy=False)
+    # Category order is the report order, except when the column has a missing value: fairmedfm
+    # 0.4.2 then names the groups through Series.map, which drops the categorical dtype, so they
+    # are sorted like any other values. We follow it (see the README).
+    if is_pandas(values, "Series") and isinstance(values.dtype, pd.CategoricalDtype):
+        raw_codes, names, ordered = _categorical_codes(values)
+    elif _is_arrow_dictionary(values):
+        raw_codes, names, ordered = _dictionary_codes(values)
+    else:
+        array = values if isinstance(values, np.ndarray) else None
+        plain_text = False
+        if array is not None and array.dtype.kind in "US" and len(array) <= BUFFER_TEXT_UP_TO:
+            distinct, raw_codes = _distinct_text(array)  # sorting beats hashing when small
+            if max_distinct is not None and len(distinct) > max_distinct:
+                return None
+            uniques = distinct.tolist()
+        elif (text := _arrow_text_codes(values)) is not None:
+            raw_codes, uniques = text
+            plain_text = True
+        else:
+            raw_codes, distinct = pd.factorize(values, use_na_sentinel=True)
+            if max_distinct is not None and len(distinct) > max_distinct:
+                return None
+            uniques = distinct.tolist()
+        # the values of a NumPy or Arrow text column are str, which group_name leaves as they are
+        plain_text = plain_text or (array is not None and array.dtype.kind == "U")
+        names = uniques if plain_text else [group_name(value) for value in uniques]
+        ordered = sorted({name for name in names if name is not None}, key=_name_order)
+    position = {name: i for i, name in enumerate(ordered)}
+    lookup = [position.get(name, -1) if name is not None else -1 for name in names]
+    raw_codes = np.asarray(raw_codes).ravel()
+    if lookup == list(range(len(names))):  # already in report order (e.g. categories)
+        return raw_codes, ordered
+    # code -1 (missing) indexes the trailing -1 of the lookup table, made as narrow as the codes need
+    return narrowest(np.array([*lookup, -1]), len(ordered))[raw_codes], ordered
+
+
+def _bin_edges_label(edge: float) -> str:
+    return f"{edge:.4g}"
+
+
+def binned(values: pd.Series, spec: Any, column: str, edges_out: list | None = None) -> tuple[np.ndarray, list[str]]:
+    """Codes and names of a numeric attribute grouped by cut points or into quantile groups; the cut
+    points as used (quantiles computed) are appended to ``edges_out`` when given."""
+    codes, groups, _ = _binned(values, spec, column, edges_out)
+    return codes, groups
+
+
+def _binned(values: pd.Series, spec: Any, column: str, edges_out: list | None = None
+            ) -> tuple[np.ndarray, list[str], str | None]:
+    """:func:`binned`, and a note on the bins made when fewer than two of them have samples."""
+    if not is_pandas(values, "Series"):  # a NumPy or pandas array
+        values = pd.Series(values, copy=False)
+    numeric = pd.to_numeric(values, errors="coerce")
+    if numeric.notna().sum() < values.notna().sum():
+        bad = pd.unique(values[numeric.isna() & values.notna()].to_numpy())[:3].tolist()  # distinct examples
+        raise ValueError(f"bins[{column!r}]: attribute {column!r} has non-numeric values such as {bad}, so it "
+                         "cannot be binned; remove it from bins")
+    numeric = numeric.to_numpy(dtype=np.float64, na_value=np.nan)
+    if isinstance(spec, (int, np.integer)):
+        if spec < 2:
+            raise ValueError(f"bins[{column!r}]={shown(spec)}: a number of quantile groups must be at least 2")
+        check_memory(f"bins[{column!r}]", spec, 24, "the quantile cut points", f"bins={{{column!r}: 4}}")
+        present = numeric[~np.isnan(numeric)]
+        if present.size == 0:
+            raise ValueError(f"bins[{column!r}]: attribute {column!r} has no values to take quantiles of")
+        cut_points = np.unique(np.quantile(present, np.linspace(0, 1, int(spec) + 1)[1:-1]))
+    else:
+        if isinstance(spec, (str, bytes)) or not isinstance(spec, (Sequence, np.ndarray)):
+            raise ValueError(f"bins[{column!r}]={shown(spec)}: give cut points such as [40, 60] or a number of "
+                             "quantile groups such as 4")
+        cut_points = spec
+    try:
+        edges = sorted(float(edge) for edge in cut_points)
+    except (TypeError, ValueError):
+        raise ValueError(f"bins[{column!r}]={shown(spec)}: cut points must be numbers, e.g. [40, 60]") from None
+    if edges_out is not None:
+        edges_out.extend(edges)
+    if not edges:
+        raise ValueError(f"bins[{column!r}] is empty: give at least one cut point, e.g. [40, 60]")
+    if any(math.isnan(edge) for edge in edges) or len(set(edges)) < len(edges):
+        raise ValueError(f"bins[{column!r}]={shown(spec)}: cut points must be distinct numbers")
+    labels = ([f"<{_bin_edges_label(edges[0])}"]
+              + [f"{_bin_edges_label(a)}-{_bin_edges_label(b)}" for a, b in itertools.pairwise(edges)]
+              + [f">={_bin_edges_label(edges[-1])}"])
+    if len(set(labels)) < len(labels):
+        raise ValueError(f"bins[{column!r}]={shown(spec)}: cut points too close to name the groups apart "
+                         f"({labels}); use fewer or rounder cut points")
+    # Intervals [a, b): the group is the number of cut points <= value; +inf and NaN are missing.
+    codes = np.searchsorted(np.asarray(edges), numeric, side="right").astype(np.intp)
+    codes[np.isnan(numeric) | (numeric == np.inf)] = -1
+    counts = np.bincount(codes[codes >= 0], minlength=len(labels))
+    present = counts > 0
+    compact = np.cumsum(present) - 1
+    lookup = np.append(np.where(present, compact, -1), -1).astype(np.intp)
+    note = None
+    if np.count_nonzero(present) < 2:
+        made = ", ".join(f"{label!r} ({count:,} samples)" for label, count in zip(labels, counts.tolist()))
+        points = "[" + ", ".join(map(_bin_edges_label, edges)) + "]"
+        cuts = "one cut point" if len(edges) == 1 else f"{len(edges)} cut points"
+        if isinstance(spec, (int, np.integer)):
+            note = (f"the {int(spec)} quantile groups of {column!r} are {cuts}, {points}, which made {made}; give "
+                    f"cut points instead, e.g. bins={{{column!r}: [40, 60]}}")
+        else:
+            note = (f"bins[{column!r}]={points} is {cuts}, which made {made}; for quantile groups pass a number "
+                    f"of groups, e.g. bins={{{column!r}: 4}}")
+    return lookup[codes], [label for label, here in zip(labels, present) if here], note
+
+
+def intersection_names(combinations: list[tuple[str, ...]], attributes: list[str]) -> list[str]:
+    """Names of intersectional groups ("F & >=60"), distinct: when values that contain " & "
+    themselves make two combinations read the same ("x & y" with "z", and "x" with "y & z"),
+    such values are put in parentheses."""
+    joined = [" & ".join(parts) for parts in combinations]
+    if len(set(joined)) < len(joined):
+        joined = [" & ".join(f"({part})" if " & " in part else part for part in parts) for parts in combinations]
+        repeated = sorted(name for name, count in Counter(joined).items() if count > 1)
+        if repeated:  # a guard: parentheses have told every case tried apart
+            raise ValueError(f"intersectional groups of {attributes} would share the names {repeated}; rename "
+                             "the attribute values so that they do not contain ' & '")
+    return joined
+
+
+def combine(attributes: list[Attribute]) -> Attribute:
+    """The intersectional attribute ("a & b"): combinations that occur, in product order."""
+    codes = attributes[0].codes.astype(np.intp)
+    names: list[tuple[str, ...]] = [(group,) for group in attributes[0].groups]
+    for attribute in attributes[1:]:
+        width = attribute.n_groups
+        valid = (codes >= 0) & (attribute.codes >= 0)
+        combined = np.where(valid, codes * width + attribute.codes, -1)
+        n_cells = len(names) * width
+        if n_cells <= max(4 * len(combined), 1 << 16):
+            present = np.flatnonzero(np.bincount(combined[valid], minlength=n_cells))
+            lookup = np.full(n_cells + 1, -1, np.intp)
+            lookup[present] = np.arange(len(present))
+            codes = lookup[combined]
+        else:
+            present, inverse = np.unique(combined[valid], return_inverse=True)
+            codes = np.full(len(combined), -1, np.intp)
+            codes[valid] = inverse
+        names = [names[cell // width] + (attribute.groups[cell % width],) for cell in present]
+    joined = intersection_names(names, [a.name for a in attributes])
+    return Attribute(" & ".join(a.name for a in attributes), narrowest(codes, len(joined)), joined)
+
+
+def narrowest(codes: np.ndarray, n_groups: int) -> np.ndarray:
+    """Group codes (-1 missing) in the narrowest signed integer type that holds ``n_groups`` groups:
+    a 10M-sample attribute of a few groups takes 10 MB instead of 80 MB."""
+    for top, dtype in _NARROW:
+        if n_groups <= top:
+            return codes.astype(dtype, copy=False)
+    return codes.astype(np.intp, copy=False)
+
+
+_NARROW = ((127, np.int8), (32767, np.int16), (2147483647, np.int32))  # np.iinfo(dtype).max costs 1 us a call
+
+
+def encode_attributes(sensitive_features: Any, n_samples: int, bins: Bins | None = None,
+                      intersectional: bool = False) -> list[Attribute]:
+    """Sensitive attributes as integer group codes, validated.
+
+    Parameters
+    ----------
+    sensitive_features : DataFrame, dict of name -> values, Series, 1-D or 2-D array, pyarrow
+        Table/Array/ChunkedArray, polars DataFrame/Series
+    n_samples : int
+    bins : dict of attribute -> cut points or number of quantile groups, optional
+    intersectional : bool
+        Append the combination of all attributes (when there are several).
+    """
+    if isinstance(sensitive_features, CodedAttributes):
+        if bins or intersectional:
+            raise ValueError("bins and intersectional apply when the attributes are coded, not to coded attributes")
+        return list(sensitive_features.attributes)
+    columns = _columns(sensitive_features)
+    if not columns:
+        raise ValueError("sensitive_features has no attributes: pass at least one column of group values")
+    if len(columns) > 1:
+        _require_distinct([name for name, _ in columns], "sensitive_features has several attributes named")
+    for name, values in columns:
+        if len(values) != n_samples:
+            raise ValueError(f"sensitive_features: attribute {name!r} has {len(values)} values but there are "
+                             f"{n_samples} samples; pass one value per sample")
+    if bins is not None and not isinstance(bins, Mapping):
+        raise ValueError(f"bins must be a dict such as {{'age': [40, 60]}}, got {type(bins).__name__}")
+    if bins:
+        known = [name for name, _ in columns]
+        unknown = sorted(set(map(str, bins)) - set(known))
+        if unknown:
+            raise ValueError(f"bins names attribute(s) {unknown} that sensitive_features does not have; "
+                             f"its attributes are {known}")
+        bins = {str(key): value for key, value in bins.items()}
+    else:
+        bins = {}
+    # Large columns are coded side by side (the coding kernels release the GIL); an error names the
+    # first failing column, as coding them in turn would.
+    n_threads = resolve_n_jobs() if n_samples >= PARALLEL_FROM and len(columns) > 1 else 1
+    if n_threads > 1:
+        attributes = on_threads([lambda name=name, values=values: _attribute(name, values, bins.get(name))
+                                 for name, values in columns], n_threads)
+    else:
+        attributes = [_attribute(name, values, bins.get(name)) for name, values in columns]
+    if intersectional and len(attributes) > 1:
+        attributes.append(combine(attributes))  # its name is longer than any other: no clash
+    return attributes
+
+
+def _attribute(name: str, values: Column, bins: Any) -> Attribute:
+    """One attribute column coded: cut at ``bins`` when given, else by its distinct values."""
+    edges: list[float] = []
+    if bins is not None:
+        codes, groups, note = _binned(values, bins, name, edges)
+        return Attribute(name, narrowest(codes, len(groups)), groups, note, tuple(edges))
+    encoded = encode_values(values, MAX_NUMERIC_GROUPS if is_numeric(values) else None)
+    if encoded is None:
+        raise ValueError(
+            f"attribute {name!r} looks continuous (more than {MAX_NUMERIC_GROUPS} distinct numbers); "
+            f"group it with bins={{{name!r}: [40, 60]}} (cut points) or bins={{{name!r}: 4}} "
+            "(quantile groups)")
+    codes, groups = encoded
+    return Attribute(name, narrowest(codes, len(groups)), groups)
+
+
+def _require_distinct(names: list[str], problem: str) -> None:
+    if len(set(names)) == len(names):
+        return
+    repeated = sorted(name for name, count in Counter(names).items() if count > 1)
+    if repeated:
+        raise ValueError(f"{problem} {', '.join(map(repr, repeated))}; every attribute needs its own name in the "
+                         "report: rename the columns (e.g. DataFrame.rename or a dict with distinct keys)")
+
+
+def one_attribute(sensitive_features: Any, n_samples: int, bins: Bins | None = None) -> Attribute:
+    """A single attribute: the only one given, or the combination of several."""
+    attributes = encode_attributes(sensitive_features, n_samples, bins)
+    return attributes[0] if len(attributes) == 1 else combine(attributes)
+
+
+def numeric_columns(sensitive_features: Any) -> list[tuple[str, bool]]:
+    """(name, whether numeric) of each attribute column, as :func:`encode_attributes` names them."""
+    return [(name, is_numeric(values)) for name, values in _columns(sensitive_features)]

@@ -1,0 +1,250 @@
+"""The parts of a classification report's HTML page that a reviewer reads first: the findings in plain
+words, a glossary with each metric's direction, and tables that hold each value beside its interval
+and p-value (long, or one per attribute, so that every table fits the page)."""
+from __future__ import annotations
+
+import html
+import json
+import math
+from typing import Any
+
+import numpy as np
+
+from .._registry.metrics import BEST, REGISTRY
+
+#: Summary columns: what they measure and which direction is better.
+GLOSSARY = (
+    ("overall-auc", "AUC of all the attribute's samples", "higher"),
+    ("overall-acc", "accuracy of all samples at the best-F1 threshold", "higher"),
+    ("overall-bce", "binary cross-entropy (log loss) of all samples", "lower"),
+    ("overall-ece", "expected calibration error of all samples (10 equal-width bins)", "lower"),
+    ("worst-auc", "the lowest AUC of any group", "higher"),
+    ("auc-gap", "largest minus smallest group AUC", "lower (0: equal)"),
+    ("acc-gap", "largest minus smallest group accuracy at the best-F1 threshold", "lower (0: equal)"),
+    ("bce-gap", "largest minus smallest group cross-entropy", "lower (0: equal)"),
+    ("ece-gap", "largest minus smallest group calibration error", "lower (0: equal)"),
+    ("eo", "equal opportunity difference: the gap in true positive rate (TPR) at the best-F1 threshold",
+     "lower (0: equal)"),
+    ("eod", "equalized odds: 1 - (TPR gap + TNR gap) / 2 at the best-F1 threshold", "higher (1: equal)"),
+    ("auc, acc, tpr, tnr", "per group: AUC, accuracy, true positive and true negative rates", "higher"),
+    ("bce, ece", "per group: cross-entropy and calibration error", "lower"),
+    ("small group", "fewer positives or negatives than the report's small_group_below setting: values rest "
+                    "on few samples", ""),
+    ("interval of a gap", "simultaneous over every pair of groups; contains 0 exactly when no pair of groups "
+                          "is shown to differ (a gap is biased upwards: its lower end is the meaningful one)", ""),
+    ("p-value", "permutation test of the gap (groups shuffled within each class for AUC, TPR and TNR), "
+                "adjusted for the number of tests when the report says so", ""),
+)
+
+NAMES = {"auc-gap": "AUC gap", "acc-gap": "accuracy gap", "bce-gap": "cross-entropy gap",
+         "ece-gap": "calibration-error gap", "eo": "TPR gap (eo)", "eod": "equalized odds (eod)",
+         "worst-auc": "worst AUC"}
+PER_GROUP = ("auc", "acc@best_f1", "bce", "ece", "tpr@best_f1", "tnr@best_f1")
+#: What a registered summary column's kind measures, and which direction is better.
+KIND_WORDS = {"gap": ("largest minus smallest group", "lower (0: equal)"), "worst": ("smallest group", ""),
+              "best": ("largest group", ""), "ratio": ("smallest over largest group", "higher (1: equal)"),
+              "score": ("1 minus the group gap of", "higher (1: equal)")}
+
+
+def opt_in_keys(columns) -> list[str]:
+    """The per-group keys of the opt-in and registered metrics among ``columns`` (the registry's, in its
+    order: each at the key the plots show)."""
+    return [m.shown_key for m in REGISTRY.per_group if m.optional and m.shown_key in columns]
+
+
+def _f(value: Any, digits: int = 3) -> str:
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "–"
+    return f"{float(value):.{digits}f}"
+
+
+def _e(value: Any) -> str:
+    return html.escape(str(value))
+
+
+def _interval(lo: float, hi: float) -> str:
+    return "" if not (math.isfinite(lo) and math.isfinite(hi)) else f"[{lo:.3f}, {hi:.3f}]"
+
+
+def _p(row) -> str:
+    p, adjusted = row["p_value"], row["p_adjusted"]
+    if not math.isfinite(p):
+        return ""
+    text = f"p = {p:.3g}"
+    return text if adjusted == p else f"{text} (adjusted {adjusted:.3g})"
+
+
+def largest_gap(report) -> tuple[str, Any] | None:
+    """(attribute, its auc-gap row of report.gaps) of the largest AUC gap, or None."""
+    gaps = report.gaps
+    if gaps is None or gaps.empty:
+        return None
+    auc = gaps.xs("auc-gap", level="column")
+    if auc.empty or not np.isfinite(auc["value"]).any():
+        return None
+    attribute = auc["value"].astype(float).idxmax()
+    return attribute, auc.loc[attribute]
+
+
+def findings(report) -> str:
+    """Plain sentences: the largest AUC gap, then per attribute each gap with its groups, interval and
+    p-value (significant ones first), and the small groups."""
+    gaps = report.gaps
+    level = report.ci["level"] if report.ci else 1 - _alpha(report)
+    parts = ['<section id="findings"><h2>Findings</h2>']
+    top = largest_gap(report)
+    if top is None:
+        parts.append("<p>No attribute has two groups that can be compared.</p></section>")
+        return "".join(parts)
+    attribute, row = top
+    parts.append(f'<p class="headline">Largest AUC gap: <b>{_e(attribute)}</b>, {_f(row["value"])} between '
+                 f'<b>{_e(row["high_group"])}</b> (AUC {_f(row["high"])}) and <b>{_e(row["low_group"])}</b> '
+                 f'(AUC {_f(row["low"])}){_verdict(row, level)}.</p>')
+    for name in dict.fromkeys(gaps.index.get_level_values("attribute")):
+        rows = gaps.loc[name]
+        items = []
+        worst = rows.loc["worst-auc"] if "worst-auc" in rows.index else None
+        ordered = rows.drop(index="worst-auc", errors="ignore")
+        key = ordered["significant"].map(lambda s: 0 if s is True else 1)
+        ordered = ordered.assign(_key=key).sort_values(["_key", "p_value", "value"], ascending=[True, True, False])
+        for column, gap in ordered.iterrows():
+            what = NAMES.get(column, column)
+            if column == "eod":
+                items.append(f"<li>{what} {_f(gap['value'])} (1 is equal; TPR ranges from "
+                             f"{_f(gap['low'])} in {_e(gap['low_group'])} to {_f(gap['high'])} in "
+                             f"{_e(gap['high_group'])}){_verdict(gap, level, eod=True)}</li>")
+            else:
+                items.append(f"<li>{what} {_f(gap['value'])}: {_e(gap['high_group'])} {_f(gap['high'])} vs "
+                             f"{_e(gap['low_group'])} {_f(gap['low'])}{_verdict(gap, level)}</li>")
+        small = [str(g) for g, flag in report.by_group.loc[name, "small_group"].items() if flag] \
+            if "small_group" in report.by_group.columns else []
+        note = ""
+        if small:
+            note = (f'<p class="flag">Small groups (values rest on few positives or negatives): '
+                    f'{_e(", ".join(small))}.</p>')
+        worst_text = ""
+        if worst is not None:
+            worst_text = f" Worst AUC {_f(worst['value'])} in {_e(worst['low_group'])}."
+        parts.append(f"<h3>{_e(name)}</h3><p>{worst_text}</p><ul>{''.join(items)}</ul>{note}")
+    parts.append("</section>")
+    return "".join(parts)
+
+
+def _interval_table(report, part: str):
+    """``report.ci[part]`` (bootstrap, with ``n_boot``), else the analytic one (``interval="analytic"``),
+    else None: the page shows whichever intervals the report has."""
+    ci = report.ci or {}
+    if ci.get(part) is not None:
+        return ci[part]
+    return (ci.get("analytic") or {}).get(part)
+
+
+def _alpha(report) -> float:
+    return 1 - float(report.metadata.get("ci", 0.95))
+
+
+def _verdict(row, level: float, eod: bool = False) -> str:
+    bits = []
+    interval = _interval(row["lo"], row["hi"])
+    if interval:
+        bits.append(f"{level:.0%} interval {interval}")
+    p = _p(row)
+    if p:
+        bits.append(p)
+    if row["significant"] is True:
+        bits.append("<b>significant</b>")
+    elif row["significant"] is False:
+        bits.append("not significant")
+    if row.get("small_group"):
+        bits.append('<span class="flag">defined by a small group</span>')
+    return (" — " + ", ".join(bits)) if bits else ""
+
+
+def glossary(report=None) -> str:
+    """The glossary: the package's columns, then the opt-in and registered metrics of ``report``."""
+    entries = list(GLOSSARY)
+    if report is not None and report.by_group is not None and report.summary is not None:
+        for key in opt_in_keys(report.by_group.columns):
+            metric = REGISTRY.by_name[key.removesuffix(BEST)]
+            entries.append((key, f"per group: {metric.display}" + (" at the best-F1 threshold" if key != metric.name
+                                                                   else ""), ""))
+        for column in report.summary.columns:
+            entry = REGISTRY.summary.get(column)
+            if entry is not None and entry.optional:
+                what, better = KIND_WORDS[entry.kind]
+                entries.append((column, f"{what} {', '.join(entry.reads)}", better))
+    rows = "".join(f"<tr><th>{_e(name)}</th><td class='text'>{_e(what)}</td><td class='text'>{_e(better)}</td></tr>"
+                   for name, what, better in entries)
+    return ('<section id="glossary"><h2>Glossary</h2><table class="fit"><thead><tr><th>name</th>'
+            '<th>meaning</th><th>better</th></tr></thead><tbody>' + rows + "</tbody></table></section>")
+
+
+def summary_table(report) -> str:
+    """One row per (attribute, summary column): value, interval, p-value."""
+    ci = _interval_table(report, "summary")
+    p_values = report.p_values
+    suffix = report.metadata.get("p_adjust")
+    body = []
+    for attribute, row in report.summary.iterrows():
+        for column, value in row.items():
+            if column in ("n", "n_groups") or not isinstance(value, (int, float)) or not math.isfinite(value):
+                continue
+            lo = hi = math.nan
+            if ci is not None and f"{column}_lo" in ci.columns and attribute in ci.index:
+                lo, hi = float(ci.loc[attribute, f"{column}_lo"]), float(ci.loc[attribute, f"{column}_hi"])
+            p = ""
+            if p_values is not None and column in p_values.columns and attribute in p_values.index:
+                p = _f(p_values.loc[attribute, column], 4)
+                if suffix and f"{column}_{suffix}" in p_values.columns:
+                    p += f" ({_f(p_values.loc[attribute, f'{column}_{suffix}'], 4)})"
+            body.append(f"<tr><th>{_e(attribute)}</th><th>{_e(column)}</th><td>{value:.4f}</td>"
+                        f"<td>{_interval(lo, hi)}</td><td>{p}</td></tr>")
+    p_head = "p-value" + (f" ({_e(suffix)})" if suffix else "")
+    return ('<table class="fit"><thead><tr><th>attribute</th><th>metric</th><th>value</th><th>interval</th>'
+            f'<th>{p_head}</th></tr></thead><tbody>' + "".join(body) + "</tbody></table>")
+
+
+def group_tables(report) -> str:
+    """One table per attribute: n, the flags and each per-group metric with its interval beneath."""
+    frame = report.by_group
+    ci = _interval_table(report, "by_group")
+    metrics = [m for m in PER_GROUP if m in frame.columns] + opt_in_keys(frame.columns)
+    out = []
+    for attribute in dict.fromkeys(frame.index.get_level_values(0)):
+        rows = frame.loc[attribute]
+        head = "".join(f"<th>{_e(m)}</th>" for m in metrics)
+        body = []
+        for group, row in rows.iterrows():
+            cells = []
+            for metric in metrics:
+                value = row[metric]
+                text = _f(value, 4)
+                if ci is not None and f"{metric}_lo" in ci.columns and (attribute, group) in ci.index:
+                    lo, hi = ci.loc[(attribute, group), f"{metric}_lo"], ci.loc[(attribute, group), f"{metric}_hi"]
+                    if math.isfinite(lo):
+                        text += f"<br><small>{_interval(float(lo), float(hi))}</small>"
+                cells.append(f"<td>{text}</td>")
+            flag = []
+            if row.get("small_group") is True or row.get("small_group") is np.True_:
+                flag.append('<span class="flag">small group</span>')
+            if isinstance(row.get("skipped"), str):
+                flag.append(f"skipped: {_e(row['skipped'])}")
+            body.append(f"<tr><th>{_e(group)}</th><td>{int(row['n'])}</td>{''.join(cells)}"
+                        f"<td class='text'>{' '.join(flag)}</td></tr>")
+        out.append(f"<h3>{_e(attribute)}</h3><table class='fit'><thead><tr><th>group</th><th>n</th>{head}"
+                   f"<th>flags</th></tr></thead><tbody>{''.join(body)}</tbody></table>")
+    return "".join(out)
+
+
+def settings_table(metadata: dict[str, Any]) -> str:
+    rows = "".join(f"<tr><th>{_e(key)}</th><td class='text'>{_e(_shown(value))}</td></tr>"
+                   for key, value in metadata.items())
+    return f"<table class='fit'><tbody>{rows}</tbody></table>"
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, (dict, list, tuple)):
+        return json.dumps(value, default=str)
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return str(value)
