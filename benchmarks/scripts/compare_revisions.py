@@ -245,8 +245,10 @@ def main(argv=None) -> int:
           f"load average {os.getloadavg()[0]:.1f} at the start")
     for label, side in (("this", this), ("other", other)):
         target = side.ask(describe=True)
+        triple, cpu, features = target["magic_tuple"]
+        enabled = sum(1 for flag in features.split(",") if flag.startswith("+"))
         print(f"{label:>5} numba: CPU_NAME={target['cpu_name']!r} CPU_FEATURES={target['cpu_features']!r} "
-              f"magic_tuple={tuple(target['magic_tuple'])} NUMBA_CACHE_DIR={target['cache_dir']}")
+              f"target=({triple}, {cpu}, {enabled} features on) NUMBA_CACHE_DIR={target['cache_dir']}")
     print()
     print(f"{'row':<62} {'this':>10} {'other':>10} {'this/other':>10}")
     try:
