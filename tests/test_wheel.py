@@ -174,3 +174,14 @@ def test_a_signature_the_wheel_lacks_compiles_with_one_notice(venv, tmp_path):
     assert len(lines) == 1, done.stderr
     assert "does not ship (first: calibration.log_loss_into(array(float64, 1d, A)" in lines[0]
     assert "later calls are fast" in lines[0] and str(tmp_path / "cache") in lines[0]
+
+
+def test_wheel_holds_every_module_of_the_tree(wheel):
+    """Each subpackage is named in pyproject.toml: a module missing from the wheel would fail only
+    where the package is installed."""
+    names = set(zipfile.ZipFile(wheel).namelist())
+    tree = {f"fairmedfm_fast/{path.relative_to(ROOT / 'fairmedfm_fast').as_posix()}"
+            for path in (ROOT / "fairmedfm_fast").rglob("*.py") if "__pycache__" not in path.parts}
+    tree |= {f"fairmedfm_fast/kernels/{path.name}" for path in (ROOT / "kernels").glob("*.py")}
+    inside = {name.split(".data/purelib/", 1)[-1] for name in names}
+    assert tree - inside == set()
