@@ -524,14 +524,9 @@ class FairnessAccumulator:
             names = list(known)
             spec = self.bins.get(name)
             has_missing = bool((cell_ids[:, k] < 0).any())
-            if spec is not None:
-                order = {label: i for i, label in enumerate(_bin_labels(spec, name))}
-                ordered = sorted(names, key=order.__getitem__)
-            elif isinstance(self._categories[k], list) and not has_missing:
-                order = {label: i for i, label in enumerate(self._categories[k])}
-                ordered = sorted(names, key=lambda group: order.get(group, len(order)))
-            else:
-                ordered = sorted(names, key=_groups.order_key)
+            categories = self._categories[k] if isinstance(self._categories[k], list) else None
+            ordered = _groups.report_order(names, bin_labels=None if spec is None else _bin_labels(spec, name),
+                                           categories=categories, has_missing=has_missing)
             if self._numeric[k] and spec is None and len(ordered) > _groups.MAX_NUMERIC_GROUPS:
                 raise ValueError(
                     f"attribute {name!r} looks continuous (more than {_groups.MAX_NUMERIC_GROUPS} distinct numbers "

@@ -301,17 +301,14 @@ def _global_order(name: str, column: pd.Series, present: set[str], cut_points: l
     if cut_points is not None:
         edges = sorted(float(edge) for edge in cut_points)
         _, full = _groups.binned(pd.Series([-np.inf, *edges]), list(edges), name)
-        return [label for label in full if label in present]
+        return _groups.report_order(present, bin_labels=full)
     dtype = column.dtype
     if not isinstance(dtype, pd.CategoricalDtype) or has_missing:
-        return sorted(present, key=_groups.order_key)
+        return _groups.report_order(present)
     known = [] if dtype.categories is None else list(dtype.categories)
     if known and "__UNKNOWN_CATEGORIES__" not in known:
         names = [_groups.group_name(value) for value in known]
     else:
         names = [label for part in categories if part for label in part]
-    ordered: list[str] = []
-    for label in names:
-        if label in present and label not in ordered:
-            ordered.append(label)
-    return ordered
+    known_names = set(names)  # the partitions' groups are among the categories: none comes after them
+    return [label for label in _groups.report_order(present, categories=names) if label in known_names]

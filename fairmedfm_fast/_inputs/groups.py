@@ -82,6 +82,23 @@ def order_key(name: str):
         return (1, 0.0, name)
 
 
+def report_order(present, *, bin_labels=None, categories=None, has_missing: bool = False) -> list[str]:
+    """The group names ``present`` in report order: the one rule of every backend (in memory, the
+    accumulator, Dask). Bins in the order of their intervals; a categorical column's groups in the order
+    of its ``categories`` (first occurrence; names not among them after, as given), unless a value is
+    missing: fairmedfm 0.4.2 then names the groups through ``Series.map``, which drops the categorical
+    dtype, so they are sorted like any other names; else numbers first, by value, then text."""
+    if bin_labels is not None:
+        wanted = set(present)
+        return [label for label in bin_labels if label in wanted]
+    if categories is not None and not has_missing:
+        wanted = set(present)
+        ordered = list(dict.fromkeys(label for label in categories if label in wanted))
+        placed = set(ordered)
+        return ordered + [name for name in present if name not in placed]
+    return sorted(dict.fromkeys(present), key=order_key)
+
+
 #: :func:`order_key` of group names (text), remembered: a name that is not a number costs an exception.
 _name_order = lru_cache(maxsize=4096)(order_key)
 
@@ -341,13 +358,8 @@ def _categorical_codes(values: pd.Series) -> tuple[np.ndarray, list, list[str]]:
     categories and the report order: the categories' own order, or sorted when a value is missing."""
     raw_codes = np.asarray(values.array.codes)  # a read-only view (``.cat.codes`` copies them)
     names = [group_name(value) for value in values.cat.categories.tolist()]
-    present = _codes_present(raw_codes, len(names))
-    ordered: list[str] = []
-    for name, here in zip(names, present):
-        if here and name is not None and name not in ordered:
-            ordered.append(name)
-    if len(raw_codes) and raw_codes.min() < 0:
-        ordered.sort(key=order_key)
+    present = [name for name, here in zip(names, _codes_present(raw_codes, len(names))) if here and name is not None]
+    ordered = report_order(present, categories=names, has_missing=bool(len(raw_codes) and raw_codes.min() < 0))
     return raw_codes, names, ordered
 
 
