@@ -29,7 +29,16 @@ import tempfile
 import time
 import warnings
 
-from ._workloads import kernels, workloads
+from ._workloads import MASK_DTYPES, ONE_NUMBER, kernels, workloads  # noqa: F401 - names warmup has had
+
+
+def __getattr__(name: str):
+    """The names this module had before the workloads moved to ``_workloads.py``, kept working."""
+    if name == "WORKLOADS":  # every workload by name, the ones the list leaves out included
+        return workloads(extra=True)
+    if name == "KERNEL_MODULES":  # the kernel modules, as found by listing kernels/
+        return tuple(sorted({key.split(".")[0] for key in kernels()}))
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def warmup(jobs: int | None = None, out=None, names: list[str] | None = None, workloads: bool = False) -> int:
