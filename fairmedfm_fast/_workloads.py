@@ -82,9 +82,8 @@ def _groups_of(n: int, n_groups: int) -> np.ndarray:
     return np.array([f"g{i}" for i in range(n_groups)])[np.arange(n) % n_groups]
 
 
-def _group_counts(n: int) -> tuple[int, ...]:
-    """int8 and int16 group codes (int32 codes, more than 32,767 groups: :func:`_many_groups`)."""
-    return (3, 200)
+#: Groups of the int8 and int16 group codes (int32 codes, more than 32,767 groups: :func:`_many_groups`).
+GROUP_COUNTS = (3, 200)
 
 
 def _read_only(array: np.ndarray) -> np.ndarray:
@@ -107,7 +106,7 @@ def _evaluate(n: int) -> None:
     y, p, text, weights = _data(n)
     for dtype in (np.float64, np.float32):
         scores = p.astype(dtype)
-        for n_groups in _group_counts(n):
+        for n_groups in GROUP_COUNTS:
             _evaluate_groups(y, scores, _groups_of(n, n_groups), text["sex"], weights, ONE_NUMBER)
 
 
@@ -125,9 +124,8 @@ def _evaluate_groups(y, scores, groups, sex, weights, one_number: tuple[str, ...
 
 def _many_groups(n: int) -> None:
     """evaluate and the one-number functions with more than 32,767 groups (int32 group codes), where
-    each group can hold two samples: not on the signature list (``warmup --workloads`` compiles it)."""
-    if n < 2 * MANY_GROUPS:
-        return
+    each group can hold two samples (:func:`workloads` runs it only there): not on the signature list
+    (``warmup --workloads`` compiles it)."""
     y, p, text, weights = _data(n)
     for dtype in (np.float64, np.float32):
         _evaluate_groups(y, p.astype(dtype), _groups_of(n, MANY_GROUPS), text["sex"], weights,
