@@ -226,3 +226,19 @@ def test_the_floor_check_catches_an_arrow_up():
     assert floor_breaks(graph) == [f"{PACKAGE}._engine.a -> {PACKAGE}._report.b (_engine -> _report)"]
     assert floor_of(f"{PACKAGE}.cli") == "_cli" and floor_of(f"{PACKAGE}.dask") == "public"
     assert floor_of(PACKAGE) == "public" and floor_of(f"{PACKAGE}._cli.score") == "_cli"
+
+
+def _builds_a_report(path: Path) -> bool:
+    """Whether the module at ``path`` calls ``FairnessReport(...)``."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    return any(isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "FairnessReport"
+               for node in ast.walk(tree))
+
+
+def test_one_module_builds_every_report(tmp_path):
+    builders = sorted(name for name, (path, _) in MODULES.items() if _builds_a_report(path))
+    assert builders == [f"{PACKAGE}._report.assembly"]
+    # the check sees a call, not a mention
+    (tmp_path / "m.py").write_text("x = 'FairnessReport(' \ny = FairnessReport('seg')\n")
+    (tmp_path / "n.py").write_text("def f(report: 'FairnessReport'):\n    return report\n")
+    assert _builds_a_report(tmp_path / "m.py") and not _builds_a_report(tmp_path / "n.py")

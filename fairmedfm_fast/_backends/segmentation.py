@@ -21,7 +21,8 @@ import numpy as np
 from .._inputs import arrays as _inputs
 from .._inputs import groups as _groups
 from .._registry import metrics as _metric_registry
-from .._report.frame import FairnessReport, group_frame, summary_frame
+from .._report import assembly as _assembly
+from .._report.frame import FairnessReport
 
 __all__ = ["evaluate_segmentation", "dice_per_label", "dice_scores", "surface_scores"]
 
@@ -241,16 +242,6 @@ def assess_groups(scores: np.ndarray, finite: np.ndarray, attributes: list[_grou
     return result
 
 
-def _by_group_frame(rows: list[dict[str, Any]]):
-    if rows:
-        return group_frame(rows)
-    import pandas as pd
-
-    index = pd.MultiIndex.from_arrays([[], []], names=["attribute", "group"])
-    return pd.DataFrame({"n": pd.Series([], dtype=np.int64), "mean_dice": pd.Series([], dtype=np.float64),
-                         "skipped": pd.Series([], dtype=object)}, index=index)
-
-
 def evaluate_segmentation(sensitive_features: Any, *, dice: Any = None, pred_masks: Any = None,
                           true_masks: Any = None, label: Any = None, mask_threshold: float = 0.5,
                           empty_score: float = 1.0, bins: _groups.Bins | None = None,
@@ -369,9 +360,9 @@ def evaluate_segmentation(sensitive_features: Any, *, dice: Any = None, pred_mas
     if values is not None:
         _add_metrics(result, overall, values.metrics, finite, attributes, wanted, min_group_size)
     # per-sample Dice for report.plot("dice"), and the per-sample values of every requested metric
-    report = FairnessReport("seg", summary_frame(result.summaries), _by_group_frame(result.rows), overall, {},
-                            warnings, metadata, dice_data=(scores, attributes),
-                            metric_data=values.metrics if values is not None else None)
+    report = _assembly.segmentation_report(result.summaries, result.rows, overall, warnings, metadata,
+                                           dice_data=(scores, attributes),
+                                           metric_data=values.metrics if values is not None else None)
     if n_boot or n_permutations:
         _with_resampling(report, scores, finite, attributes, result, values, wanted, n_boot, ci, n_permutations,
                          random_state, (min_group_size, stratify, progress), p_adjust)
@@ -490,7 +481,7 @@ def _resampled_metrics(report: FairnessReport, metrics: dict[str, np.ndarray], f
         if metric == "dice":
             continue
         ok = finite & ~np.isnan(column)
-        shadow = FairnessReport("seg", report.summary, report.by_group, {}, {}, [], {})
+        shadow = _assembly.scratch_report(report)
 
         def summarize(mean, means, metric=metric):
             values = _metric_summary(metric, mean, means)

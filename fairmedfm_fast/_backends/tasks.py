@@ -16,6 +16,8 @@ import pandas as pd
 
 from .._inputs import arrays as _inputs
 from .._inputs import groups as _groups
+from .._report.assembly import PER_TASK as PER_TASK
+from .._report.assembly import stack_tasks as combine
 from .._report.frame import FairnessReport
 from .._util.threads import resolve_n_jobs
 from .in_memory import evaluate
@@ -160,48 +162,3 @@ def _one_class(labels: Any, pos_label: Any) -> str | None:
     if positives == 0 or positives == len(values):
         return f"only label {1 if positives else 0} among its {len(values)} samples"
     return None
-
-
-#: Settings that ``metadata`` always gives per task (``{task: value}``): they depend on the task's data.
-PER_TASK = ("best_f1_threshold", "samples_dropped")
-
-
-def combine(tasks: dict[str, FairnessReport], skipped: dict[str, str], notes: list[str], n: int) -> FairnessReport:
-    """One report from per-task reports: every table gains a leading ``task`` level."""
-    if not tasks:
-        raise ValueError(f"no task can be evaluated: {'; '.join(f'{k}: {v}' for k, v in skipped.items())}")
-    warnings = list(notes)
-    warnings += [f"task {name!r}: skipped, {reason}" for name, reason in skipped.items()]
-    for name, report in tasks.items():
-        warnings += [f"task {name!r}: {message}" for message in report.warnings]
-    first = next(iter(tasks.values()))
-    metadata = {"n_samples": n, "tasks": list(tasks), "skipped_tasks": dict(skipped)}
-    for key, value in first.metadata.items():  # the settings, once where the tasks agree
-        if key in metadata:
-            continue
-        values = {name: report.metadata.get(key) for name, report in tasks.items()}
-        same = key not in PER_TASK and all(v == value for v in values.values())
-        metadata[key] = value if same else values
-    combined = FairnessReport(first.task, _stack({k: r.summary for k, r in tasks.items()}),
-                              _stack({k: r.by_group for k, r in tasks.items()}),
-                              {k: r.overall for k, r in tasks.items()}, {}, warnings, metadata, tasks=tasks)
-    if first.ci is not None:
-        combined.ci = {"level": first.ci["level"], "n_boot": first.ci["n_boot"],
-                       **{key: _stack({k: r.ci[key] for k, r in tasks.items()}) for key in ("summary", "by_group")
-                          if first.ci.get(key) is not None}}
-        if first.ci.get("analytic") is not None:  # interval="analytic"
-            parts = {k: r.ci["analytic"] for k, r in tasks.items()}
-            combined.ci["analytic"] = {"level": first.ci["analytic"]["level"],
-                                       "p_adjust": first.ci["analytic"]["p_adjust"],
-                                       "critical": {k: part["critical"] for k, part in parts.items()},
-                                       **{key: _stack({k: part[key] for k, part in parts.items()})
-                                          for key in ("summary", "by_group")}}
-    if first.p_values is not None:
-        combined.p_values = _stack({k: r.p_values for k, r in tasks.items()})
-    if first._gaps is not None:  # made on first read, as each task's own
-        combined.gaps = lambda: _stack({k: r.gaps for k, r in tasks.items()})
-    return combined
-
-
-def _stack(frames: dict[str, pd.DataFrame]) -> pd.DataFrame:
-    return pd.concat(frames, names=["task"])

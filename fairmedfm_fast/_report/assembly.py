@@ -1,8 +1,14 @@
-"""The one assembly of a classification :class:`~fairmedfm_fast.report.FairnessReport`, for every
-backend (in memory, accumulator, Dask, voxels): each hands its per-attribute results
-(:class:`AttributeResult`, made from its per-group sums by ``_backends/assess.attribute_result``) to
-:func:`assemble`, which flags the small groups, records the options and settings in the metadata and
-builds the report (summary and ``by_group`` frames made on first access)."""
+"""The one place where a :class:`~fairmedfm_fast.report.FairnessReport` is built, for every backend.
+
+- Classification (in memory, resampled, the accumulator, Dask, voxels): each backend turns its per-group
+  sums into per-attribute results (:class:`AttributeResult`, by ``_backends/assess.attribute_result``)
+  and hands them to :func:`assemble`, which flags the small groups, records the options and settings in
+  the metadata and builds the report (summary and ``by_group`` frames made on first access).
+- Segmentation: :func:`segmentation_report`, from each attribute's summary and per-group rows.
+- Many tasks: :func:`stack_tasks` joins the per-task reports under a leading ``task`` level.
+
+``tests/test_layout.py`` checks that no other module calls ``FairnessReport(...)``.
+"""
 from __future__ import annotations
 
 import math
@@ -14,8 +20,9 @@ import numpy as np
 
 from .._engine import classification as _engine
 from .._statistics import findings as _findings
+from .._util.lazy_pandas import pd
 from . import curves as _curves
-from .frame import FairnessReport, columns_frame, summary_frame
+from .frame import FairnessReport, columns_frame, group_frame, summary_frame
 
 
 @dataclass
@@ -154,3 +161,73 @@ def _by_group_frame(results: list[AttributeResult]):
             else:
                 data[key] += [row[j] if i in valid else math.nan for i, row in enumerate(result.rows[:g])]
     return columns_frame(attributes, groups, data)
+
+
+def segmentation_report(summaries: dict[str, dict[str, Any]], rows: list[dict[str, Any]], overall: dict[str, Any],
+                        warnings: list[str], metadata: dict[str, Any], *, dice_data: tuple,
+                        metric_data: dict[str, np.ndarray] | None) -> FairnessReport:
+    """The report of ``evaluate_segmentation`` from each attribute's summary, one row per (attribute,
+    group) and the ``overall`` values; ``dice_data`` (the per-sample Dice scores and the attributes) and
+    ``metric_data`` (the per-sample values of every requested metric) are what ``report.plot`` draws."""
+    return FairnessReport("seg", summary_frame(summaries), _segmentation_groups(rows), overall, {}, warnings,
+                          metadata, dice_data=dice_data, metric_data=metric_data)
+
+
+def scratch_report(report: FairnessReport) -> FairnessReport:
+    """A report with ``report``'s tables and nothing else, which resampling fills with one more metric's
+    intervals and p-values before they are renamed into ``report``."""
+    return FairnessReport(report.task, report.summary, report.by_group, {}, {}, [], {})
+
+
+def _segmentation_groups(rows: list[dict[str, Any]]):
+    if rows:
+        return group_frame(rows)
+    index = pd.MultiIndex.from_arrays([[], []], names=["attribute", "group"])
+    return pd.DataFrame({"n": pd.Series([], dtype=np.int64), "mean_dice": pd.Series([], dtype=np.float64),
+                         "skipped": pd.Series([], dtype=object)}, index=index)
+
+
+#: Settings that ``metadata`` always gives per task (``{task: value}``): they depend on the task's data.
+PER_TASK = ("best_f1_threshold", "samples_dropped")
+
+
+def stack_tasks(tasks: dict[str, FairnessReport], skipped: dict[str, str], notes: list[str], n: int) -> FairnessReport:
+    """One report from the per-task reports of ``evaluate_tasks``: every table gains a leading ``task``
+    level; the settings the tasks share are given once, the others per task."""
+    if not tasks:
+        raise ValueError(f"no task can be evaluated: {'; '.join(f'{k}: {v}' for k, v in skipped.items())}")
+    warnings = list(notes)
+    warnings += [f"task {name!r}: skipped, {reason}" for name, reason in skipped.items()]
+    for name, report in tasks.items():
+        warnings += [f"task {name!r}: {message}" for message in report.warnings]
+    first = next(iter(tasks.values()))
+    metadata = {"n_samples": n, "tasks": list(tasks), "skipped_tasks": dict(skipped)}
+    for key, value in first.metadata.items():  # the settings, once where the tasks agree
+        if key in metadata:
+            continue
+        values = {name: report.metadata.get(key) for name, report in tasks.items()}
+        same = key not in PER_TASK and all(v == value for v in values.values())
+        metadata[key] = value if same else values
+    combined = FairnessReport(first.task, _stack({k: r.summary for k, r in tasks.items()}),
+                              _stack({k: r.by_group for k, r in tasks.items()}),
+                              {k: r.overall for k, r in tasks.items()}, {}, warnings, metadata, tasks=tasks)
+    if first.ci is not None:
+        combined.ci = {"level": first.ci["level"], "n_boot": first.ci["n_boot"],
+                       **{key: _stack({k: r.ci[key] for k, r in tasks.items()}) for key in ("summary", "by_group")
+                          if first.ci.get(key) is not None}}
+        if first.ci.get("analytic") is not None:  # interval="analytic"
+            parts = {k: r.ci["analytic"] for k, r in tasks.items()}
+            combined.ci["analytic"] = {"level": first.ci["analytic"]["level"],
+                                       "p_adjust": first.ci["analytic"]["p_adjust"],
+                                       "critical": {k: part["critical"] for k, part in parts.items()},
+                                       **{key: _stack({k: part[key] for k, part in parts.items()})
+                                          for key in ("summary", "by_group")}}
+    if first.p_values is not None:
+        combined.p_values = _stack({k: r.p_values for k, r in tasks.items()})
+    if first._gaps is not None:  # made on first read, as each task's own
+        combined.gaps = lambda: _stack({k: r.gaps for k, r in tasks.items()})
+    return combined
+
+
+def _stack(frames: dict[str, pd.DataFrame]) -> pd.DataFrame:
+    return pd.concat(frames, names=["task"])
