@@ -104,3 +104,18 @@ def test_categories_present_only_after_the_head_or_never():
     codes, groups = _groups.encode_values(column)
     assert groups == ["a", "b", "late"]
     np.testing.assert_array_equal(np.asarray(groups, dtype=object)[codes], values)
+
+
+@settings(max_examples=60, deadline=None)
+@given(widths=st.lists(st.integers(1, 9), min_size=1, max_size=4), data=st.data())
+def test_combination_keys_read_back(widths, data):
+    # the accumulator's batches and Dask's partitions code intersections with these two: every row's key
+    # gives back its codes (-1 missing), and distinct combinations get distinct keys
+    n = data.draw(st.integers(1, 50))
+    codes = [np.array(data.draw(st.lists(st.integers(-1, w - 1), min_size=n, max_size=n)), np.int8) for w in widths]
+    keys = _groups.combination_keys(codes, widths)
+    rows = list(zip(*(c.tolist() for c in codes)))
+    assert [_groups.key_codes(int(k), widths) for k in keys] == rows
+    assert len(set(keys.tolist())) == len(set(rows))
+    assert keys.min() >= 0 and keys.max() < np.prod([w + 1 for w in widths])
+    assert all(c.dtype == np.int8 for c in codes)  # the inputs are not changed

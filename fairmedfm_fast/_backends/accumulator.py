@@ -241,11 +241,7 @@ class FairnessAccumulator:
         else:
             self._categories = [None] * len(names)
         # the batch's combination of local codes, in mixed radix (0: missing)
-        combined = attributes[0].codes.astype(np.int64) + 1
-        for attribute in attributes[1:]:
-            combined *= attribute.n_groups + 1
-            combined += attribute.codes
-            combined += 1
+        combined = _groups.combination_keys([a.codes for a in attributes], [a.n_groups for a in attributes])
         layout = tuple(tuple(attribute.groups) for attribute in attributes)
         lookup = self._lookups.get(layout)
         if lookup is None:  # a new set of groups in a batch: cells of its combinations as they are met
@@ -270,13 +266,9 @@ class FairnessAccumulator:
 
     def _cell(self, value: int, attributes: list[_groups.Attribute]) -> int:
         """The cell of a batch's combination ``value`` of local codes (registered when new)."""
-        cell = []
-        for k in range(len(attributes) - 1, -1, -1):
-            attribute = attributes[k]
-            local = value % (attribute.n_groups + 1) - 1
-            value //= attribute.n_groups + 1
-            cell.append(self._groups[k][attribute.groups[local]] if local >= 0 else -1)
-        key = tuple(reversed(cell))
+        local = _groups.key_codes(value, [attribute.n_groups for attribute in attributes])
+        key = tuple(self._groups[k][attribute.groups[code]] if code >= 0 else -1
+                    for k, (attribute, code) in enumerate(zip(attributes, local)))
         found = self._cells.setdefault(key, len(self._cells))
         if len(self._cells) >= 1 << 31:
             raise ValueError("sensitive_features: more than 2**31 group combinations; use fewer attributes")

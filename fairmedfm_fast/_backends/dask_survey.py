@@ -143,23 +143,16 @@ def value_counts(part: pd.DataFrame, names: list[str]) -> dict[str, pd.Series | 
 
 def _present_combinations(local: list[tuple[np.ndarray, list[str]]]) -> list[tuple[str, ...]]:
     """Name tuples of the attribute combinations present in a partition (rows with every value)."""
-    space = math.prod(len(names) + 1 for _, names in local)
-    key = np.zeros(len(local[0][0]), np.int32 if space < 2**31 else np.int64)
-    for codes, names in local:  # code + 1: 0 for a missing value; in place, no temporary per step
-        key *= len(names) + 1
-        key += codes
-        key += 1
+    widths = [len(names) for _, names in local]
+    space = math.prod(width + 1 for width in widths)
+    key = _groups.combination_keys([codes for codes, _ in local], widths, np.int32 if space < 2**31 else np.int64)
     # a count per combination where there are few (no sort), else the distinct keys
     keys = np.flatnonzero(np.bincount(key, minlength=space)) if space <= DENSE_CELLS else np.unique(key)
     found = []
     for value in keys.tolist():
-        parts = []
-        for _, names in reversed(local):
-            width = len(names) + 1
-            parts.append(value % width - 1)
-            value //= width
+        parts = _groups.key_codes(value, widths)
         if min(parts) >= 0:  # rows with every value
-            found.append(tuple(names[code] for (_, names), code in zip(local, reversed(parts))))
+            found.append(tuple(names[code] for (_, names), code in zip(local, parts)))
     return found
 
 

@@ -526,6 +526,28 @@ def intersection_names(combinations: list[tuple[str, ...]], attributes: list[str
     return joined
 
 
+def combination_keys(codes: Sequence[np.ndarray], widths: Sequence[int], dtype: Any = np.int64) -> np.ndarray:
+    """Each sample's combination of group codes as one integer, for the backends that meet groups in
+    pieces (the accumulator's batches, Dask's partitions): mixed radix, digit ``k`` is the code + 1 in
+    base ``widths[k] + 1`` (0 where the value is missing). :func:`key_codes` reads a key back."""
+    key = np.asarray(codes[0]).astype(dtype)
+    key += 1
+    for more, width in zip(codes[1:], widths[1:]):  # in place, no temporary per step
+        key *= width + 1
+        key += more
+        key += 1
+    return key
+
+
+def key_codes(key: int, widths: Sequence[int]) -> tuple[int, ...]:
+    """The group codes of one :func:`combination_keys` key (-1 where the value is missing)."""
+    codes = []
+    for width in reversed(widths):
+        codes.append(key % (width + 1) - 1)
+        key //= width + 1
+    return tuple(reversed(codes))
+
+
 def combine(attributes: list[Attribute]) -> Attribute:
     """The intersectional attribute ("a & b"): combinations that occur, in product order."""
     codes = attributes[0].codes.astype(np.intp)
