@@ -312,3 +312,21 @@ def test_other_containers_and_any_report_scalars():
     flat = seg.scalars()
     assert flat and all(isinstance(v, float) for v in flat.values())
     assert flat["n/sex"] == 40.0
+
+
+def test_a_rejected_batch_changes_nothing_and_a_change_of_kind_is_refused():
+    rng = np.random.default_rng(5)
+    y, scores = rng.integers(0, 2, 600), rng.random(600)
+    sex = rng.choice(["F", "M"], 600)
+    accumulator = FairnessAccumulator()
+    with pytest.raises(ValueError, match="y_true has 299 samples but y_score has 300"):
+        accumulator.update(y[:299], scores[:300] * 10 - 5, {"sex": np.array(["X"] * 300)})  # logits, new group
+    assert accumulator.n_samples == 0
+    accumulator.update(y[:300], scores[:300], {"sex": sex[:300]})
+    with pytest.raises(ValueError, match=r"sensitive_features\['sex'\] holds integer values in this batch but text"):
+        accumulator.update(y[300:], scores[300:], {"sex": (sex[300:] == "F").astype(int)})
+    accumulator.update(y[300:], scores[300:], {"sex": sex[300:]})
+    report = accumulator.result()
+    expected = fm.evaluate(y, scores, {"sex": sex})
+    pd.testing.assert_frame_equal(report.summary, expected.summary, rtol=1e-12)
+    assert list(report.by_group.loc["sex"].index) == ["F", "M"]  # no group "X" from the rejected batch

@@ -21,13 +21,16 @@ from .._registry import metrics as _metric_registry
 from .._report.assembly import asked, assemble
 from .._report.frame import FairnessReport
 from .._util import progress as _progress
+from .accumulator_state import SegmentState
 from .assess import as_python, attribute_result, range_conversion, transform_note, with_default
 from .checks import (
     check_count,
+    check_cut_points,
     check_interval,
     check_min_group_size,
     check_resampling,
     check_threshold,
+    cut_point_groups,
     sample_weights,
 )
 from .uncertainty import with_uncertainty
@@ -43,7 +46,7 @@ COMPACT_FROM = 1 << 17
 DISTINCT_SCORES = 1 << 16
 
 
-class FairnessAccumulator:
+class FairnessAccumulator(SegmentState):
     """Classification fairness accumulated over batches; :meth:`result` is the report of
     :func:`fairmedfm_fast.evaluate` on every batch concatenated.
 
@@ -86,7 +89,7 @@ class FairnessAccumulator:
         self.score_column = score_column
         self.intersectional = bool(intersectional)
         self.metrics = _metric_registry.check_metrics(metrics)
-        self.bins = _check_bins(bins)
+        self.bins = check_cut_points(bins)
         self.reset()
 
     def reset(self) -> None:
@@ -104,7 +107,9 @@ class FairnessAccumulator:
         self._cells: dict[tuple[int, ...], int] = {}  # group ids (-1 missing) -> cell
         self._lookups: dict[tuple, Any] = {}  # a batch's group names -> cell of each code combination
         self._labels_seen: list[Any] = []  # distinct values of y_true with pos_label (up to 3)
+        self._kinds: list[str | None] = []  # per attribute, the kind of its values (None: not seen yet)
         self._notes: list[str] = []
+        self._journal: list[tuple] | None = None  # the rows of the batches added since a segment, if kept
         self._n = 0
         self._dtype = np.dtype(np.float32)
         # the table (distinct rows, sorted) and the rows waiting to join it
@@ -122,7 +127,31 @@ class FairnessAccumulator:
     def update(self, y_true: Any, y_score: Any, sensitive_features: Any, *, sample_weight: Any = None) -> None:
         """Add one batch: anything :func:`fairmedfm_fast.evaluate` takes (lists, NumPy, pandas,
         Arrow, polars, tensors on any device and of any float dtype, logits, (n, k) score
-        matrices, class-name labels with ``pos_label``), and optional sample weights."""
+        matrices, class-name labels with ``pos_label``), and optional sample weights.
+
+        A batch that raises changes nothing: how later batches are read (the score type, the groups,
+        the kinds of the attributes' values) is what it was before."""
+        saved = self._reading_copy()
+        try:
+            scores, keys, weights, notes = self._read_batch(y_true, y_score, sensitive_features, sample_weight)
+        except BaseException:
+            self._restore(saved)
+            raise
+        for note in notes:
+            if note not in self._notes:
+                self._notes.append(note)
+        if scores.dtype != self._dtype:
+            if self._n:
+                self._promote(np.result_type(scores.dtype, self._dtype))
+            else:
+                self._dtype = scores.dtype
+        scores = scores.astype(self._dtype, copy=False)
+        if self._journal is not None:
+            self._journal.append((scores, keys, weights))
+        self._add_rows(scores, keys, weights)
+
+    def _read_batch(self, y_true: Any, y_score: Any, sensitive_features: Any, sample_weight: Any):
+        """A batch's scores, keys (cell * 2 + label) and weights, and its notes."""
         notes: list[str] = []
         named = {"y_true": y_true, "y_score": y_score, "sensitive_features": sensitive_features}
         if sample_weight is not None:
@@ -144,12 +173,25 @@ class FairnessAccumulator:
         weights = _batch_weights(paired[3], n) if weighted else None
         cells = self._read_cells(paired[2], n)
         self._weighted = weighted
-        for note in notes:
-            if note not in self._notes:
-                self._notes.append(note)
         keys = cells.astype(np.uint32) << np.uint32(1)
         keys |= labels
-        self._add_rows(scores, keys, weights)
+        return scores, keys, weights, notes
+
+    #: What decides how a batch is read, which a batch that raises leaves as it was.
+    _READING = ("_mode", "_matrix", "_column", "_score_info", "_logit_range", "_weighted", "_names", "_groups",
+                "_numeric", "_categories", "_kinds", "_cells", "_labels_seen")
+
+    def _reading_copy(self) -> tuple:
+        """Copies of the fields of :data:`_READING`, in its order (containers copied where a batch changes
+        them in place)."""
+        return (self._mode, self._matrix, self._column, dict(self._score_info), self._logit_range, self._weighted,
+                self._names, [dict(known) for known in self._groups], list(self._numeric), list(self._categories),
+                list(self._kinds), dict(self._cells), list(self._labels_seen))
+
+    def _restore(self, saved: tuple) -> None:
+        for name, value in zip(self._READING, saved):
+            setattr(self, name, value)
+        self._lookups = {}  # they may name cells of the rejected batch
 
     #: ``add`` is the name :class:`~fairmedfm_fast.VoxelAccumulator` first had; both work.
     def add(self, y_true: Any, y_score: Any, sensitive_features: Any, *, sample_weight: Any = None) -> None:
@@ -191,9 +233,9 @@ class FairnessAccumulator:
             conversion: dict[str, Any] = {}
             scores, info = _inputs.positive_scores(y_score, mode, column, self.pos_label, conversion)
         except ValueError as error:
-            if self.score_type == "auto" and self._mode is not None:
-                raise ValueError(f"the first batch's scores were read as {self._mode}s, and this batch does not fit: "
-                                 f"{error}. Pass score_type= to the accumulator so that every batch is read "
+            if self.score_type == "auto" and self._mode is not None and _reads_as_other(y_score, column, self.pos_label):
+                raise ValueError(f"the first batch's scores were read as {_PLURAL[self._mode]}, and this batch does not "
+                                 f"fit: {error}. Pass score_type= to the accumulator so that every batch is read "
                                  "alike") from None
             raise
         if conversion:  # for the warning of result(), as evaluate words it (percentages)
@@ -207,11 +249,7 @@ class FairnessAccumulator:
             if matrix:
                 self._column = info["score_column"]
         self._matrix = matrix
-        if scores.dtype != self._dtype and self._n:
-            self._promote(np.result_type(scores.dtype, self._dtype))
-        if not (self._n):
-            self._dtype = scores.dtype
-        return scores.astype(self._dtype, copy=False) + 0.0  # a copy (-0.0 becomes 0.0)
+        return scores + 0.0  # a copy (-0.0 becomes 0.0)
 
     def _promote(self, dtype: np.dtype) -> None:
         self._dtype = np.dtype(dtype)
@@ -230,6 +268,7 @@ class FairnessAccumulator:
         elif names != self._names:
             raise ValueError(f"sensitive_features has attributes {names} in this batch but {self._names} in the "
                              "first; pass the same attributes with every batch")
+        self._check_kinds(sensitive_features, attributes)
         if not self._n:  # numeric columns (which must not exceed MAX_NUMERIC_GROUPS groups unbinned)
             self._numeric = [self.bins.get(name) is None and numeric
                              for name, numeric in _groups.numeric_columns(sensitive_features)]
@@ -263,6 +302,22 @@ class FairnessAccumulator:
                 lookup[value] = self._cell(value, attributes)
             cells = lookup[combined]
         return cells
+
+    def _check_kinds(self, sensitive_features: Any, attributes: list[_groups.Attribute]) -> None:
+        """The kind of each attribute's values (bool, integer, float, text) is the first batch's: 1 and
+        "1" would be two groups. A batch without a value of an attribute fixes no kind for it."""
+        if len(self._kinds) != len(attributes):
+            self._kinds = [None] * len(attributes)
+        for k, ((_, kind), attribute) in enumerate(zip(_groups.column_kinds(sensitive_features), attributes)):
+            if kind is None or attribute.codes.max(initial=-1) < 0:
+                continue
+            seen = self._kinds[k]
+            if seen is None:
+                self._kinds[k] = kind
+            elif seen != kind:
+                raise ValueError(f"sensitive_features[{attribute.name!r}] holds {kind} values in this batch but "
+                                 f"{seen} values in the batches before; pass the attribute's values as one kind in "
+                                 "every batch (for example all as text, .astype(str))")
 
     def _cell(self, value: int, attributes: list[_groups.Attribute]) -> int:
         """The cell of a batch's combination ``value`` of local codes (registered when new)."""
@@ -371,12 +426,14 @@ class FairnessAccumulator:
                              "to neither")
         if self._matrix is not None and other._matrix is not None and (self._mode, self._matrix) != (
                 other._mode, other._matrix):
-            raise ValueError(f"other accumulator read its scores as {other._mode}s, this one as {self._mode}s; pass "
+            raise ValueError(f"other accumulator read its scores as {_PLURAL[other._mode]}, this one as "
+                             f"{_PLURAL[self._mode]}; pass "
                              "score_type= to both")
         if self._matrix is None:
             self._mode, self._matrix, self._column = other._mode, other._matrix, other._column
             self._score_info = dict(other._score_info)
         self._weighted = other._weighted
+        self._merge_kinds(getattr(other, "_kinds", []))
         self._logit_range = _widest(self._logit_range, getattr(other, "_logit_range", None))
         cell_map = self._cells_of(other)
         for value in other._labels_seen:
@@ -394,6 +451,15 @@ class FairnessAccumulator:
                 mapped = (cell_map[(keys >> np.uint32(1)).astype(np.intp)].astype(np.uint32) << np.uint32(1))
                 self._add_rows(scores.astype(self._dtype), mapped | (keys & np.uint32(1)), weights, counts)
         return self
+
+    def _merge_kinds(self, theirs: list[str | None]) -> None:
+        mine = getattr(self, "_kinds", None) or [None] * len(self._names)
+        for k, kind in enumerate(theirs):
+            if kind is not None and mine[k] is not None and kind != mine[k]:
+                raise ValueError(f"attribute {self._names[k]!r} holds {kind} values in the other accumulator but "
+                                 f"{mine[k]} values in this one; pass its values as one kind to both")
+            mine[k] = mine[k] or kind
+        self._kinds = mine
 
     def _cells_of(self, other: FairnessAccumulator) -> np.ndarray:
         """``other``'s group ids and cells in this accumulator's numbering (its new groups and cells added
@@ -517,7 +583,7 @@ class FairnessAccumulator:
             spec = self.bins.get(name)
             has_missing = bool((cell_ids[:, k] < 0).any())
             categories = self._categories[k] if isinstance(self._categories[k], list) else None
-            ordered = _groups.report_order(names, bin_labels=None if spec is None else _bin_labels(spec, name),
+            ordered = _groups.report_order(names, bin_labels=None if spec is None else cut_point_groups(spec, name),
                                            categories=categories, has_missing=has_missing)
             if self._numeric[k] and spec is None and len(ordered) > _groups.MAX_NUMERIC_GROUPS:
                 raise ValueError(
@@ -586,29 +652,6 @@ def _batch_weights(sample_weight: Any, n: int) -> np.ndarray:
     return sample_weights(weights, n)
 
 
-def _check_bins(bins: Any) -> dict[str, Any]:
-    if bins is None:
-        return {}
-    if not isinstance(bins, dict):
-        raise ValueError(f"bins must be a dict such as {{'age': [40, 60]}}, got {type(bins).__name__}")
-    checked = {}
-    for name, spec in bins.items():
-        if isinstance(spec, (int, np.integer)) and not isinstance(spec, bool):
-            raise ValueError(f"bins[{str(name)!r}]={spec}: quantile groups need every value at once, which an "
-                             f"accumulator does not keep; pass cut points, e.g. the quantiles of the training "
-                             f"set: bins={{{str(name)!r}: list(np.quantile(train_{name}, [0.25, 0.5, 0.75]))}}")
-        _bin_labels(spec, str(name))  # validates the cut points
-        checked[str(name)] = spec
-    return checked
-
-
-def _bin_labels(spec: Any, name: str) -> list[str]:
-    """Every group of cut points ``spec``, in their order (``binned`` of a value in each)."""
-    edges = np.asarray(spec, dtype=np.float64) if not isinstance(spec, (str, bytes)) else spec
-    probe = np.concatenate(([-np.inf], np.sort(edges))) if isinstance(edges, np.ndarray) else edges
-    return _groups.binned(_inputs.pd.Series(probe), spec, name)[1]
-
-
 def _categories(sensitive_features: Any, names: list[str]) -> list[list[str] | None]:
     """Per attribute, the category names of a pandas categorical column (None for other columns)."""
     pd = _inputs.pd
@@ -638,3 +681,16 @@ def _widest(span: tuple[float, float] | None, other: tuple[float, float] | None)
     if span is None or other is None:
         return other if span is None else span
     return min(span[0], other[0]), max(span[1], other[1])
+
+
+_PLURAL = {"probability": "probabilities", "logit": "logits"}
+
+
+def _reads_as_other(y_score: Any, column: int | None, pos_label: Any) -> bool:
+    """Whether a batch that does not fit the first batch's score type reads as scores of another type
+    (and not, say, scores with NaN, which fit no type)."""
+    try:
+        _inputs.positive_scores(y_score, "auto", column, pos_label, {})
+    except ValueError:
+        return False
+    return True

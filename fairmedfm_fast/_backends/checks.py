@@ -85,3 +85,27 @@ def check_count(value: Any, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
         raise ValueError(f"{name} must be a non-negative integer (0 turns it off), got {_inputs.shown(value)}")
     return int(value)
+
+
+def check_cut_points(bins: Any) -> dict[str, Any]:
+    """The cut points of an accumulator's ``bins`` (quantile groups need every value at once)."""
+    if bins is None:
+        return {}
+    if not isinstance(bins, dict):
+        raise ValueError(f"bins must be a dict such as {{'age': [40, 60]}}, got {type(bins).__name__}")
+    checked = {}
+    for name, spec in bins.items():
+        if isinstance(spec, (int, np.integer)) and not isinstance(spec, bool):
+            raise ValueError(f"bins[{str(name)!r}]={spec}: quantile groups need every value at once, which an "
+                             f"accumulator does not keep; pass cut points, e.g. the quantiles of the training "
+                             f"set: bins={{{str(name)!r}: list(np.quantile(train_{name}, [0.25, 0.5, 0.75]))}}")
+        cut_point_groups(spec, str(name))  # validates the cut points
+        checked[str(name)] = spec
+    return checked
+
+
+def cut_point_groups(spec: Any, name: str) -> list[str]:
+    """Every group of cut points ``spec``, in their order (``binned`` of a value in each)."""
+    edges = np.asarray(spec, dtype=np.float64) if not isinstance(spec, (str, bytes)) else spec
+    probe = np.concatenate(([-np.inf], np.sort(edges))) if isinstance(edges, np.ndarray) else edges
+    return _groups.binned(_inputs.pd.Series(probe), spec, name)[1]

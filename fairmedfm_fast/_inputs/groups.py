@@ -667,3 +667,27 @@ def one_attribute(sensitive_features: Any, n_samples: int, bins: Bins | None = N
 def numeric_columns(sensitive_features: Any) -> list[tuple[str, bool]]:
     """(name, whether numeric) of each attribute column, as :func:`encode_attributes` names them."""
     return [(name, is_numeric(values)) for name, values in _columns(sensitive_features)]
+
+
+_KINDS = {"b": "bool", "i": "integer", "u": "integer", "f": "float", "c": "complex", "M": "datetime", "m": "duration",
+          "U": "text", "S": "text"}
+_INFERRED = {"boolean": "bool", "integer": "integer", "floating": "float", "mixed-integer-float": "float",
+             "decimal": "float", "complex": "complex", "empty": None}
+
+
+def column_kinds(sensitive_features: Any) -> list[tuple[str, str | None]]:
+    """(name, kind) of each attribute column: "bool", "integer", "float", "text" (or "complex",
+    "datetime", ...), None where a column of objects holds no value; a categorical column is of its
+    categories' kind. The accumulator checks that a later batch's column is of the first's kind: a
+    column read as numbers in one batch and text in another would make two groups of one value."""
+    kinds = []
+    for name, values in _columns(sensitive_features):
+        dtype = values.dtype
+        if isinstance(dtype, pd.CategoricalDtype):
+            dtype = dtype.categories.dtype
+        kind = _KINDS.get(getattr(dtype, "kind", "O"))
+        if kind is None:  # objects, strings: what they hold
+            inferred = pd.api.types.infer_dtype(values, skipna=True)
+            kind = _INFERRED.get(inferred, "text")
+        kinds.append((name, kind))
+    return kinds
