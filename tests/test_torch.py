@@ -69,26 +69,47 @@ def test_metric_alone_and_in_a_metric_collection_equals_evaluate():
     assert single.accumulator.n_samples == 0
 
 
-def test_two_gloo_ranks_give_evaluate_on_all_samples(tmp_path):
-    """About 10 s: two processes that import torch and the kernels (from the JIT cache)."""
+def _ddp(tmp_path, *extra):
+    out = tmp_path / "values.json"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    subprocess.run([sys.executable, str(Path(__file__).parent / "_ddp_fairness.py"), str(out), *extra], check=True,
+                   env=env, timeout=300)
+    return json.loads(out.read_text()) if out.exists() else None
+
+
+def _all_batches():
     sys.path.insert(0, str(Path(__file__).parent))
     from _ddp_fairness import batches
 
-    out = tmp_path / "values.json"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    subprocess.run([sys.executable, str(Path(__file__).parent / "_ddp_fairness.py"), str(out)], check=True,
-                   env=env, timeout=300)
-    result = json.loads(out.read_text())
     parts = batches()
     scores = torch.cat([part[0] for part in parts])
     y = torch.cat([part[1] for part in parts])
     groups = {name: np.concatenate([part[2][name] for part in parts]) for name in ("sex", "site")}
-    expected = fm.evaluate(y, scores, groups, intersectional=True).scalars()
+    return fm.evaluate(y, scores, groups, intersectional=True).scalars()
+
+
+def test_two_gloo_ranks_give_evaluate_on_all_samples(tmp_path):
+    """About 10 s: two processes that import torch and the kernels (from the JIT cache)."""
+    result = _ddp(tmp_path)
+    expected = _all_batches()
     assert result["values"].keys() == expected.keys()
     for key, value in expected.items():
         assert result["values"][key] == pytest.approx(value, rel=1e-12, abs=1e-12), key
         assert result["again"][key] == result["values"][key]
     assert result["local"] == 3 * 700  # rank 0 kept its own share
+
+
+def test_two_gloo_ranks_checkpointed_half_way_and_resumed_in_new_processes(tmp_path):
+    """Each rank saves its state_dict half-way; two new processes load it (weights_only=True), add
+    the rest and give evaluate on every batch."""
+    assert _ddp(tmp_path, str(tmp_path), "1") is None
+    assert sorted(path.name for path in tmp_path.glob("rank*.pt")) == ["rank0.pt", "rank1.pt"]
+    result = _ddp(tmp_path, str(tmp_path), "2")
+    expected = _all_batches()
+    assert result["values"].keys() == expected.keys()
+    for key, value in expected.items():
+        assert result["values"][key] == pytest.approx(value, rel=1e-12, abs=1e-12), key
+    assert result["local"] == 3 * 700
 
 
 def test_every_function_that_takes_scores_takes_16_bit_tensors():
