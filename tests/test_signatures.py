@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from fairmedfm_fast import warmup
-from fairmedfm_fast.kernels import _config, _signatures
+from fairmedfm_fast.kernels import _caches, _signatures
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -138,11 +138,11 @@ def test_editing_a_helper_module_makes_every_entry_stale(tmp_path):
 def test_stamp_covers_numpy_minor_and_kernel_sources_but_not_the_list(monkeypatch, tmp_path):
     folder = tmp_path / "kernels"
     shutil.copytree(ROOT / "kernels", folder, ignore=shutil.ignore_patterns("__pycache__", "_compiled"))
-    monkeypatch.setattr(_config, "_HERE", str(folder))
+    monkeypatch.setattr(_caches, "_HERE", str(folder))
 
     def stamp():
-        _config.source_stamp.cache_clear()
-        return _config.source_stamp()
+        _caches.source_stamp.cache_clear()
+        return _caches.source_stamp()
 
     try:
         first = stamp()
@@ -157,20 +157,20 @@ def test_stamp_covers_numpy_minor_and_kernel_sources_but_not_the_list(monkeypatc
         assert stamp() != second
     finally:
         monkeypatch.undo()
-        _config.source_stamp.cache_clear()
+        _caches.source_stamp.cache_clear()
 
 
 def test_numba_versions_match_the_pin():
-    """kernels/_config.py's NUMBA_VERSIONS is the range pyproject.toml pins, and this numba is in it."""
+    """kernels/_caches.py's NUMBA_VERSIONS is the range pyproject.toml pins, and this numba is in it."""
     import numba
 
     text = (ROOT / "pyproject.toml").read_text()
-    (first, last) = _config.NUMBA_VERSIONS
+    (first, last) = _caches.NUMBA_VERSIONS
     pin = f'"numba>={first[0]}.{first[1]},<{last[0]}.{last[1] + 1}"'
     assert text.count(pin) == 2, pin  # the dependency and the build requirement
     assert text.count('"numba>') == 2
     assert first <= tuple(map(int, numba.__version__.split(".")[:2])) <= last
-    assert _config._numba_problem() is None
+    assert _caches._numba_problem() is None
 
 
 def test_an_unsupported_numba_falls_back_to_its_own_cache_with_a_notice(tmp_path):
@@ -179,10 +179,10 @@ def test_an_unsupported_numba_falls_back_to_its_own_cache_with_a_notice(tmp_path
     environment = _clean_environment(tmp_path)
     environment["PYTHONPATH"] = str(ROOT)
     code = ("import numba; numba.__version__ = '0.99.1'; import numpy as np, fairmedfm_fast as fm; "
-            "from fairmedfm_fast.kernels import _config, ranking; y = np.tile([0, 1], 50); "
+            "from fairmedfm_fast.kernels import _plain, ranking; y = np.tile([0, 1], 50); "
             "s = np.linspace(0, 1, 100) ** 2; g = np.repeat(['a', 'b'], 50); "
             "print(repr(fm.auc_gap(y, s, sensitive_features=g)), repr(fm.auc_gap(y, s, sensitive_features=g)), "
-            "type(ranking.rank_statistics._cache).__name__, _config.interpreting['enabled'])")
+            "type(ranking.rank_statistics._cache).__name__, _plain.interpreting['enabled'])")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=environment,
                           cwd=tmp_path, timeout=900)
     assert done.returncode == 0, done.stderr
