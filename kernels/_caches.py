@@ -33,6 +33,7 @@ import hashlib
 import os
 import sys
 import tempfile
+import threading
 import warnings
 
 from ._plain import PLAIN, probing
@@ -90,8 +91,10 @@ if PLAIN or NUMBA_PROBLEM:
 else:
     from numba.core import caching as _caching
 
-_warned = False
-_noticed = False
+#: What this process has said once (the notice on stderr, the warning of no writable folder), guarded
+#: by the lock: threads compiling at once would otherwise each find it unsaid and say it again.
+_said: set[str] = set()
+_said_lock = threading.Lock()
 
 
 def cache_location(dispatcher) -> str | None:
@@ -125,21 +128,26 @@ def attach_caches(dispatcher):
     return dispatcher
 
 
+def _first(what: str) -> bool:
+    """Whether ``what`` is unsaid in this process, marking it said (one step under the lock)."""
+    with _said_lock:
+        if what in _said:
+            return False
+        _said.add(what)
+        return True
+
+
 def notice_unsupported() -> None:
     """One line on stderr, once per process: this numba gets numba's own cache, not this module's."""
-    global _noticed
-    if _noticed:
+    if not _first("notice"):
         return
-    _noticed = True
     sys.stderr.write(f"fairmedfm_fast: {NUMBA_PROBLEM}; the kernels compile with numba's own cache instead of "
                      "the compiled ones shipped with this package (the first calls take seconds more, the "
                      "numbers are the same); install the numba that pyproject.toml names to use them\n")
 
 
 def _warn_no_folder():
-    global _warned
-    if not _warned:
-        _warned = True
+    if _first("no folder"):
         warnings.warn("fairmedfm_fast: no writable folder for the compiled kernels (set NUMBA_CACHE_DIR "
                       "to one): they compile in memory in each process, which takes a few seconds",
                       RuntimeWarning, stacklevel=4)
@@ -148,10 +156,8 @@ def _warn_no_folder():
 def _notice(reason: str | None, folder: str | None, kernel: str) -> None:
     """One line on stderr, once per process, when an installed package compiles: why (``reason``: the
     shipped cache does not apply; None: it applies but lacks this signature) and where it is kept."""
-    global _noticed
-    if _noticed:
+    if not _first("notice"):
         return
-    _noticed = True
     kept = f"kept in {folder}" if folder else "not kept (no writable folder: set NUMBA_CACHE_DIR)"
     if reason is None:
         sys.stderr.write(f"fairmedfm_fast: compiling kernels for argument types this installation does not ship "

@@ -16,6 +16,8 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -198,6 +200,32 @@ def test_an_unsupported_numba_falls_back_to_its_own_cache_with_a_notice(tmp_path
     lines = done.stderr.splitlines()
     assert len(lines) == 1 and "numba 0.99.1 is not the version it was tested with (0.68)" in lines[0], done.stderr
     assert list((tmp_path / "cache").rglob("*.nbi"))  # numba's cache=True kept them
+
+
+def test_threads_compiling_at_once_give_one_notice(monkeypatch, capsys):
+    """The once-per-process notice is looked up and marked said in one step: threads that reach it
+    together (each held 50 ms between its look-up and its mark, so that without the lock all would
+    find it unsaid) print one line."""
+
+    class SlowSet(set):
+        def __contains__(self, item):
+            found = super().__contains__(item)
+            time.sleep(0.05)  # between the look-up and the mark
+            return found
+
+    monkeypatch.setattr(_caches, "_said", SlowSet())
+    together = threading.Barrier(4)
+
+    def compile_one():
+        together.wait()
+        _caches._notice(None, "/a/cache", "coding.code_counts(array(int8, 1d, C), int64)")
+
+    threads = [threading.Thread(target=compile_one) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert capsys.readouterr().err.count("fairmedfm_fast: compiling kernels") == 1
 
 
 def test_portable_entries_serve_where_this_cpus_are_missing(tmp_path):
