@@ -29,7 +29,7 @@ SKIP_ENV = "FAIRMEDFM_FAST_SKIP_COMPILE"
 #: architecture (numba's ``generic`` CPU), loaded where the machine's own do not apply: a wheel for
 #: several CPU models, at twice the build time and slower kernels there (docs/deployment.md).
 PORTABLE_ENV = "FAIRMEDFM_FAST_PORTABLE"
-# Kept in step with kernels/_config.py (BUILD_ENV, SHIPPED_FOLDER), which this file cannot import.
+# Kept in step with kernels/_caches.py (BUILD_ENV, SHIPPED_FOLDER), which this file cannot import.
 BUILD_ENV = "FAIRMEDFM_FAST_BUILDING_CACHE"
 SHIPPED_FOLDER = "_compiled"
 

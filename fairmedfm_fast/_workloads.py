@@ -41,11 +41,11 @@ def size_thresholds() -> dict[str, int]:
     from ._backends import accumulator
     from ._engine import sorting as engine
     from ._inputs import groups
-    from .kernels import _config, rank_sums, sorting
+    from .kernels import _plain, rank_sums, sorting
 
     return {
         "NumPy sort below, radix sort from (_engine.sorting.RADIX_FROM)": engine.RADIX_FROM,
-        "plain-Python first calls up to (kernels._config.INTERPRET_BELOW)": _config.INTERPRET_BELOW,
+        "plain-Python first calls up to (kernels._plain.INTERPRET_BELOW)": _plain.INTERPRET_BELOW,
         "group codes counted by a kernel from (_inputs.groups.TABLE_CODES_BELOW)": groups.TABLE_CODES_BELOW,
         "text arrays coded from their buffer up to (_inputs.groups.BUFFER_TEXT_UP_TO)": groups.BUFFER_TEXT_UP_TO,
         "accumulator compacts from (_backends.accumulator.COMPACT_FROM)": accumulator.COMPACT_FROM,
@@ -306,8 +306,8 @@ _CHILD = """
 import contextlib, io, json, sys
 from fairmedfm_fast import cli, _workloads
 compiled = _workloads.record_compiles()
-from fairmedfm_fast.kernels import _config
-_config.interpreting["enabled"] = False
+from fairmedfm_fast.kernels import _plain
+_plain.interpreting["enabled"] = False
 failed = []
 for arguments in json.loads(sys.argv[1]):
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()) as errors:

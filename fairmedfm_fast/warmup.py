@@ -1,7 +1,7 @@
 """``fairmedfm-fast warmup``: compile the kernel signatures the API and the command line reach.
 
 Numba compiles a kernel for each combination of argument types the first time it meets it, and
-caches the machine code on disk (see ``kernels/_config.py`` for where). An installed wheel ships
+caches the machine code on disk (see ``kernels/_caches.py`` for where). An installed wheel ships
 these compiled (``fairmedfm_fast/_build.py``); where that cache does not apply (another CPU or
 numba than the build's, a wheel built with ``FAIRMEDFM_FAST_SKIP_COMPILE=1``), or in a source
 checkout, ``fairmedfm-fast warmup`` compiles them once, for example at image build time::
@@ -48,7 +48,7 @@ def warmup(jobs: int | None = None, out=None, names: list[str] | None = None, wo
     is. Returns the exit status: 1 when no cache folder is writable or a workload failed, else 0."""
     out = sys.stdout if out is None else out
     from .kernels import _signatures
-    from .kernels._config import cache_location
+    from .kernels._caches import cache_location
 
     failed = 0
     if workloads:
@@ -83,9 +83,9 @@ def warmup(jobs: int | None = None, out=None, names: list[str] | None = None, wo
 
 def _compiling() -> None:
     """Small calls in this process compile (not run as plain Python): the workloads are for compiling."""
-    from .kernels import _config
+    from .kernels import _plain
 
-    _config.interpreting["enabled"] = False
+    _plain.interpreting["enabled"] = False
 
 
 def _run_one(name: str) -> tuple[str | None, dict]:
@@ -140,16 +140,16 @@ def record(jobs: int | None = None, out=None, names: list[str] | None = None) ->
     met to the signature list of ``kernels/_signatures.py``: the whole list when every workload ran,
     else added to it (a maintainer's command)."""
     out = sys.stdout if out is None else out
-    from .kernels import _config, _signatures
+    from .kernels import _caches, _plain, _signatures
 
     every = names is None
     names = list(workloads()) if every else names
     jobs = max(1, min(jobs or os.cpu_count() or 1, len(names)))
     begin = time.perf_counter()
-    saved = {key: os.environ.get(key) for key in (_config.BUILD_ENV, _config.INTERPRET_ENV)}
+    saved = {key: os.environ.get(key) for key in (_caches.BUILD_ENV, _plain.INTERPRET_ENV)}
     with tempfile.TemporaryDirectory(prefix="fairmedfm_fast_record_") as cache:
-        os.environ[_config.BUILD_ENV] = cache  # the workers compile into it, and read no shipped cache
-        os.environ[_config.INTERPRET_ENV] = "never"
+        os.environ[_caches.BUILD_ENV] = cache  # the workers compile into it, and read no shipped cache
+        os.environ[_plain.INTERPRET_ENV] = "never"
         try:
             print(f"running {len(names)} workloads in {jobs} processes ...", file=out, flush=True)
             with _pool(jobs) as pool:

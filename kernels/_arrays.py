@@ -12,7 +12,7 @@ from numba import types
 from numba.core import cgutils
 from numba.extending import intrinsic
 
-from ._config import PLAIN
+from ._jit import PLAIN
 
 try:  # the allocation code numba's own np.empty emits (numba.np.arrayobj, stable since numba 0.20)
     from numba.np.arrayobj import _empty_nd_impl as _allocate

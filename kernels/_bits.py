@@ -10,7 +10,7 @@ from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic
 
-from ._config import PLAIN
+from ._jit import PLAIN
 
 
 def bits_of(value):

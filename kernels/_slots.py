@@ -1,7 +1,7 @@
 """Slot layout shared by the kernels: grouping ``k`` owns ``n_groups[k] + 1`` consecutive slots."""
 
 from ._arrays import filled
-from ._config import inline_kernel, kernel
+from ._jit import inline_kernel, kernel
 
 
 @kernel

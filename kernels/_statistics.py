@@ -19,7 +19,7 @@ bootstrap's three walks it added about a tenth to the compile of ``bootstrap.str
 """
 import numpy as np
 
-from ._config import inline_kernel, kernel
+from ._jit import inline_kernel, kernel
 from ._slots import slots_of
 from ._weights import weight_of
 

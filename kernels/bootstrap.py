@@ -19,7 +19,7 @@ samples (a sample not drawn adds exact zeros).
 import numpy as np
 
 from ._arrays import filled
-from ._config import inline_kernel, kernel
+from ._jit import inline_kernel, kernel
 from ._slots import (
     LOSS,
     LOSS_COMP,

@@ -7,7 +7,7 @@ import numpy as np
 
 from ._arrays import filled
 from ._bits import bits_of, float_of
-from ._config import inline_kernel, kernel
+from ._jit import inline_kernel, kernel
 from ._slots import neumaier_add, slot_offsets, slots_of
 from ._weights import counters, weight_of
 

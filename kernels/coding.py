@@ -1,7 +1,7 @@
 """Group codes from raw attribute columns: how often each code occurs."""
 import numpy as np
 
-from ._config import kernel
+from ._jit import kernel
 
 #: Up to this many codes, each is counted in a pass of its own (a vectorized comparison).
 FEW_CODES = 8

@@ -18,7 +18,7 @@ AUC 0.999). The same sums of a partition combine with another's through its coun
 distributed backend needs.
 """
 from ._arrays import filled
-from ._config import inline_kernel, kernel
+from ._jit import inline_kernel, kernel
 from ._slots import slot_offsets, slots_of
 from ._statistics import tally_block, tie_end, twice_placement
 

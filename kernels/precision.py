@@ -9,7 +9,7 @@ order serves every group of every grouping.
 """
 
 from ._arrays import filled
-from ._config import kernel
+from ._jit import kernel
 from ._slots import neumaier_add, neumaier_step, slot_offsets
 from ._statistics import tie_start
 from ._weights import counters, weight_of

@@ -15,7 +15,7 @@ U, counted from its own start, adds twice its positives times the negatives of t
 import numpy as np
 
 from . import sorting
-from ._config import inline_kernel, kernel
+from ._jit import inline_kernel, kernel
 from ._statistics import credit
 from .sorting import bucket_scratch, float_key, sort_bucket
 

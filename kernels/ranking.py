@@ -8,7 +8,7 @@ then become weighted sums, and samples of weight 0 are absent.
 import numpy as np
 
 from ._arrays import filled
-from ._config import kernel
+from ._jit import kernel
 from ._slots import slot_offsets, slots_of
 from ._statistics import f1_at, f1_candidate, settle, tally_block, tie_end, twice_placement  # noqa: F401 - f1_at: ranking.f1_at
 from ._weights import counters, weight_of

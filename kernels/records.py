@@ -16,7 +16,7 @@ records of a range back into score bits, labels and codes.
 """
 import numpy as np
 
-from ._config import inline_kernel, kernel
+from ._jit import inline_kernel, kernel
 from .sorting import float_key
 
 

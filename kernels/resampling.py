@@ -10,7 +10,7 @@ import numpy as np
 from numba import types
 from numba.extending import overload
 
-from ._config import inline_kernel, kernel
+from ._jit import inline_kernel, kernel
 from ._weights import weight_of
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)

@@ -25,7 +25,7 @@ and exact; the counts of a mask's chunks add up to the mask's.
 """
 import numpy as np
 
-from ._config import inline_kernel, kernel
+from ._jit import inline_kernel, kernel
 
 
 @inline_kernel

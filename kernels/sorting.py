@@ -15,7 +15,7 @@ index below 2**32), 64 otherwise. Nothing is read at random after the sort.
 """
 import numpy as np
 
-from ._config import inline_kernel, kernel
+from ._jit import inline_kernel, kernel
 
 _BITS = 11  # digit width: 2048 buckets, whose write positions stay in cache
 _WIDEST = 13  # the second level's widest digit: 8192 buckets, a 64 KiB count table

@@ -19,7 +19,7 @@ distance found. Squared distances are summed in scipy's order, ``((d0 s0)^2 + (d
 """
 import numpy as np
 
-from ._config import inline_kernel, kernel
+from ._jit import inline_kernel, kernel
 
 
 @kernel

@@ -17,7 +17,7 @@ are exact; weighted sums (float64) otherwise, samples of weight 0 being absent.
 import numpy as np
 
 from ._arrays import filled
-from ._config import inline_kernel, kernel
+from ._jit import inline_kernel, kernel
 from ._slots import (
     LOSS,
     LOSS_COMP,

@@ -13,7 +13,7 @@ Modes: 0 float32 bits (uint32 keys), 1 uint8 value ``v`` meaning ``v / 255``, 2 
 """
 import numpy as np
 
-from ._config import inline_kernel, kernel
+from ._jit import inline_kernel, kernel
 from ._slots import neumaier_add, neumaier_step
 from ._statistics import credit, f1_candidate
 

@@ -87,7 +87,7 @@ with warnings.catch_warnings(record=True) as caught:
             fm.evaluate_segmentation({"sex": ["F", "M"]}, pred_masks=paths["pred"], true_masks=paths["true"])
 
 from fairmedfm_fast import warmup  # noqa: E402
-from fairmedfm_fast.kernels._config import cache_location  # noqa: E402
+from fairmedfm_fast.kernels._caches import cache_location  # noqa: E402
 from fairmedfm_fast.kernels._signatures import spell  # noqa: E402
 
 kernels = warmup.kernels()

@@ -29,11 +29,11 @@ settings.register_profile("thorough", max_examples=500, **_COMMON)
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
 # The suite exercises the compiled kernels: in this process a call that finds no compiled code
-# compiles, as it did before small first calls ran uncompiled (kernels/_config.py). Its subprocesses
+# compiles, as it did before small first calls ran uncompiled (kernels/_plain.py). Its subprocesses
 # keep the default; tests/test_interpreted.py checks those calls against the compiled kernels.
-from fairmedfm_fast.kernels import _config as _kernel_config  # noqa: E402
+from fairmedfm_fast.kernels import _plain as _kernel_plain  # noqa: E402
 
-_kernel_config.interpreting["enabled"] = False
+_kernel_plain.interpreting["enabled"] = False
 
 ROOT = Path(__file__).resolve().parent.parent
 WHEEL_ENV = "FAIRMEDFM_FAST_WHEEL"

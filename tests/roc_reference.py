@@ -10,7 +10,7 @@ final division.
 """
 import numpy as np
 
-from fairmedfm_fast.kernels._config import kernel
+from fairmedfm_fast.kernels._jit import kernel
 from fairmedfm_fast.kernels._slots import slot_offsets
 from fairmedfm_fast.kernels._statistics import tie_start
 from fairmedfm_fast.kernels._weights import counters, weight_of

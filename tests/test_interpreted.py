@@ -1,4 +1,4 @@
-"""Small first calls with nothing compiled run the kernels' plain-Python copies (kernels/_config.py),
+"""Small first calls with nothing compiled run the kernels' plain-Python copies (kernels/_plain.py),
 and give the compiled kernels' numbers exactly.
 
 Each check is a new process with an empty ``NUMBA_CACHE_DIR`` (a source checkout ships no compiled
@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fairmedfm_fast.kernels import _config, calibration
+from fairmedfm_fast.kernels import _plain, calibration
 
 ROOT = Path(__file__).resolve().parents[1]
 CALLS = Path(__file__).resolve().parent / "_interpreted_calls.py"
@@ -24,7 +24,7 @@ CALLS = Path(__file__).resolve().parent / "_interpreted_calls.py"
 
 def _run(arguments, tmp_path, cold=True, **env):
     environment = {**os.environ, "PYTHONPATH": str(ROOT), **env}
-    environment.pop(_config.INTERPRET_ENV, None)
+    environment.pop(_plain.INTERPRET_ENV, None)
     environment.update(env)
     if cold:
         environment["NUMBA_CACHE_DIR"] = str(tmp_path / "empty-cache")
@@ -109,7 +109,7 @@ def _kernel_names() -> set[str]:
 
 def test_threads_share_the_plain_copy_and_a_large_call_compiles(tmp_path):
     script = tmp_path / "threads.py"
-    script.write_text(SCRIPT.format(large=_config.INTERPRET_BELOW + 2))
+    script.write_text(SCRIPT.format(large=_plain.INTERPRET_BELOW + 2))
     out = json.loads(_run([str(script)], tmp_path).stdout)
     assert out["errors"] == [] and out["values"] == 7
     assert out["small"] == []
@@ -124,7 +124,7 @@ def test_never_compiles_as_before(tmp_path):
 
 
 def test_a_failing_plain_copy_restores_its_arrays_and_the_kernel_runs(monkeypatch):
-    monkeypatch.setitem(_config.interpreting, "seconds", 0.0)
+    monkeypatch.setitem(_plain.interpreting, "seconds", 0.0)
     scores = np.array([0.2, 0.9, 0.6])
     labels = np.array([0, 1, 1], np.uint8)
     out = np.full(3, -1.0)
@@ -135,24 +135,24 @@ def test_a_failing_plain_copy_restores_its_arrays_and_the_kernel_runs(monkeypatc
         out[:] = 7.0
         raise ZeroDivisionError("plain Python differs here")
 
-    _config._run_interpreted(calibration.log_loss_into, broken, scores, labels, out)
+    _plain._run_interpreted(calibration.log_loss_into, broken, scores, labels, out)
     assert np.array_equal(out, expected)
-    assert _config.interpreting["seconds"] >= _config.INTERPRET_SECONDS  # compiles from then on
+    assert _plain.interpreting["seconds"] >= _plain.INTERPRET_SECONDS  # compiles from then on
 
 
 def test_the_plain_copy_is_the_same_source_with_plain_functions():
     from fairmedfm_fast.kernels import sweeps
 
-    plain = _config.interpreted(sweeps.ranked_sums.py_func)
+    plain = _plain.interpreted(sweeps.ranked_sums.py_func)
     assert plain is not sweeps.ranked_sums.py_func and plain.__code__.co_filename == sweeps.__file__
     assert type(plain).__name__ == "function"
     module = sys.modules[plain.__module__]
     assert module.__name__.endswith("._interpreted.sweeps") and module.tie_end.__class__.__name__ == "function"
-    assert _config.interpreted(test_the_plain_copy_is_the_same_source_with_plain_functions) is None
+    assert _plain.interpreted(test_the_plain_copy_is_the_same_source_with_plain_functions) is None
 
 
 @pytest.mark.parametrize("value", ["never", " Never "])
 def test_the_switch_is_read_at_import(tmp_path, value):
-    done = _run(["-c", "from fairmedfm_fast.kernels import _config; print(_config.interpreting['enabled'])"],
+    done = _run(["-c", "from fairmedfm_fast.kernels import _plain; print(_plain.interpreting['enabled'])"],
                 tmp_path, FAIRMEDFM_FAST_INTERPRET=value)
     assert done.stdout.strip() == "False"

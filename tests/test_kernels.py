@@ -410,7 +410,7 @@ def test_no_numba_warnings_on_first_call():
     it) gives no warning of any kind, and the helper computes the FairMedFM F1 in its order."""
     from numba import njit
 
-    from fairmedfm_fast.kernels._config import JIT_OPTIONS
+    from fairmedfm_fast.kernels._jit import JIT_OPTIONS
 
     fresh = njit(**JIT_OPTIONS)(ranking.f1_at.py_func)
     with warnings.catch_warnings():

@@ -2,13 +2,16 @@
 
 - No module imports a private name (``_x``) of another module of the package, neither with
   ``from .m import _x`` nor as ``m._x`` after ``from . import m``. Private *modules* (``_inputs``,
-  ``kernels._config``) are fine: their leading underscore keeps them out of the public API, and
+  ``kernels._jit``) are fine: their leading underscore keeps them out of the public API, and
   the names inside them that other modules use are public.
 - No import circle among the package's modules, counting the imports inside functions too (a lazy
   import hides a circle from ``import`` but not from the reader). The package root
   (``fairmedfm_fast/__init__.py``, the facade that re-exports the public names) counts too: it
   imports, lazily, every module its tables name (``_WHERE``, ``_SUBMODULES``), so a module that
   imports a name from the root instead of from the module that defines it closes a circle.
+- ``kernels/`` is one flat folder: the caches' stamp (``kernels/_caches.py``) hashes the ``.py`` files of
+  that folder and the plain-Python copies (``kernels/_plain.py``) import its modules by their file
+  name, neither looking into subfolders.
 - Floors as folders: each private subpackage of ``fairmedfm_fast/`` is a floor (:data:`FLOORS`, from the
   bottom up) and imports only from its own floor and those below. The public modules at the top of
   the package are thin modules over the floors; only the command line (``_cli/``, ``cli.py``) sits
@@ -207,6 +210,15 @@ def _external_imports(path: Path) -> set[str]:
         elif isinstance(node, ast.ImportFrom) and not node.level:
             found.add((node.module or "").split(".")[0])
     return found
+
+
+def test_the_kernels_folder_is_flat():
+    """No kernels module in a subfolder: the stamp would not cover it, nor would it have a plain copy."""
+    folder = ROOT / "kernels"
+    nested = [str(path.relative_to(ROOT)) for path in folder.rglob("*.py")
+              if path.parent != folder and "__pycache__" not in path.parts]
+    assert nested == [], "kernels/ in subfolders (teach _caches.source_stamp and _plain.interpreted them):\n" + \
+        "\n".join(nested)
 
 
 def test_the_kernels_know_nothing_of_pandas():

@@ -100,3 +100,22 @@ def test_a_report_and_an_accumulator_pickle_by_their_public_path():
     assert pickle.loads(data).result().summary.equals(accumulator.result().summary)
     error = pickle.loads(pickle.dumps(fm.MaskFileError("unreadable")))
     assert type(error) is fm.MaskFileError and str(error) == "unreadable"
+
+
+#: The public names of ``kernels._config`` before it was split by job into ``_jit``, ``_caches`` and
+#: ``_plain`` (code written against it imports them from there: the benchmarks, which also run older
+#: checkouts, set ``_config.interpreting``).
+KERNEL_CONFIG = ["kernel", "inline_kernel", "JIT_OPTIONS", "PLAIN", "INTERPRETED_PACKAGE", "INTERPRET_BELOW",
+                 "INTERPRET_SECONDS", "INTERPRET_ENV", "ALWAYS_COMPILED", "SHIPPED_FOLDER", "BUILD_ENV",
+                 "PORTABLE_CPU", "INSTALLED", "NUMBA_VERSIONS", "interpreting", "interpreted", "cache_location",
+                 "source_stamp"]
+
+
+def test_the_kernels_config_path_gives_the_objects_of_their_new_homes():
+    from fairmedfm_fast.kernels import _caches, _config, _jit, _plain
+
+    for name in KERNEL_CONFIG:
+        homes = [module for module in (_jit, _caches, _plain) if name in vars(module)]
+        assert homes, f"kernels._config.{name} lives nowhere"
+        assert all(getattr(_config, name) is getattr(home, name) for home in homes), name
+    assert sorted(_config.__all__) == sorted(KERNEL_CONFIG)

@@ -29,7 +29,7 @@ import numpy as np
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
     import fairmedfm_fast as fm
-    from fairmedfm_fast.kernels import _config, segmentation, sweeps
+    from fairmedfm_fast.kernels import _caches, segmentation, sweeps
     rng = np.random.default_rng(0)
     y = np.tile([0, 1], 500)
     p = np.clip(0.3 * y + 0.7 * rng.random(1000), 0, 1)
@@ -42,7 +42,7 @@ with warnings.catch_warnings(record=True) as caught:
 kernels = [sweeps.ranked_sums, segmentation.overlap_counts]
 result["compiled"] = sum(sum(k.stats.cache_misses.values()) for k in kernels)
 result["loaded"] = sum(sum(k.stats.cache_hits.values()) for k in kernels)
-result["cache"] = [_config.cache_location(k) for k in kernels]
+result["cache"] = [_caches.cache_location(k) for k in kernels]
 result["warnings"] = [f"{w.category.__name__}: {w.message}" for w in caught]
 print(json.dumps(result))
 """
@@ -108,14 +108,14 @@ def _install(site: Path, prebuilt: bool) -> None:
     shutil.copytree(ROOT / "fairmedfm_fast", package, ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(ROOT / "kernels", package / "kernels", ignore=shutil.ignore_patterns("__pycache__", "_compiled"))
     if prebuilt:
-        from fairmedfm_fast.kernels import _config, segmentation, sweeps
+        from fairmedfm_fast.kernels import _caches, segmentation, sweeps
 
         target = package / "kernels" / "_compiled"
         target.mkdir()
         for kernel in (sweeps.ranked_sums, segmentation.overlap_counts):
-            if _config.cache_location(kernel) is None:
+            if _caches.cache_location(kernel) is None:
                 pytest.skip("this process has no kernel cache to copy")
-            for cached in Path(_config.cache_location(kernel)).glob("*.nb[ic]"):
+            for cached in Path(_caches.cache_location(kernel)).glob("*.nb[ic]"):
                 shutil.copy(cached, target)
 
 

@@ -16,12 +16,14 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
 from fairmedfm_fast import warmup
-from fairmedfm_fast.kernels import _config, _signatures
+from fairmedfm_fast.kernels import _caches, _signatures
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -138,11 +140,11 @@ def test_editing_a_helper_module_makes_every_entry_stale(tmp_path):
 def test_stamp_covers_numpy_minor_and_kernel_sources_but_not_the_list(monkeypatch, tmp_path):
     folder = tmp_path / "kernels"
     shutil.copytree(ROOT / "kernels", folder, ignore=shutil.ignore_patterns("__pycache__", "_compiled"))
-    monkeypatch.setattr(_config, "_HERE", str(folder))
+    monkeypatch.setattr(_caches, "_HERE", str(folder))
 
     def stamp():
-        _config.source_stamp.cache_clear()
-        return _config.source_stamp()
+        _caches.source_stamp.cache_clear()
+        return _caches.source_stamp()
 
     try:
         first = stamp()
@@ -157,20 +159,20 @@ def test_stamp_covers_numpy_minor_and_kernel_sources_but_not_the_list(monkeypatc
         assert stamp() != second
     finally:
         monkeypatch.undo()
-        _config.source_stamp.cache_clear()
+        _caches.source_stamp.cache_clear()
 
 
 def test_numba_versions_match_the_pin():
-    """kernels/_config.py's NUMBA_VERSIONS is the range pyproject.toml pins, and this numba is in it."""
+    """kernels/_caches.py's NUMBA_VERSIONS is the range pyproject.toml pins, and this numba is in it."""
     import numba
 
     text = (ROOT / "pyproject.toml").read_text()
-    (first, last) = _config.NUMBA_VERSIONS
+    (first, last) = _caches.NUMBA_VERSIONS
     pin = f'"numba>={first[0]}.{first[1]},<{last[0]}.{last[1] + 1}"'
     assert text.count(pin) == 2, pin  # the dependency and the build requirement
     assert text.count('"numba>') == 2
     assert first <= tuple(map(int, numba.__version__.split(".")[:2])) <= last
-    assert _config._numba_problem() is None
+    assert _caches._numba_problem() is None
 
 
 def test_an_unsupported_numba_falls_back_to_its_own_cache_with_a_notice(tmp_path):
@@ -179,10 +181,10 @@ def test_an_unsupported_numba_falls_back_to_its_own_cache_with_a_notice(tmp_path
     environment = _clean_environment(tmp_path)
     environment["PYTHONPATH"] = str(ROOT)
     code = ("import numba; numba.__version__ = '0.99.1'; import numpy as np, fairmedfm_fast as fm; "
-            "from fairmedfm_fast.kernels import _config, ranking; y = np.tile([0, 1], 50); "
+            "from fairmedfm_fast.kernels import _plain, ranking; y = np.tile([0, 1], 50); "
             "s = np.linspace(0, 1, 100) ** 2; g = np.repeat(['a', 'b'], 50); "
             "print(repr(fm.auc_gap(y, s, sensitive_features=g)), repr(fm.auc_gap(y, s, sensitive_features=g)), "
-            "type(ranking.rank_statistics._cache).__name__, _config.interpreting['enabled'])")
+            "type(ranking.rank_statistics._cache).__name__, _plain.interpreting['enabled'])")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=environment,
                           cwd=tmp_path, timeout=900)
     assert done.returncode == 0, done.stderr
@@ -198,6 +200,32 @@ def test_an_unsupported_numba_falls_back_to_its_own_cache_with_a_notice(tmp_path
     lines = done.stderr.splitlines()
     assert len(lines) == 1 and "numba 0.99.1 is not the version it was tested with (0.68)" in lines[0], done.stderr
     assert list((tmp_path / "cache").rglob("*.nbi"))  # numba's cache=True kept them
+
+
+def test_threads_compiling_at_once_give_one_notice(monkeypatch, capsys):
+    """The once-per-process notice is looked up and marked said in one step: threads that reach it
+    together (each held 50 ms between its look-up and its mark, so that without the lock all would
+    find it unsaid) print one line."""
+
+    class SlowSet(set):
+        def __contains__(self, item):
+            found = super().__contains__(item)
+            time.sleep(0.05)  # between the look-up and the mark
+            return found
+
+    monkeypatch.setattr(_caches, "_said", SlowSet())
+    together = threading.Barrier(4)
+
+    def compile_one():
+        together.wait()
+        _caches._notice(None, "/a/cache", "coding.code_counts(array(int8, 1d, C), int64)")
+
+    threads = [threading.Thread(target=compile_one) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert capsys.readouterr().err.count("fairmedfm_fast: compiling kernels") == 1
 
 
 def test_portable_entries_serve_where_this_cpus_are_missing(tmp_path):

@@ -61,9 +61,9 @@ def test_parallel_workers_fill_the_cache():
 
 
 def test_no_writable_cache_exits_1(monkeypatch):
-    from fairmedfm_fast.kernels import _config, _signatures
+    from fairmedfm_fast.kernels import _caches, _signatures
 
-    monkeypatch.setattr(_config, "cache_location", lambda dispatcher: None)
+    monkeypatch.setattr(_caches, "cache_location", lambda dispatcher: None)
     monkeypatch.setattr(_signatures, "compile_all", lambda names, jobs: [(names[0], 0.0, 0, 1)])
     out = io.StringIO()
     assert warmup.warmup(1, out) == 1

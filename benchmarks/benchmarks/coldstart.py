@@ -1,7 +1,7 @@
 """Cold start: ``import fairmedfm_fast`` and the first call, each in a fresh interpreter (``timeraw_``).
 
 The first call runs once with an empty Numba cache (a small call: the kernels' plain-Python copies
-answer, see kernels/_config.py; with ``FAIRMEDFM_FAST_INTERPRET=never`` it would compile) and once
+answer, see kernels/_plain.py; with ``FAIRMEDFM_FAST_INTERPRET=never`` it would compile) and once
 with a cache filled by an earlier process (what every run after the first one sees).
 """
 import os
