@@ -225,6 +225,14 @@ def test_parquet_dataset(client, tmp_path):
     assert_same_report(got, fm.evaluate(table["y"], table["p"], table[["sex", "site", "ward"]]))
     assert list(got.by_group.loc["ward"].index) == ["b", "a"]
     assert fdask.read_parquet(str(tmp_path / "part-*.parquet")).npartitions == 3
+    files = sorted(tmp_path.glob("part-*.parquet"))
+    listed = fdask.read_parquet([str(files[0]), files[1], str(tmp_path / "part-2*.parquet")])  # paths, globs
+    assert listed.npartitions == 3 and len(listed) == len(table)
+    assert len(fdask.read_parquet([tmp_path])) == len(table)  # a directory in a list: its files
+    with pytest.raises(ValueError, match="does not exist"):
+        fdask.read_parquet([files[0], tmp_path / "missing.parquet"])
+    with pytest.raises(ValueError, match="empty list"):
+        fdask.read_parquet([])
 
 
 class _Records(logging.Handler):

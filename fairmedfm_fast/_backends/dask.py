@@ -590,23 +590,54 @@ def _report(plan: _survey.Plan, groupings: list[_engine.Grouping], metadata: dic
     return report, results
 
 
-def read_parquet(path: str | os.PathLike, columns: Sequence[str] | None = None, **options: Any):
-    """A Dask DataFrame over Parquet files: a file, a directory of them, or a glob pattern.
+def read_parquet(path: Any, columns: Sequence[str] | None = None, **options: Any):
+    """A Dask DataFrame over Parquet files: what ``dask.dataframe.read_parquet`` takes (a file, a
+    directory of them, a glob pattern, a list of any of these, a filesystem URL).
 
     Every worker must be able to open the paths (a shared file system or object store URL such as
-    ``s3://bucket/predictions/``); nothing is read on the client but the Parquet footers.
-    ``options`` go to ``dask.dataframe.read_parquet``.
+    ``s3://bucket/predictions/``); nothing is read on the client but the Parquet footers. Local paths
+    are checked first (a path that does not exist, a glob that matches nothing: a ``ValueError`` naming
+    it). ``options`` go to ``dask.dataframe.read_parquet``.
     """
     _, dd = import_dask()
-    text = os.fspath(path)
-    if "://" not in text:
-        if glob.has_magic(text):
-            files = sorted(glob.glob(text))
-            if not files:
-                raise ValueError(f"no file matches {text!r}; give a Parquet file, a directory or a glob "
-                                 "such as 'predictions/*.parquet'")
-            return dd.read_parquet(files, columns=list(columns) if columns else None, **options)
-        if not os.path.exists(text):
-            raise ValueError(f"{text!r} does not exist; give a Parquet file, a directory or a glob such as "
+    if isinstance(path, (list, tuple)):
+        if not path:
+            raise ValueError("path is an empty list; give Parquet files, directories or globs")
+        files = [name for item in path for found in _local_paths(item) for name in _files_of(found)]
+        return dd.read_parquet(files if len(files) > 1 else files[0], columns=list(columns) if columns else None,
+                               **options)
+    found = _local_paths(path)
+    target = found if glob.has_magic(os.fspath(path)) else found[0]
+    return dd.read_parquet(target, columns=list(columns) if columns else None, **options)
+
+
+def _files_of(path: str) -> list[str]:
+    """A directory in a list of paths as its Parquet files (sorted, subdirectories included)."""
+    if "://" in path or not os.path.isdir(path):
+        return [path]
+    files = sorted(glob.glob(os.path.join(path, "**", "*.parquet"), recursive=True))
+    if not files:
+        raise ValueError(f"directory {path!r} holds no .parquet file")
+    return files
+
+
+def _local_paths(path: Any) -> list[str]:
+    """The files (or the URL, or the directory) a path names: a glob's matches, sorted; a directory of
+    a list its Parquet files."""
+    try:
+        text = os.fspath(path)
+    except TypeError:
+        raise ValueError(f"path must be a file, a directory, a glob or a list of them, got {type(path).__name__}") \
+            from None
+    if "://" in text:
+        return [text]
+    if glob.has_magic(text):
+        files = sorted(glob.glob(text))
+        if not files:
+            raise ValueError(f"no file matches {text!r}; give a Parquet file, a directory or a glob such as "
                              "'predictions/*.parquet'")
-    return dd.read_parquet(text, columns=list(columns) if columns else None, **options)
+        return files
+    if not os.path.exists(text):
+        raise ValueError(f"{text!r} does not exist; give a Parquet file, a directory or a glob such as "
+                         "'predictions/*.parquet'")
+    return [text]
