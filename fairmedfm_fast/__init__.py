@@ -47,6 +47,8 @@ _SEGMENTATION = ("dice_gap", "worst_group_dice", "dice_std", "dice_skewness", "e
 _WHERE = {
     "evaluate": "evaluation",
     "evaluate_tasks": "tasks",
+    "compare_models": "comparison",
+    "ModelComparison": "comparison",
     "evaluate_voxels": "voxels",
     "VoxelAccumulator": "voxels",
     "FairnessAccumulator": "accumulator",
@@ -67,6 +69,8 @@ if TYPE_CHECKING:  # for type checkers and editors (``X as X``: a re-export, as 
     from ._registry.metrics import register_metric as register_metric
     from ._registry.metrics import register_segmentation_metric as register_segmentation_metric
     from .accumulator import FairnessAccumulator as FairnessAccumulator
+    from .comparison import ModelComparison as ModelComparison
+    from .comparison import compare_models as compare_models
     from .evaluation import evaluate as evaluate
     from .group_metrics import accuracy_gap as accuracy_gap
     from .group_metrics import auc_gap as auc_gap
@@ -88,7 +92,7 @@ _WHERE["MaskFileError"] = "_inputs.mask_files"
 __all__.append("MaskFileError")
 
 _SUBMODULES = ("metrics", "evaluation", "group_metrics", "report", "segmentation", "dask", "tasks", "voxels",
-               "accumulator", "torch")
+               "accumulator", "torch", "comparison")
 
 
 def __getattr__(name: str):

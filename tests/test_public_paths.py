@@ -24,6 +24,7 @@ PATHS = {
         "dice_per_label", "dice_scores", "surface_scores", "segmentation_fairness", "evaluate_seg",
         "FairnessReport", "group_frame", "summary_frame"],
     "fairmedfm_fast.tasks": ["evaluate_tasks", "combine", "PER_TASK"],
+    "fairmedfm_fast.comparison": ["compare_models", "ModelComparison"],  # new since edaa5bd
     "fairmedfm_fast.metrics": [
         "classification_fairness", "segmentation_fairness", "binary_classification_report",
         "expected_calibration_error", "binary_cross_entropy", "find_threshold", "evaluate_binary",

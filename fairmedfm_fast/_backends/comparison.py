@@ -1,0 +1,362 @@
+"""Which model is fairer? :func:`compare_models`: models scored on the same samples, compared pairwise.
+
+Two models scored on the same patients are correlated (the same hard cases trip both), so their
+separate intervals say little about their difference. Here every model is evaluated as ``evaluate``
+would (one coding of the groups for all, through ``evaluate_tasks``), and each difference of a summary
+column between two models is tested on the *same* resampled patients:
+
+- the paired bootstrap draws the samples once per replicate (within each cell of the attributes'
+  groups, so every group keeps its size) and evaluates every model on them: the percentile interval
+  of the difference and a two-sided bootstrap p-value of "no difference";
+- ``interval="analytic"``: DeLong's covariance of correlated AUCs (``_statistics/paired.py``) gives
+  the standard error of the difference of the overall AUCs, of the worst-group AUCs and of the AUC
+  gaps (each model's worst and best groups as observed);
+- the swap permutation test exchanges the two models' scores sample by sample: a test that the two
+  models are exchangeable (two models with equal gaps but unequal AUCs are not), reported as such.
+
+The p-values of every comparison form one family, adjusted by ``p_adjust`` (Holm by default).
+"""
+from __future__ import annotations
+
+import itertools
+import math
+import warnings
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from .._engine import resample as _resample
+from .._inputs import arrays as _inputs
+from .._inputs import groups as _groups
+from .._report.comparison import ModelComparison
+from .._statistics import paired as _paired
+from .._util import progress as _progress
+from .._util.lazy_pandas import pd
+from .tasks import evaluate_tasks
+
+__all__ = ["compare_models"]
+
+#: Summary columns an analytic (DeLong) difference exists for.
+ANALYTIC = ("overall-auc", "worst-auc", "auc-gap")
+#: Summary columns that are not compared (counts).
+NOT_COMPARED = ("n", "n_groups")
+
+
+def compare_models(y_true: Any, scores: Any, sensitive_features: Any, *, reference: str | None = None,
+                   n_boot: int = 0, ci: float = 0.95, interval: str | None = None, n_permutations: int = 0,
+                   p_adjust: str | None = "holm", random_state: Any = None, bins: _groups.Bins | None = None,
+                   intersectional: bool = False, progress: bool | None = None, **options: Any) -> ModelComparison:
+    """Compare models scored on the same samples: each model's report and, for every pair of models
+    (or each against ``reference``), the difference of every summary column with paired tests.
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n_samples,)
+        The labels, shared by every model.
+    scores : dict, DataFrame, pyarrow Table or 2-D array
+        One score column per model: a dict name -> scores, a table of score columns (their names),
+        or an (n_samples, n_models) array (models ``model_0``, ``model_1``, ...). At least two.
+    sensitive_features, bins, intersectional
+        As in :func:`~fairmedfm_fast.evaluate`; coded once for every model.
+    reference : str, optional
+        Compare each model with this one only (default: every pair).
+    n_boot : int
+        Paired bootstrap replicates (0: none): one draw of the samples per replicate, shared by every
+        model, within each cell of the attributes' groups.
+    ci : float
+        Coverage of the intervals.
+    interval : {None, "analytic"}
+        ``"analytic"`` adds DeLong's paired standard errors for ``overall-auc``, ``worst-auc`` and
+        ``auc-gap``, with normal intervals and p-values.
+    n_permutations : int
+        Swap permutations per pair (0: none): the test that two models are exchangeable.
+    p_adjust : {"holm", "bonferroni", None}
+        Adjustment over the family of every comparison's p-values (each kind of test apart).
+    random_state : int or numpy Generator, optional
+        Seed of the resamples.
+    progress : bool, optional
+        A progress bar for the resamples (default: on a terminal or in a notebook).
+    **options
+        Every other keyword of ``evaluate`` (``threshold``, ``min_group_size``, ``score_type``,
+        ``pos_label``, ``metrics``, ...), applied to each model.
+
+    Returns
+    -------
+    ModelComparison
+        ``reports`` (each equal to ``evaluate`` on that model), ``differences`` and ``leaderboard()``.
+    """
+    models = _models(scores)
+    names = list(models)
+    if reference is not None and reference not in models:
+        raise ValueError(f"reference={reference!r} is not one of the models {names}")
+    n_boot = _count(n_boot, "n_boot")
+    n_permutations = _count(n_permutations, "n_permutations")
+    if interval not in (None, "analytic"):
+        raise ValueError(f"interval must be None or 'analytic', got {interval!r}")
+    if not (isinstance(ci, (float, int)) and 0 < ci < 1):
+        raise ValueError(f"ci must be a coverage strictly between 0 and 1, such as 0.95; got {_inputs.shown(ci)}")
+    _resample.check_options("attribute", p_adjust)
+    for reserved in ("n_boot", "n_permutations", "interval"):
+        options.pop(reserved, None)
+    matrix = np.column_stack([models[name] for name in names])
+    n = len(matrix)
+    attributes = _groups.encode_attributes(sensitive_features, n, bins)
+    coded = _coded(attributes, np.arange(n))
+    evaluated = _evaluate(y_true, matrix, names, coded, intersectional, options)
+    pairs = [(a, reference) for a in names if a != reference] if reference else list(itertools.combinations(names, 2))
+    rows = _observed(evaluated, pairs)
+    replicates: dict[tuple, Any] = {}
+    progress = _progress.check(progress)
+    seed = _resample.seed_from(random_state) if n_boot or n_permutations else None
+    if n_boot:
+        _bootstrap(rows, replicates, y_true, matrix, names, attributes, intersectional, options, n_boot, ci, seed,
+                   pairs, progress)
+    if interval == "analytic":
+        _analytic(rows, y_true, matrix, names, attributes, evaluated, pairs, options, ci, intersectional)
+    if n_permutations:
+        _swaps(rows, y_true, matrix, names, coded, intersectional, options, n_permutations, seed, pairs, progress)
+    notes: list[str] = []
+    differences = _frame(rows, p_adjust, ci, n_boot, notes)
+    for note in notes:
+        warnings.warn(note, UserWarning, stacklevel=2)
+    metadata = {"models": names, "reference": reference, "n_samples": n, "n_boot": n_boot, "ci": ci,
+                "interval": interval, "n_permutations": n_permutations, "p_adjust": p_adjust,
+                "stratify": "cells of the attributes' groups" if n_boot else None,
+                "family": f"{len(pairs)} model pairs x attributes x columns, each test adjusted together"
+                          + (f" ({p_adjust})" if p_adjust else " (unadjusted)"),
+                "notes": notes, **({"seed": int(seed)} if seed is not None else {})}
+    return ModelComparison(evaluated, differences, metadata, replicates)
+
+
+def _models(scores: Any) -> dict[str, np.ndarray]:
+    """Model name -> 1-D scores."""
+    if isinstance(scores, Mapping):
+        out = {str(name): _inputs.to_numpy(value, f"scores[{name!r}]") for name, value in scores.items()}
+    elif _inputs.is_pandas(scores, "DataFrame") or hasattr(scores, "column_names") or hasattr(scores, "get_columns"):
+        frame = scores if _inputs.is_pandas(scores, "DataFrame") else pd.DataFrame(
+            scores.to_pandas() if hasattr(scores, "to_pandas") else scores)
+        out = {str(name): frame[name].to_numpy() for name in frame.columns}
+    else:
+        array = _inputs.to_numpy(scores, "scores")
+        if array.ndim != 2:
+            raise ValueError(f"scores must be a dict of score arrays, a table of score columns or an (n_samples, "
+                             f"n_models) array, got shape {array.shape}")
+        out = {f"model_{j}": array[:, j] for j in range(array.shape[1])}
+    if len(out) < 2:
+        raise ValueError(f"scores holds {len(out)} model; comparing needs at least two score columns")
+    for name, values in out.items():
+        if values.ndim != 1:
+            raise ValueError(f"scores[{name!r}] must hold one score per sample, got shape {values.shape}")
+    lengths = {name: len(values) for name, values in out.items()}
+    if len(set(lengths.values())) > 1:
+        raise ValueError(f"the models' scores differ in length ({lengths}); score every model on the same samples")
+    return out
+
+
+def _count(value: Any, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+        raise ValueError(f"{name} must be a non-negative integer, got {_inputs.shown(value)}")
+    return int(value)
+
+
+def _coded(attributes: list[_groups.Attribute], rows: np.ndarray) -> dict[str, Any]:
+    """The attributes at ``rows`` as categoricals of their groups (in report order: coded once)."""
+    return {a.name: pd.Categorical.from_codes(a.codes[rows].astype(np.int64), categories=a.groups)
+            for a in attributes}
+
+
+def _evaluate(y_true, matrix, names, coded, intersectional, options) -> dict:
+    table = pd.DataFrame(matrix, columns=names)
+    report = evaluate_tasks(y_true, table, pd.DataFrame(coded), intersectional=intersectional, **options)
+    missing = [name for name in names if name not in report.tasks]
+    if missing:
+        raise ValueError(f"models {missing} could not be evaluated: {report.metadata.get('skipped_tasks')}")
+    return report.tasks
+
+
+def _compared_columns(summary: pd.DataFrame) -> list[str]:
+    return [column for column in summary.columns if column not in NOT_COMPARED
+            and pd.api.types.is_numeric_dtype(summary[column])]
+
+
+def _observed(reports: dict, pairs: list[tuple[str, str]]) -> dict[tuple, dict[str, Any]]:
+    rows = {}
+    for a, b in pairs:
+        left, right = reports[a].summary, reports[b].summary
+        for attribute in left.index:
+            for column in _compared_columns(left):
+                va, vb = float(left.loc[attribute, column]), float(right.loc[attribute, column])
+                rows[(a, b, attribute, column)] = {"value": va, "other_value": vb, "difference": va - vb}
+    return rows
+
+
+def _strata(attributes: list[_groups.Attribute], n: int) -> np.ndarray:
+    """Each sample's cell of the attributes' groups (missing values a group of their own)."""
+    if not attributes:
+        return np.zeros(n, np.int64)
+    keys = _groups.combination_keys([a.codes for a in attributes], [a.n_groups for a in attributes])
+    return np.unique(keys, return_inverse=True)[1].ravel()
+
+
+def _draws(strata: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """One bootstrap sample: as many draws with replacement within each stratum as it holds."""
+    order = np.argsort(strata, kind="stable")
+    sizes = np.bincount(strata)
+    starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
+    offsets = np.floor(rng.random(len(strata)) * np.repeat(sizes, sizes)).astype(np.int64)
+    return order[np.repeat(starts, sizes) + offsets]
+
+
+def _bootstrap(rows, replicates, y_true, matrix, names, attributes, intersectional, options, n_boot, ci, seed,
+               pairs, progress) -> None:
+    labels = _inputs.to_numpy(y_true, "y_true")
+    strata = _strata(attributes, len(matrix))
+    rng = np.random.default_rng(seed)
+    collected: dict[tuple, list[float]] = {}
+    with _progress.Progress(n_boot, "paired bootstrap", progress, unit="replicate") as bar:
+        for _ in range(n_boot):
+            rows_drawn = _draws(strata, rng)
+            with warnings.catch_warnings():  # each replicate's notes are the observed report's
+                warnings.simplefilter("ignore")
+                reports = _evaluate(labels[rows_drawn], matrix[rows_drawn], names, _coded(attributes, rows_drawn),
+                                    intersectional, options)
+            for name, report in reports.items():
+                for (attribute, column), value in report.summary.stack().items():
+                    collected.setdefault(("model", name, attribute, column), []).append(float(value))
+            bar.update(1)
+    for key, values in collected.items():
+        replicates[key] = np.array(values)
+    tail = (1 - ci) / 2 * 100
+    for (a, b, attribute, column), row in rows.items():
+        draws = replicates[("model", a, attribute, column)] - replicates[("model", b, attribute, column)]
+        replicates[("difference", a, b, attribute, column)] = draws
+        finite = draws[np.isfinite(draws)]
+        row["n_boot_valid"] = len(finite)
+        if not len(finite):
+            continue
+        row["ci_low"], row["ci_high"] = (float(x) for x in np.percentile(finite, [tail, 100 - tail]))
+        below = (1 + np.count_nonzero(finite <= 0)) / (len(finite) + 1)
+        above = (1 + np.count_nonzero(finite >= 0)) / (len(finite) + 1)
+        row["p_bootstrap"] = min(1.0, 2 * min(below, above))
+
+
+def _analytic(rows, y_true, matrix, names, attributes, reports, pairs, options, ci, intersectional) -> None:
+    """DeLong's paired standard errors of the AUC differences, from each model's evaluable groups."""
+    from statistics import NormalDist
+
+    labels, _ = _inputs.binary_labels(y_true, options.get("pos_label"))
+    z = NormalDist().inv_cdf(0.5 + ci / 2)
+    groupings = list(attributes)
+    if intersectional and len(attributes) > 1:
+        groupings.append(_groups.combine(attributes))
+    column_of = {name: j for j, name in enumerate(names)}
+    for a, b in pairs:
+        for attribute in groupings:
+            paired = _paired.paired_auc(matrix[:, column_of[a]].astype(np.float64),
+                                        matrix[:, column_of[b]].astype(np.float64), labels,
+                                        attribute.codes.astype(np.int64), attribute.n_groups)
+            for column in ANALYTIC:
+                key = (a, b, attribute.name, column)
+                if key not in rows:
+                    continue
+                weights = _weights(column, reports[a], reports[b], attribute)
+                if weights is None:
+                    continue
+                value, se = paired.difference(weights)
+                row = rows[key]
+                row["se_analytic"] = se
+                if math.isfinite(se) and se > 0:
+                    row["ci_low_analytic"], row["ci_high_analytic"] = value - z * se, value + z * se
+                    row["p_analytic"] = 2 * (1 - NormalDist().cdf(abs(value) / se))
+                elif se == 0:
+                    row["ci_low_analytic"] = row["ci_high_analytic"] = value
+                    row["p_analytic"] = 1.0 if value == 0 else 0.0
+
+
+def _weights(column: str, left, right, attribute: _groups.Attribute) -> np.ndarray | None:
+    """The linear combination of the two models' group AUCs (rows: groups, then every sample) that a
+    column's difference is: overall AUC, the worst group's, the best minus the worst."""
+    weights = np.zeros((attribute.n_groups + 1, 2))
+    if column == "overall-auc":
+        weights[attribute.n_groups] = 1, -1
+        return weights
+    for k, report in enumerate((left, right)):
+        aucs = report.by_group.loc[attribute.name, "auc"].reindex(attribute.groups).to_numpy(np.float64)
+        if np.all(np.isnan(aucs)):
+            return None
+        sign = 1 if k == 0 else -1
+        worst, best = int(np.nanargmin(aucs)), int(np.nanargmax(aucs))
+        if column == "worst-auc":
+            weights[worst, k] += sign
+        else:  # auc-gap
+            weights[best, k] += sign
+            weights[worst, k] -= sign
+    return weights
+
+
+def _swaps(rows, y_true, matrix, names, coded, intersectional, options, n_permutations, seed, pairs,
+           progress) -> None:
+    """Swap permutations: each sample's two scores exchanged with probability 1/2, both models
+    evaluated again; the two-sided p-value of each difference."""
+    column_of = {name: j for j, name in enumerate(names)}
+    rng = np.random.default_rng(np.random.SeedSequence(int(seed)).spawn(2)[1])
+    counts: dict[tuple, list[int]] = {}
+    with _progress.Progress(n_permutations * len(pairs), "swap permutations", progress, unit="permutation") as bar:
+        for a, b in pairs:
+            sa, sb = matrix[:, column_of[a]], matrix[:, column_of[b]]
+            for _ in range(n_permutations):
+                swap = rng.random(len(sa)) < 0.5
+                swapped = np.column_stack([np.where(swap, sb, sa), np.where(swap, sa, sb)])
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    reports = _evaluate(y_true, swapped, [a, b], coded, intersectional, options)
+                left, right = reports[a].summary, reports[b].summary
+                for key, row in rows.items():
+                    if key[:2] != (a, b):
+                        continue
+                    d = float(left.loc[key[2], key[3]]) - float(right.loc[key[2], key[3]])
+                    tally = counts.setdefault(key, [0, 0])
+                    if math.isfinite(d):
+                        tally[0] += abs(d) >= abs(row["difference"]) - 1e-12 * max(1.0, abs(row["difference"]))
+                        tally[1] += 1
+                bar.update(1)
+    for key, (extreme, valid) in counts.items():
+        rows[key]["p_swap"] = (1 + extreme) / (1 + valid) if valid else math.nan
+
+
+def _frame(rows: dict, p_adjust: str | None, ci: float, n_boot: int, notes: list[str]) -> pd.DataFrame:
+    frame = pd.DataFrame.from_dict(rows, orient="index")
+    frame.index = pd.MultiIndex.from_tuples(list(rows), names=["model", "other", "attribute", "column"])
+    tests = [column for column in ("p_bootstrap", "p_analytic", "p_swap") if column in frame.columns]
+    for column in tests:
+        if p_adjust is not None:
+            frame[f"{column}_{p_adjust}"] = _resample.adjusted(frame[column].to_numpy(np.float64), p_adjust)
+    alpha = 1 - ci
+    reachable = True
+    if "p_bootstrap" in frame.columns:  # the smallest p-value n_boot replicates give, adjusted
+        tested = int(frame["p_bootstrap"].notna().sum())
+        smallest = 2 / (n_boot + 1) * (tested if p_adjust else 1)
+        reachable = smallest < alpha
+        if not reachable:
+            needed = math.ceil(2 * (tested if p_adjust else 1) / alpha)
+            notes.append(f"n_boot={n_boot} cannot reach the adjusted level {alpha:g} over {tested} bootstrap tests "
+                         f"(the smallest adjusted p-value is {min(smallest, 1):.3g}): 'significant' is None; about "
+                         f"{needed} replicates would be needed")
+    frame["significant"] = [_significant(row, p_adjust, alpha, reachable) for _, row in frame.iterrows()]
+    return frame
+
+
+def _significant(row: pd.Series, p_adjust: str | None, alpha: float, reachable: bool) -> bool | None:
+    """The adjusted test rejects and the interval excludes 0 (bootstrap first, else analytic); None
+    where neither ran, or where the bootstrap's replicates cannot reach the adjusted level."""
+    for test, low, high in (("p_bootstrap", "ci_low", "ci_high"), ("p_analytic", "ci_low_analytic",
+                                                                     "ci_high_analytic")):
+        p = row.get(f"{test}_{p_adjust}" if p_adjust else test)
+        if p is None or (isinstance(p, float) and math.isnan(p)):
+            continue
+        if test == "p_bootstrap" and not reachable:
+            return None
+        excludes = not (row.get(low, math.nan) <= 0 <= row.get(high, math.nan))
+        return bool(p < alpha and excludes)
+    return None
