@@ -26,6 +26,7 @@ TINY = {
     "accumulator_batches.py": ["speed", "500", "4", "1"],
     "gap_power.py": ["2", "300", "20"],
     "tie_blocks.py": ["3000", "2"],
+    "compare_models_speed.py": ["2000", "3", "1"],
     "compare_null.py": ["--datasets", "2", "--n-boot", "10", "--n", "200"],
     "torch_metric.py": ["--samples", "4096", "--rounds", "1"],
     # the installed package (or the editable one), in a process started outside the clone

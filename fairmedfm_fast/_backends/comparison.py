@@ -99,23 +99,27 @@ def compare_models(y_true: Any, scores: Any, sensitive_features: Any, *, referen
     _resample.check_options("attribute", p_adjust)
     for reserved in ("n_boot", "n_permutations", "interval"):
         options.pop(reserved, None)
-    matrix = np.column_stack([models[name] for name in names])
-    n = len(matrix)
-    attributes = _groups.encode_attributes(sensitive_features, n, bins)
-    coded = _coded(attributes, np.arange(n))
-    evaluated = _evaluate(y_true, matrix, names, coded, intersectional, options)
+    n = len(next(iter(models.values())))
+    table = scores if _inputs.is_pandas(scores, "DataFrame") and list(map(str, scores.columns)) == names else models
+    if n_boot or n_permutations or interval:  # the groups coded once, for every resample
+        attributes = _groups.encode_attributes(sensitive_features, n, bins)
+        coded = pd.DataFrame(_coded(attributes, np.arange(n)))
+        evaluated = _evaluate(y_true, table, names, coded, intersectional, options)
+    else:
+        attributes, coded = [], None
+        evaluated = _evaluate(y_true, table, names, sensitive_features, intersectional, {**options, "bins": bins})
     pairs = [(a, reference) for a in names if a != reference] if reference else list(itertools.combinations(names, 2))
     rows = _observed(evaluated, pairs)
     replicates: dict[tuple, Any] = {}
     progress = _progress.check(progress)
     seed = _resample.seed_from(random_state) if n_boot or n_permutations else None
     if n_boot:
-        _bootstrap(rows, replicates, y_true, matrix, names, attributes, intersectional, options, n_boot, ci, seed,
+        _bootstrap(rows, replicates, y_true, models, names, attributes, intersectional, options, n_boot, ci, seed,
                    pairs, progress)
     if interval == "analytic":
-        _analytic(rows, y_true, matrix, names, attributes, evaluated, pairs, options, ci, intersectional)
+        _analytic(rows, y_true, models, names, attributes, evaluated, pairs, options, ci, intersectional)
     if n_permutations:
-        _swaps(rows, y_true, matrix, names, coded, intersectional, options, n_permutations, seed, pairs, progress)
+        _swaps(rows, y_true, models, names, coded, intersectional, options, n_permutations, seed, pairs, progress)
     notes: list[str] = []
     differences = _frame(rows, p_adjust, ci, n_boot, notes)
     for note in notes:
@@ -166,9 +170,12 @@ def _coded(attributes: list[_groups.Attribute], rows: np.ndarray) -> dict[str, A
             for a in attributes}
 
 
-def _evaluate(y_true, matrix, names, coded, intersectional, options) -> dict:
-    table = pd.DataFrame(matrix, columns=names)
-    report = evaluate_tasks(y_true, table, pd.DataFrame(coded), intersectional=intersectional, **options)
+def _evaluate(y_true, scores, names, coded, intersectional, options) -> dict:
+    """Each model's report (``scores``: a DataFrame of the models' columns, or a dict of arrays)."""
+    table = scores if _inputs.is_pandas(scores, "DataFrame") else pd.DataFrame(scores)
+    if isinstance(coded, dict):
+        coded = pd.DataFrame(coded)
+    report = evaluate_tasks(y_true, table, coded, intersectional=intersectional, **options)
     missing = [name for name in names if name not in report.tasks]
     if missing:
         raise ValueError(f"models {missing} could not be evaluated: {report.metadata.get('skipped_tasks')}")
@@ -182,11 +189,14 @@ def _compared_columns(summary: pd.DataFrame) -> list[str]:
 
 def _observed(reports: dict, pairs: list[tuple[str, str]]) -> dict[tuple, dict[str, Any]]:
     rows = {}
+    first = next(iter(reports.values())).summary
+    columns = _compared_columns(first)
+    values = {name: report.summary[columns].to_numpy(np.float64) for name, report in reports.items()}
     for a, b in pairs:
-        left, right = reports[a].summary, reports[b].summary
-        for attribute in left.index:
-            for column in _compared_columns(left):
-                va, vb = float(left.loc[attribute, column]), float(right.loc[attribute, column])
+        left, right = values[a], values[b]
+        for i, attribute in enumerate(first.index):
+            for j, column in enumerate(columns):
+                va, vb = float(left[i, j]), float(right[i, j])
                 rows[(a, b, attribute, column)] = {"value": va, "other_value": vb, "difference": va - vb}
     return rows
 
@@ -208,10 +218,10 @@ def _draws(strata: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return order[np.repeat(starts, sizes) + offsets]
 
 
-def _bootstrap(rows, replicates, y_true, matrix, names, attributes, intersectional, options, n_boot, ci, seed,
+def _bootstrap(rows, replicates, y_true, models, names, attributes, intersectional, options, n_boot, ci, seed,
                pairs, progress) -> None:
     labels = _inputs.to_numpy(y_true, "y_true")
-    strata = _strata(attributes, len(matrix))
+    strata = _strata(attributes, len(labels))
     rng = np.random.default_rng(seed)
     collected: dict[tuple, list[float]] = {}
     with _progress.Progress(n_boot, "paired bootstrap", progress, unit="replicate") as bar:
@@ -219,7 +229,8 @@ def _bootstrap(rows, replicates, y_true, matrix, names, attributes, intersection
             rows_drawn = _draws(strata, rng)
             with warnings.catch_warnings():  # each replicate's notes are the observed report's
                 warnings.simplefilter("ignore")
-                reports = _evaluate(labels[rows_drawn], matrix[rows_drawn], names, _coded(attributes, rows_drawn),
+                drawn = {name: models[name][rows_drawn] for name in names}
+                reports = _evaluate(labels[rows_drawn], drawn, names, _coded(attributes, rows_drawn),
                                     intersectional, options)
             for name, report in reports.items():
                 for (attribute, column), value in report.summary.stack().items():
@@ -241,7 +252,7 @@ def _bootstrap(rows, replicates, y_true, matrix, names, attributes, intersection
         row["p_bootstrap"] = min(1.0, 2 * min(below, above))
 
 
-def _analytic(rows, y_true, matrix, names, attributes, reports, pairs, options, ci, intersectional) -> None:
+def _analytic(rows, y_true, models, names, attributes, reports, pairs, options, ci, intersectional) -> None:
     """DeLong's paired standard errors of the AUC differences, from each model's evaluable groups."""
     from statistics import NormalDist
 
@@ -250,11 +261,9 @@ def _analytic(rows, y_true, matrix, names, attributes, reports, pairs, options, 
     groupings = list(attributes)
     if intersectional and len(attributes) > 1:
         groupings.append(_groups.combine(attributes))
-    column_of = {name: j for j, name in enumerate(names)}
     for a, b in pairs:
         for attribute in groupings:
-            paired = _paired.paired_auc(matrix[:, column_of[a]].astype(np.float64),
-                                        matrix[:, column_of[b]].astype(np.float64), labels,
+            paired = _paired.paired_auc(models[a].astype(np.float64), models[b].astype(np.float64), labels,
                                         attribute.codes.astype(np.int64), attribute.n_groups)
             for column in ANALYTIC:
                 key = (a, b, attribute.name, column)
@@ -295,19 +304,18 @@ def _weights(column: str, left, right, attribute: _groups.Attribute) -> np.ndarr
     return weights
 
 
-def _swaps(rows, y_true, matrix, names, coded, intersectional, options, n_permutations, seed, pairs,
+def _swaps(rows, y_true, models, names, coded, intersectional, options, n_permutations, seed, pairs,
            progress) -> None:
     """Swap permutations: each sample's two scores exchanged with probability 1/2, both models
     evaluated again; the two-sided p-value of each difference."""
-    column_of = {name: j for j, name in enumerate(names)}
     rng = np.random.default_rng(np.random.SeedSequence(int(seed)).spawn(2)[1])
     counts: dict[tuple, list[int]] = {}
     with _progress.Progress(n_permutations * len(pairs), "swap permutations", progress, unit="permutation") as bar:
         for a, b in pairs:
-            sa, sb = matrix[:, column_of[a]], matrix[:, column_of[b]]
+            sa, sb = models[a], models[b]
             for _ in range(n_permutations):
                 swap = rng.random(len(sa)) < 0.5
-                swapped = np.column_stack([np.where(swap, sb, sa), np.where(swap, sa, sb)])
+                swapped = {a: np.where(swap, sb, sa), b: np.where(swap, sa, sb)}
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     reports = _evaluate(y_true, swapped, [a, b], coded, intersectional, options)
@@ -343,20 +351,27 @@ def _frame(rows: dict, p_adjust: str | None, ci: float, n_boot: int, notes: list
             notes.append(f"n_boot={n_boot} cannot reach the adjusted level {alpha:g} over {tested} bootstrap tests "
                          f"(the smallest adjusted p-value is {min(smallest, 1):.3g}): 'significant' is None; about "
                          f"{needed} replicates would be needed")
-    frame["significant"] = [_significant(row, p_adjust, alpha, reachable) for _, row in frame.iterrows()]
+    frame["significant"] = _significant(frame, p_adjust, alpha, reachable)
     return frame
 
 
-def _significant(row: pd.Series, p_adjust: str | None, alpha: float, reachable: bool) -> bool | None:
-    """The adjusted test rejects and the interval excludes 0 (bootstrap first, else analytic); None
-    where neither ran, or where the bootstrap's replicates cannot reach the adjusted level."""
+def _significant(frame: pd.DataFrame, p_adjust: str | None, alpha: float, reachable: bool) -> list[bool | None]:
+    """Per row: the adjusted test rejects and the interval excludes 0 (the bootstrap's where it ran,
+    else the analytic one); None where neither ran, or where the bootstrap's replicates cannot reach
+    the adjusted level."""
+    out = np.full(len(frame), None, object)
+    decided = np.zeros(len(frame), bool)
     for test, low, high in (("p_bootstrap", "ci_low", "ci_high"), ("p_analytic", "ci_low_analytic",
                                                                      "ci_high_analytic")):
-        p = row.get(f"{test}_{p_adjust}" if p_adjust else test)
-        if p is None or (isinstance(p, float) and math.isnan(p)):
+        name = f"{test}_{p_adjust}" if p_adjust else test
+        if name not in frame.columns:
             continue
+        p = frame[name].to_numpy(np.float64)
+        here = ~decided & ~np.isnan(p)
         if test == "p_bootstrap" and not reachable:
-            return None
-        excludes = not (row.get(low, math.nan) <= 0 <= row.get(high, math.nan))
-        return bool(p < alpha and excludes)
-    return None
+            decided |= here  # None
+            continue
+        excludes = ~((frame[low].to_numpy(np.float64) <= 0) & (0 <= frame[high].to_numpy(np.float64)))
+        out[here] = list((p < alpha)[here] & excludes[here])
+        decided |= here
+    return [None if value is None else bool(value) for value in out]
