@@ -1,6 +1,7 @@
 """fairmedfm_fast.dask.evaluate beside its lower bound and beside one process, on the same Parquet files.
 
 python benchmarks/scripts/dask_lower_bound.py DIR [ROWS] [FILES] [WORKERS] [--frames] [--float64] [--sync]
+    [--memory-limit=6GiB] [--no-memory]
 
 Writes ROWS rows (default 1e7: float32 scores, int8 labels, three attributes: two dictionary-encoded
 text columns and an int16 site) into FILES Parquet files (default 10) under DIR unless they are there,
@@ -21,7 +22,9 @@ and wrote, and what was spilled to disk (``digests_total`` entries in bytes). ``
 float64 scores (two-word records) into DIR instead of float32. ``--sync`` also runs ``fmd.evaluate``
 twice on Dask's synchronous scheduler (every task in this process) and prints its CPU seconds beside
 those of the in-memory path: the work of the Dask path without the cluster, steadier than wall
-times on a shared machine.
+times on a shared machine. ``--memory-limit`` sets each worker's memory limit (default 6GiB; ``auto``:
+Dask's default, the machine's memory shared among the workers); ``--no-memory`` skips the in-memory
+path (for data that does not fit in one process: the reports are then not compared).
 
 It prints each time, the ratios to the in-memory path and to the lower bound, the load average and
 NumPy's CPU features, and checks that the two reports agree within 1e-9.
@@ -99,7 +102,37 @@ def difference(after, before):
     return {name: after[name] - before.get(name, 0) for name in after if after[name] - before.get(name, 0)}
 
 
-def main(folder, rows, files, workers, frames=False, score_type=np.float32, sync=False):
+class Peak:
+    """The largest process memory of any worker while a block runs (polled every 0.2 s)."""
+
+    def __init__(self, client):
+        self.client, self.peak = client, 0
+
+    def __enter__(self):
+        import threading
+
+        self.stop = threading.Event()
+
+        def poll():
+            while not self.stop.is_set():
+                try:
+                    sizes = self.client.run(lambda dask_worker: dask_worker.monitor.get_process_memory())
+                    self.peak = max(self.peak, *sizes.values())
+                except Exception:  # a worker restarting: the next poll
+                    pass
+                self.stop.wait(0.2)
+
+        self.thread = threading.Thread(target=poll, daemon=True)
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join()
+
+
+def main(folder, rows, files, workers, frames=False, score_type=np.float32, sync=False, memory_limit="6GiB",
+         with_memory=True):
     import pandas as pd
 
     import fairmedfm_fast as fm
@@ -113,16 +146,16 @@ def main(folder, rows, files, workers, frames=False, score_type=np.float32, sync
         return fm.evaluate(frame["y"], frame["p"], frame[OPTIONS["sensitive"]], intersectional=True)
 
     memory, memory_cpu = [], math.inf
-    for _ in range(2):
+    for _ in range(2 if with_memory else 0):
         cpu = time.process_time()
         memory.append(timed(in_memory))
         memory_cpu = min(memory_cpu, time.process_time() - cpu)
-    expected = memory[-1][1]
+    expected = memory[-1][1] if memory else None
     load.append(os.getloadavg()[0])
     if sync:  # every task in this process: the CPU seconds of the Dask path's work
         import dask
 
-        from fairmedfm_fast._backends import dask as fmd
+        import fairmedfm_fast.dask as fmd
 
         with dask.config.set(scheduler="sync"):
             ddf = fmd.read_parquet(folder, columns=COLUMNS)
@@ -138,44 +171,52 @@ def main(folder, rows, files, workers, frames=False, score_type=np.float32, sync
 
     import distributed
 
-    from fairmedfm_fast._backends import dask as fmd
+    import fairmedfm_fast.dask as fmd  # the public path: other revisions have it too
 
     logging.getLogger("distributed").setLevel(logging.ERROR)  # cluster start and stop notes
     with distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
-                                  memory_limit="6GiB") as cluster, distributed.Client(cluster) as client:
+                                  memory_limit=memory_limit) as cluster, distributed.Client(cluster) as client:
         ddf = fmd.read_parquet(folder, columns=COLUMNS)
         bound = [timed(lambda call=call: int(ddf[COLUMNS].map_partitions(rows_read, call).sum().compute()))
                  for call in range(2)]
         assert bound[0][1] == rows, bound[0][1]
-        calls, traffic = [], []
+        calls, traffic, peaks = [], [], []
         for _ in range(2):
             before = moved(client)
-            calls.append(timed(lambda: fmd.evaluate(ddf, **OPTIONS)))
+            with Peak(client) as peak:
+                calls.append(timed(lambda: fmd.evaluate(ddf, **OPTIONS)))
             traffic.append(difference(moved(client), before))
+            peaks.append(peak.peak)
         if frames:  # the former sort: pandas frames through set_index
-            layout, fmd._layout = fmd._layout, lambda *arguments: None
+            from fairmedfm_fast._backends import dask as backend
+
+            layout, backend._layout = backend._layout, lambda *arguments: None
             try:
                 before = moved(client)
                 calls.append(timed(lambda: fmd.evaluate(ddf, **OPTIONS)))
                 traffic.append(difference(moved(client), before))
             finally:
-                fmd._layout = layout
+                backend._layout = layout
     load.append(os.getloadavg()[0])
     gap = 0.0
-    for _, got in calls:
+    for _, got in calls if expected is not None else ():
         gap = max(gap, np.nanmax(np.abs(got.by_group.select_dtypes("number").to_numpy(float)
                                         - expected.by_group.select_dtypes("number").to_numpy(float))))
     assert gap <= 1e-9, gap
 
-    best_memory, best_bound = min(t for t, _ in memory), min(t for t, _ in bound)
-    print(f"{rows:,} rows ({np.dtype(score_type).name} scores) in {files} Parquet files, {workers} workers x 1 thread; load average "
+    best_memory, best_bound = min((t for t, _ in memory), default=math.nan), min(t for t, _ in bound)
+    print(f"{rows:,} rows ({np.dtype(score_type).name} scores) in {files} Parquet files, {workers} workers x 1 thread "
+          f"(memory_limit={memory_limit}); load average "
           f"{', '.join(f'{v:.1f}' for v in load)} (before, between, after); NumPy {cpu_features()}")
-    print(f"  pd.read_parquet + fm.evaluate (one process): {memory[0][0]:.2f} s, {memory[1][0]:.2f} s")
+    if memory:
+        print(f"  pd.read_parquet + fm.evaluate (one process): {memory[0][0]:.2f} s, {memory[1][0]:.2f} s")
     print(f"  lower bound, ddf[cols].map_partitions(rows_read, call).sum(): {bound[0][0]:.2f} s, {bound[1][0]:.2f} s")
-    for name, (seconds, _), bytes_moved in zip(("1st call", "2nd call", "frames (former sort)"), calls, traffic):
+    for name, (seconds, _), bytes_moved, peak in zip(("1st call", "2nd call", "frames (former sort)"), calls, traffic,
+                                                      [*peaks, math.nan]):
         shown = ", ".join(f"{key} {value / rows:.2f}" for key, value in sorted(bytes_moved.items())) or "nothing"
         print(f"  fmd.evaluate {name}: {seconds:.2f} s = {seconds / best_memory:.2f}x in-memory, "
-              f"{seconds / best_bound:.1f}x the lower bound; bytes per row moved: {shown}")
+              f"{seconds / best_bound:.1f}x the lower bound; bytes per row moved: {shown}; peak worker memory "
+              f"{peak / 2**30:.2f} GiB")
     print(f"  lower bound = {best_bound / best_memory:.2f}x in-memory; reports agree within {gap:.1e}")
 
 
@@ -185,4 +226,5 @@ if __name__ == "__main__":
     main(arguments[0], int(float(arguments[1])) if len(arguments) > 1 else 10_000_000,
          int(arguments[2]) if len(arguments) > 2 else 10, int(arguments[3]) if len(arguments) > 3 else 2,
          frames="--frames" in flags, score_type=np.float64 if "--float64" in flags else np.float32,
-         sync="--sync" in flags)
+         sync="--sync" in flags, with_memory="--no-memory" not in flags,
+         memory_limit=next((flag.split("=", 1)[1] for flag in flags if flag.startswith("--memory-limit=")), "6GiB"))

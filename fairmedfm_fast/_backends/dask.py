@@ -499,6 +499,32 @@ def _computed(dask: Any, items: list, bar: Progress) -> list:
     return client.gather(futures)
 
 
+def _submitted(dask: Any, items: list) -> Any:
+    """``items`` handed to the distributed cluster (their futures), or the items themselves where there
+    is none (computed by :func:`_collected`)."""
+    client = _client()
+    if client is not None:  # unless dask.config sets another scheduler (a test's "sync", say)
+        from dask.base import get_scheduler
+
+        if get_scheduler() != client.get:
+            client = None
+    return (None, items) if client is None else (client, client.compute(items))
+
+
+def _collected(dask: Any, pending: Any, bar: Progress) -> list:
+    """The results of :func:`_submitted`; ``bar`` advances per finished item on a cluster."""
+    client, items = pending
+    if client is None:
+        out = list(dask.compute(*items))
+        bar.update(len(items))
+        return out
+    from distributed import as_completed
+
+    for _ in as_completed(items):
+        bar.update()
+    return client.gather(items)
+
+
 def _evaluate(dask: Any, ddf: Any, label: str, score: str, names: list[str], bins: dict, intersectional: bool,
               pos_label: Any, score_type: str, threshold: float | None, npartitions: int | None,
               bar: Progress, metrics: Sequence[str] = (), analytic: tuple[float, str | None] | None = None
@@ -535,6 +561,13 @@ def _evaluate(dask: Any, ddf: Any, label: str, score: str, names: list[str], bin
     if layout is not None:  # records routed by score range, each range sorted where it lands
         bounds = _records.bits(np.array(divisions[1:-1], plan.score_dtype))
         ranged, sums = _routed(local, holders, plan, layout, bounds, sizes, make_plan)
+        # Submitted, the graph keeps each partition's columns only until its records are packed: this
+        # function lets go of them (on a distributed cluster; Dask's local schedulers run it here).
+        pending = _submitted(dask, [ranged, *sums])
+        del local, ranged, sums
+        done = _collected(dask, pending, bar)
+        ranged, sums = done[0], done[1:]
+        return _finish(plan, ranged, list(sums), sizes, threshold, metadata, metrics, analytic)
     else:  # the sort of frames
         code_names = _code_names(plan)
         frame_meta = pd.DataFrame({_SCORE: np.empty(0, plan.score_dtype), _LABEL: np.empty(0, np.uint8),
@@ -546,12 +579,18 @@ def _evaluate(dask: Any, ddf: Any, label: str, score: str, names: list[str], bin
         ranged = dask.delayed(make_plan)(counted)
         sums = [dask.delayed(_range_sums)(rows, ranged, r) for r, rows in enumerate(ranges)]
     done = _computed(dask, [ranged, *sums], bar)
-    ranged, sums = done[0], done[1:]
-    groupings = _groupings(list(sums), ranged, threshold)
+    return _finish(plan, done[0], list(done[1:]), sizes, threshold, metadata, metrics, analytic)
+
+
+def _finish(plan: _survey.Plan, ranged: _ranges.RangePlan, sums: list[dict[str, Any]], sizes: np.ndarray,
+            threshold: float | None, metadata: dict[str, Any], metrics: Sequence[str],
+            analytic: tuple[float, str | None] | None) -> FairnessReport:
+    """The report from the ranges' sums."""
+    groupings = _groupings(sums, ranged, threshold)
     metadata.update(asked(threshold, metrics=metrics))
     report, results = _report(plan, groupings, metadata)
     if analytic is not None:
-        _with_analytic(report, results, list(sums), sizes, *analytic)
+        _with_analytic(report, results, sums, sizes, *analytic)
     return report
 
 
