@@ -310,6 +310,8 @@ def register_metric(name: str, finish: Callable[[Mapping[str, np.ndarray]], np.n
         each class, and a small group (few positives or negatives) is left out of the lower bound
         of their intervals.
 
+    Notes
+    -----
     A module can reach the command line and Dask workers by declaring itself in the
     ``fairmedfm_fast.metrics`` entry-point group of its distribution (``[project.entry-points."
     fairmedfm_fast.metrics"] npv = "my_metrics"``): the module is imported the first time a name
@@ -366,8 +368,8 @@ def register_segmentation_metric(name: str, from_counts: Callable, *, display: s
     """Add a per-sample segmentation metric from voxel counts, computed with
     ``evaluate_segmentation(pred_masks=..., true_masks=..., metrics=[name])``.
 
-    ``from_counts`` takes an (n, 3) integer array of |P|, |T| and |P and T| per sample and returns
-    n floats, NaN where both masks are empty (those samples take ``empty_score``: the number, or
+    ``from_counts`` takes an (n, 3) integer array of ``|P|``, ``|T|`` and ``|P and T|`` per sample and
+    returns n floats, NaN where both masks are empty (those samples take ``empty_score``: the number, or
     ``empty_score[name]`` of a dict, default 1). The report gets ``mean_<name>`` per group and
     ``mean_``/``worst_``/``delta_``/``std_<name>`` per attribute, with intervals and p-values as
     for the surface metrics, and ``report.plot(name)`` draws its distribution per group.

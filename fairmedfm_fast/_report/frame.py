@@ -75,6 +75,8 @@ class FairnessReport:
         For a report of :func:`~fairmedfm_fast.evaluate_tasks`: each task's own report (its
         ``summary``, ``by_group``, ``ci`` and ``p_values`` are the rows of that task here).
 
+    Notes
+    -----
     The keyword-only ``curves``, ``dice_data`` and ``metric_data`` hand :meth:`plot` what it draws:
     :func:`~fairmedfm_fast.evaluate` passes each attribute's ROC and reliability summaries, recorded
     while it had the samples sorted (bounded in size: at most about a thousand ROC points and ten
