@@ -49,7 +49,9 @@ def evaluate(y_true: Any, y_score: Any, sensitive_features: Any, *, pos_label: A
     pos_label : scalar, optional
         The positive class of ``y_true`` (one-vs-rest when there are more than two classes).
     score_type : {"auto", "probability", "logit"}
-        ``"auto"`` reads scores within [0, 1] as probabilities and others as logits.
+        ``"auto"`` reads scores within [0, 1] as probabilities and others as logits (saying so in
+        ``report.warnings`` and as a ``UserWarning``); ``"logit"`` converts them as asked, noted in
+        ``report.warnings`` only, as fairmedfm 0.4.2's ``evaluate`` does.
     score_column : int, optional
         Column of the positive class in a (n_samples, n_classes) ``y_score``.
     bins : dict, optional
@@ -130,7 +132,8 @@ def evaluate(y_true: Any, y_score: Any, sensitive_features: Any, *, pos_label: A
     check_resampling(attributes, n_boot, n_permutations, _resample.RESAMPLED_PER_GROUP)
     conversion_note = transform_note(prepared.metadata, prepared.conversion)
     warnings.extend(conversion_note)
-    _warn(conversion_note)  # also a UserWarning, as the one-number functions give it
+    if score_type != "logit":  # a conversion the caller did not ask for: a UserWarning too (logits asked for: none)
+        _warn(conversion_note)
     require_both_labels(prepared.labels)
     results, overall, arranged = assess(prepared, attributes, warnings, wanted=with_default(extra),
                                         threshold=threshold, weights=weights, presort=presort,
