@@ -170,12 +170,17 @@ def test_too_few_permutations_for_the_adjustment_warn_with_the_number_needed():
                                          r"n_permutations=239 or more") as caught:
         report = fm.evaluate(y, scores, attributes, n_permutations=200, p_adjust="holm", random_state=0)
     assert any("n_permutations=239" in message for message in report.warnings) and len(caught) == 1
+    # Too few: no gap is called significant or not (None), rather than "not significant" (False).
+    assert report.gaps["test_significant"].isna().all() and report.gaps["significant"].isna().all()
+    assert report.gaps["p_adjusted"].notna().sum() == 12
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        fm.evaluate(y, scores, attributes, n_permutations=239, p_adjust="holm", random_state=0)
-        fm.evaluate(y, scores, attributes, n_permutations=19, random_state=0)  # 1/20 = 0.05: reachable
+        enough = fm.evaluate(y, scores, attributes, n_permutations=239, random_state=0)  # holm, the default
+        fm.evaluate(y, scores, attributes, n_permutations=19, p_adjust=None, random_state=0)  # 1/20: reachable
+    tested = enough.gaps.drop(index="worst-auc", level="column")
+    assert tested["test_significant"].map(lambda v: v in (True, False)).all()
     with pytest.warns(UserWarning, match="n_permutations=18 is too few.*at all; use n_permutations=19"):
-        fm.evaluate(y, scores, attributes, n_permutations=18, random_state=0)
+        fm.evaluate(y, scores, attributes, n_permutations=18, p_adjust=None, random_state=0)
 
 
 def test_a_group_of_two_samples_is_flagged_and_named_behind_the_gap():
@@ -195,21 +200,31 @@ def test_a_group_of_two_samples_is_flagged_and_named_behind_the_gap():
         "positives, 1 negatives); their AUC, TPR and TNR rest on few samples, and a gap they define may be "
         "chance (by_group['small_group'] flags them)"]
     gaps = report.gaps.loc["site"]
-    assert gaps.loc["worst-auc", "low_group"] == "tiny" and gaps.loc["worst-auc", "small_group"]
-    assert gaps.loc["auc-gap", "low_group"] == "tiny" and gaps.loc["auc-gap", "value"] == report.summary.loc[
-        "site", "auc-gap"]
+    # fairmedfm's values (the summary's) are defined by the tiny group: listed apart, not estimable ...
+    assert gaps.loc["worst-auc", "low_group_all"] == "tiny" and gaps.loc["worst-auc", "small_group"]
+    assert gaps.loc["auc-gap", "low_group_all"] == "tiny" and gaps.loc["auc-gap", "value_all_groups"] == \
+        report.summary.loc["site", "auc-gap"]
+    assert gaps.loc["auc-gap", "not_estimable"] == "tiny has 1 positive and 1 negative"
+    # ... and the gap reported is the one among the groups that are not small
+    without = fm.evaluate(y[2:], scores[2:], {"site": site[2:]})
+    for column in ("worst-auc", "auc-gap", "acc-gap", "eo", "eod"):
+        assert gaps.loc[column, "value"] == pytest.approx(without.summary.loc["site", column], abs=1e-12), column
+        assert "tiny" not in (gaps.loc[column, "high_group"], gaps.loc[column, "low_group"])
     assert report.to_dict()["attributes"]["site"]["groups"]["tiny"]["small_group"] is True
     # Its resamples cannot show how uncertain its AUC, TPR and TNR are (every resample that defines its
-    # AUC gives 0): the gaps of those metrics are bounded by 1 only, and stay bounded without it.
+    # AUC gives 0): it gets no interval, and the gaps' intervals are those of the other groups, as bounded
+    # as without it.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        boot = fm.evaluate(y, scores, {"site": site}, n_boot=100, random_state=0).gaps.loc["site"]
+        full = fm.evaluate(y, scores, {"site": site}, n_boot=100, n_permutations=200, random_state=0)
         plain = fm.evaluate(y[2:], scores[2:], {"site": site[2:]}, n_boot=100, random_state=0).gaps.loc["site"]
-    for column in ("auc-gap", "eo"):
-        assert (boot.loc[column, "lo"], boot.loc[column, "hi"]) == (0.0, 1.0), column
-        assert 0 <= plain.loc[column, "lo"] <= plain.loc[column, "value"] <= plain.loc[column, "hi"] < 0.2, column
-    assert (boot.loc["eod", "lo"], boot.loc["eod", "hi"]) == (0.0, 1.0)
-    assert boot.loc["acc-gap", "hi"] < 1.0  # accuracy does not condition on the label: its resamples move
+    boot = full.gaps.loc["site"]
+    assert full.ci["by_group"].loc[("site", "tiny")].isna().all()
+    for column in ("auc-gap", "eo", "acc-gap"):
+        assert 0 <= boot.loc[column, "lo"] <= boot.loc[column, "value"] <= boot.loc[column, "hi"] < 0.2, column
+        assert boot.loc[column, "hi"] == pytest.approx(plain.loc[column, "hi"], abs=0.05), column
+        assert not boot.loc[column, "significant"]  # a and b do not differ: never because of tiny
+    assert boot.loc["eod", "lo"] > 0.8 and boot.loc["eod", "hi"] == 1.0
 
 
 def test_every_setting_is_recorded_in_metadata_json_and_html():
@@ -250,7 +265,7 @@ def test_every_setting_is_recorded_in_metadata_json_and_html():
     assert json.dumps(meta["bins"]["age"]) in settings.replace("&quot;", '"')
     # the defaults, recorded too
     plain = fm.evaluate(y, scores, {"sex": sex})
-    assert plain.metadata["n_boot"] == 0 and plain.metadata["seed"] is None and plain.metadata["p_adjust"] is None
+    assert plain.metadata["n_boot"] == 0 and plain.metadata["seed"] is None and plain.metadata["p_adjust"] == "holm"
     assert plain.metadata["bins"] == {} and plain.metadata["metrics"] == [] and plain.metadata["intersectional"] is False
     fixed = fm.evaluate(y, scores, {"sex": sex}, threshold=0.4)
     assert fixed.metadata["threshold"] == 0.4 and fixed.metadata["best_f1_threshold"] is None

@@ -75,59 +75,120 @@ def _p(row) -> str:
 
 
 def largest_gap(report) -> tuple[str, Any] | None:
-    """(attribute, its auc-gap row of report.gaps) of the largest AUC gap, or None."""
+    """(attribute, its auc-gap row of report.gaps) of the largest AUC gap among groups that are not
+    small (``value``; a gap defined by a small group is never the headline), or None."""
     gaps = report.gaps
     if gaps is None or gaps.empty:
         return None
     auc = gaps.xs("auc-gap", level="column")
-    if auc.empty or not np.isfinite(auc["value"]).any():
+    if auc.empty or not np.isfinite(auc["value"].astype(float)).any():
         return None
     attribute = auc["value"].astype(float).idxmax()
     return attribute, auc.loc[attribute]
 
 
+def family_note(report) -> str:
+    """How "significant" is decided, the families the p-values are adjusted over, and (when too few
+    permutations were drawn) how many would be needed."""
+    from .._statistics import findings as _findings
+
+    p_values = report.p_values
+    alpha = _alpha(report)
+    if p_values is None:
+        interval = "" if report.ci is None else " The intervals alone call nothing significant."
+        return (f'<p class="note">No permutation test was run (n_permutations=0): no gap is called significant.'
+                f"{interval}</p>")
+    method = report.metadata.get("p_adjust")
+    raw = _findings.raw_p_values(p_values, method)
+    tests = _findings.tests_in_family(raw)
+    n_permutations = int(report.metadata.get("n_permutations") or 0)
+    if method:
+        family = (f"p-value, {_e(method)}-adjusted over the report's {tests} gap tests (every attribute's gaps "
+                  "are one family; the pairwise differences of the heat map are a family of their own),")
+    else:
+        family = f"p-value, not adjusted (p_adjust=None: each of the {tests} gap tests on its own),"
+    text = (f"A gap is called significant when its {family} is at most {alpha:g} and its {1 - alpha:.0%} "
+            "interval, when there is one, rules out equal groups (a gap of 0, an eod of 1); gaps defined by a small group are listed apart and "
+            "never tested.")
+    if not _findings.reachable(tests, n_permutations, method, alpha):
+        needed = _findings.permutations_needed(tests, method, alpha)
+        text += (f' <span class="flag">n_permutations={n_permutations} is too few: no p-value can reach {alpha:g}'
+                 f"{' after the adjustment' if method else ''}, so no gap is called significant or not (–); "
+                 f"n_permutations={needed} or more would be needed.</span>")
+    return f'<p class="note">{text}</p>'
+
+
 def findings(report) -> str:
-    """Plain sentences: the largest AUC gap, then per attribute each gap with its groups, interval and
-    p-value (significant ones first), and the small groups."""
+    """Plain sentences: the largest AUC gap among groups that are not small, then per attribute each gap
+    with its groups, interval and p-value (significant ones first), the gaps that small groups define
+    (not estimable, apart) and the small groups."""
     gaps = report.gaps
     level = report.ci["level"] if report.ci else 1 - _alpha(report)
     parts = ['<section id="findings"><h2>Findings</h2>']
     top = largest_gap(report)
     if top is None:
-        parts.append("<p>No attribute has two groups that can be compared.</p></section>")
-        return "".join(parts)
-    attribute, row = top
-    parts.append(f'<p class="headline">Largest AUC gap: <b>{_e(attribute)}</b>, {_f(row["value"])} between '
-                 f'<b>{_e(row["high_group"])}</b> (AUC {_f(row["high"])}) and <b>{_e(row["low_group"])}</b> '
-                 f'(AUC {_f(row["low"])}){_verdict(row, level)}.</p>')
+        parts.append("<p>No attribute has two groups that can be compared (small groups left out).</p>")
+    else:
+        attribute, row = top
+        parts.append(f'<p class="headline">Largest AUC gap: <b>{_e(attribute)}</b>, {_f(row["value"])} between '
+                     f'<b>{_e(row["high_group"])}</b> (AUC {_f(row["high"])}) and <b>{_e(row["low_group"])}</b> '
+                     f'(AUC {_f(row["low"])}){_verdict(row, level)}.</p>')
+    parts.append(family_note(report))
     for name in dict.fromkeys(gaps.index.get_level_values("attribute")):
         rows = gaps.loc[name]
-        items = []
+        items, apart = [], []
         worst = rows.loc["worst-auc"] if "worst-auc" in rows.index else None
         ordered = rows.drop(index="worst-auc", errors="ignore")
         key = ordered["significant"].map(lambda s: 0 if s is True else 1)
         ordered = ordered.assign(_key=key).sort_values(["_key", "p_value", "value"], ascending=[True, True, False])
         for column, gap in ordered.iterrows():
             what = NAMES.get(column, column)
-            if column == "eod":
-                items.append(f"<li>{what} {_f(gap['value'])} (1 is equal; TPR ranges from "
-                             f"{_f(gap['low'])} in {_e(gap['low_group'])} to {_f(gap['high'])} in "
-                             f"{_e(gap['high_group'])}){_verdict(gap, level, eod=True)}</li>")
-            else:
-                items.append(f"<li>{what} {_f(gap['value'])}: {_e(gap['high_group'])} {_f(gap['high'])} vs "
-                             f"{_e(gap['low_group'])} {_f(gap['low'])}{_verdict(gap, level)}</li>")
+            if math.isfinite(gap["value"]):
+                if column == "eod":
+                    items.append(f"<li>{what} {_f(gap['value'])} (1 is equal; {_eod_ranges(report, name)})"
+                                 f"{_verdict(gap, level)}</li>")
+                else:
+                    items.append(f"<li>{what} {_f(gap['value'])}: {_e(gap['high_group'])} {_f(gap['high'])} vs "
+                                 f"{_e(gap['low_group'])} {_f(gap['low'])}{_verdict(gap, level)}</li>")
+            if gap["small_group"]:
+                apart.append(f"<li>{what} {_f(gap['value_all_groups'])} between {_e(gap['high_group_all'])} and "
+                             f"{_e(gap['low_group_all'])}: not estimable, {_e(gap['not_estimable'])}</li>")
         small = [str(g) for g, flag in report.by_group.loc[name, "small_group"].items() if flag] \
             if "small_group" in report.by_group.columns else []
         note = ""
+        if apart:
+            note += ('<p class="flag">Defined by a small group, so not estimable and not tested (the summary\'s '
+                     f"values):</p><ul>{''.join(apart)}</ul>")
         if small:
-            note = (f'<p class="flag">Small groups (values rest on few positives or negatives): '
-                    f'{_e(", ".join(small))}.</p>')
+            note += (f'<p class="flag">Small groups (values rest on few positives or negatives; left out of the gaps '
+                     f'above): {_e(", ".join(small))}.</p>')
         worst_text = ""
-        if worst is not None:
+        if worst is not None and math.isfinite(worst["value"]):
             worst_text = f" Worst AUC {_f(worst['value'])} in {_e(worst['low_group'])}."
+        if worst is not None and worst["small_group"]:
+            worst_text += (f" (Lowest of all: {_f(worst['value_all_groups'])} in {_e(worst['low_group_all'])}, "
+                           f"not estimable: {_e(worst['not_estimable'])}.)")
         parts.append(f"<h3>{_e(name)}</h3><p>{worst_text}</p><ul>{''.join(items)}</ul>{note}")
     parts.append("</section>")
     return "".join(parts)
+
+
+def _eod_ranges(report, attribute) -> str:
+    """The TPR and FPR ranges (at the decision threshold) over the groups that are not small: the two
+    gaps whose mean, subtracted from 1, is the eod."""
+    table = report.by_group.loc[attribute]
+    keep = table["skipped"].isna() if "skipped" in table.columns else np.ones(len(table), bool)
+    if "small_group" in table.columns:
+        keep &= ~table["small_group"].astype(bool)
+    table = table[keep]
+    words = []
+    for label, column, flip in (("TPR", "tpr@best_f1", False), ("FPR", "tnr@best_f1", True)):
+        if column not in table.columns or table[column].isna().all():
+            continue
+        values = (1 - table[column]) if flip else table[column]
+        words.append(f"{label} from {_f(values.min())} in {_e(values.idxmin())} to {_f(values.max())} in "
+                     f"{_e(values.idxmax())}")
+    return ", ".join(words) + (" (eod = 1 - (TPR range + FPR range) / 2)" if len(words) == 2 else "")
 
 
 def _interval_table(report, part: str):
@@ -143,7 +204,9 @@ def _alpha(report) -> float:
     return 1 - float(report.metadata.get("ci", 0.95))
 
 
-def _verdict(row, level: float, eod: bool = False) -> str:
+def _verdict(row, level: float) -> str:
+    """The interval, p-value and verdict of a row of ``report.gaps``: "significant" only when the
+    adjusted test and the interval (when there is one) agree; their disagreement said in words."""
     bits = []
     interval = _interval(row["lo"], row["hi"])
     if interval:
@@ -151,12 +214,17 @@ def _verdict(row, level: float, eod: bool = False) -> str:
     p = _p(row)
     if p:
         bits.append(p)
+    test, excludes = row["test_significant"], row["interval_excludes"]
     if row["significant"] is True:
-        bits.append("<b>significant</b>")
-    elif row["significant"] is False:
+        bits.append("<b>significant</b>" + (" (test and interval agree)" if excludes is True else ""))
+    elif test is True and excludes is False:
+        bits.append('<span class="flag">the adjusted test rejects equal groups but the interval includes them: '
+                    "they disagree, not called significant</span>")
+    elif test is False and excludes is True:
+        bits.append('<span class="flag">the interval rules out equal groups but the adjusted test does not '
+                    f"reach {1 - level:g}: they disagree, not called significant</span>")
+    elif test is False:
         bits.append("not significant")
-    if row.get("small_group"):
-        bits.append('<span class="flag">defined by a small group</span>')
     return (" — " + ", ".join(bits)) if bits else ""
 
 
