@@ -226,3 +226,93 @@ def test_eod_names_both_the_tpr_and_the_fpr_ranges(scenario):
     tpr, fpr = table["tpr@best_f1"], 1 - table["tnr@best_f1"]
     assert f"TPR from {tpr.min():.3f} in {tpr.idxmin()} to {tpr.max():.3f} in {tpr.idxmax()}" in line
     assert f"FPR from {fpr.min():.3f} in {fpr.idxmin()} to {fpr.max():.3f} in {fpr.idxmax()}" in line
+
+
+# ---------------------------------------------------------------------------------------------
+# A page that reads at 1280 px
+# ---------------------------------------------------------------------------------------------
+
+def smallest_text_px(figure) -> float:
+    """The smallest text of ``figure`` in CSS pixels as the page shows it at 1280 px: its size in points
+    / 72 x the dpi the page renders it at x displayed width / the PNG's width (the page's content is
+    1168 px wide at 1280: body max-width 1200 px less its padding; a wider PNG is scaled down)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.text import Text
+
+    from fairmedfm_fast._report.html import PAGE_WIDTH
+
+    width = figure.get_size_inches()[0]
+    dpi = min(100, PAGE_WIDTH / width)  # as _figure_html renders it
+    png_width = width * dpi
+    displayed = min(png_width, PAGE_WIDTH)
+    FigureCanvasAgg(figure)
+    figure.canvas.draw()
+    texts = [t for t in figure.findobj(Text) if t.get_visible() and t.get_text().strip()]
+    return min(t.get_fontsize() / 72 * dpi * displayed / png_width for t in texts)
+
+
+def _groups_report(n_groups, n_attributes=1, seed=5, **options):
+    rng = np.random.default_rng(seed)
+    n = 600 * n_groups
+    y = (rng.random(n) < 0.4).astype(int)
+    features = {f"attribute_{k}": rng.choice([f"site {i} of the network" for i in range(n_groups)], n)
+                for k in range(n_attributes)}
+    return _quiet(fm.evaluate, y, rng.random(n), features, **options)
+
+
+@pytest.mark.parametrize("n_groups, n_attributes, options", [
+    (3, 1, {"n_boot": 30, "n_permutations": 30, "random_state": 0}),
+    (4, 3, {"n_boot": 30, "n_permutations": 30, "random_state": 0}),
+    (8, 2, {"interval": "analytic"}),
+    (12, 1, {}),
+])
+def test_heat_map_text_is_at_least_9_px_at_1280(n_groups, n_attributes, options):
+    pytest.importorskip("matplotlib")
+    import base64
+    import struct
+
+    from fairmedfm_fast._report import pictures
+
+    report = _groups_report(n_groups, n_attributes, **options)
+    figure = pictures.plot_pairwise(report)
+    assert figure.get_size_inches()[0] <= pictures.FIGURE_WIDTH_MAX + 1e-9
+    assert smallest_text_px(figure) >= 9
+    # the page's PNG is the width the computation assumed (100 dpi)
+    page = report.to_html(figures=["pairwise"])
+    encoded = re.search(r'<img src="data:image/png;base64,([A-Za-z0-9+/=]+)"', page).group(1)
+    width = struct.unpack(">I", base64.b64decode(encoded)[16:20])[0]
+    assert abs(width - figure.get_size_inches()[0] * 100) <= 1
+
+
+def test_many_groups_move_the_heat_maps_numbers_to_a_table():
+    pytest.importorskip("matplotlib")
+    from matplotlib.text import Text
+
+    report = _groups_report(20, 1, n_permutations=40, random_state=0)
+    figure = report.plot("pairwise")
+    assert not [t for t in figure.findobj(Text) if t.get_text().startswith(("+", "-"))]
+    page = report.to_html(figures=["pairwise"])
+    assert "too many groups for numbers in its cells: the first 200 of 190" not in page
+    assert "all 190 pairs" in page
+    frame = report.pairwise("auc")
+    row = frame.iloc[1]
+    assert f"{row['difference']:+.4f}" in page or f"{-row['difference']:+.4f}" in page
+
+
+def test_summary_table_holds_n_and_marks_and_the_settings_are_rounded(scenario):
+    page = scenario.to_html(figures=False)
+    summary = page[page.index("<h2>Summary</h2>"):page.index("<h2>Per group</h2>")]
+    assert "<th>n</th>" in summary and f"<td>{int(scenario.summary.loc['site', 'n'])}</td>" in summary
+    auc_row = next(row for row in summary.split("<tr>") if "<th>auc-gap</th>" in row)
+    assert "small group" in auc_row and "*" in auc_row  # the hospitals' gap is significant
+    assert "* significant: the adjusted test and the interval agree" in summary
+    samples = page[page.index("<h2>All samples</h2>"):page.index("<section id=\"glossary\">")]
+    for key in ("auc@best_f1", "bce@best_f1", "ece@best_f1"):
+        assert f"<th>{key}</th>" not in samples
+        assert key in scenario.by_group.columns  # fairmedfm's table keeps them
+    assert "<th>acc@best_f1</th>" in samples and "<th>auc</th>" in samples
+    settings = page[page.index("<h2>Settings</h2>"):]
+    assert "{" not in settings and "[]" not in settings and '"' not in settings
+    threshold = scenario.metadata["best_f1_threshold"]["site"]
+    assert f"site: {threshold:.4g}" in settings and f"{threshold!r}" not in settings
+    assert "<th>samples_dropped</th><td class='text'>none</td>" in settings

@@ -4,7 +4,6 @@ and p-value (long, or one per attribute, so that every table fits the page)."""
 from __future__ import annotations
 
 import html
-import json
 import math
 from typing import Any
 
@@ -188,7 +187,7 @@ def _eod_ranges(report, attribute) -> str:
         values = (1 - table[column]) if flip else table[column]
         words.append(f"{label} from {_f(values.min())} in {_e(values.idxmin())} to {_f(values.max())} in "
                      f"{_e(values.idxmax())}")
-    return ", ".join(words) + (" (eod = 1 - (TPR range + FPR range) / 2)" if len(words) == 2 else "")
+    return ", ".join(words) + ("; eod = 1 - (TPR range + FPR range) / 2" if len(words) == 2 else "")
 
 
 def _interval_table(report, part: str):
@@ -241,22 +240,46 @@ def glossary(report=None) -> str:
             if entry is not None and entry.optional:
                 what, better = KIND_WORDS[entry.kind]
                 entries.append((column, f"{what} {', '.join(entry.reads)}", better))
-    rows = "".join(f"<tr><th>{_e(name)}</th><td class='text'>{_e(what)}</td><td class='text'>{_e(better)}</td></tr>"
+    rows = "".join(f"<tr><th>{_e(name)}</th><td class='text'>{_e(what)}</td><td class='text nowrap'>{_e(better)}</td>"
+                   "</tr>"
                    for name, what, better in entries)
     return ('<section id="glossary"><h2>Glossary</h2><table class="fit"><thead><tr><th>name</th>'
             '<th>meaning</th><th>better</th></tr></thead><tbody>' + rows + "</tbody></table></section>")
 
 
+def _mark(gap) -> str:
+    """The mark of a row of ``report.gaps`` in the summary table (see :data:`MARKS`)."""
+    if gap is None:
+        return ""
+    if gap["significant"] is True:
+        return "*"
+    if gap["test_significant"] is True or (gap["test_significant"] is False and gap["interval_excludes"] is True):
+        return "≠"
+    return ""
+
+
+#: The marks of the summary table, explained beneath it.
+MARKS = ("* significant: the adjusted test and the interval agree; ≠ the adjusted test and the interval "
+         "disagree (not called significant); small group: fairmedfm's value is defined by a small group (not "
+         "estimable), and the interval, p-value and mark are those of the gap among the other groups, shown "
+         "beside it.")
+
+
 def summary_table(report) -> str:
-    """One row per (attribute, summary column): value, interval, p-value."""
+    """One row per (attribute, summary column): the attribute's n and groups, the value, its interval,
+    p-value (raw and adjusted) and a mark of significance (:data:`MARKS`)."""
     ci = _interval_table(report, "summary")
     p_values = report.p_values
     suffix = report.metadata.get("p_adjust")
+    gaps = report.gaps
     body = []
     for attribute, row in report.summary.iterrows():
+        size = f"{int(row['n'])}" if "n" in row.index and math.isfinite(row["n"]) else ""
+        groups = f"{int(row['n_groups'])}" if "n_groups" in row.index and math.isfinite(row["n_groups"]) else ""
         for column, value in row.items():
             if column in ("n", "n_groups") or not isinstance(value, (int, float)) or not math.isfinite(value):
                 continue
+            gap = gaps.loc[(attribute, column)] if gaps is not None and (attribute, column) in gaps.index else None
             lo = hi = math.nan
             if ci is not None and f"{column}_lo" in ci.columns and attribute in ci.index:
                 lo, hi = float(ci.loc[attribute, f"{column}_lo"]), float(ci.loc[attribute, f"{column}_hi"])
@@ -265,11 +288,17 @@ def summary_table(report) -> str:
                 p = _f(p_values.loc[attribute, column], 4)
                 if suffix and f"{column}_{suffix}" in p_values.columns:
                     p += f" ({_f(p_values.loc[attribute, f'{column}_{suffix}'], 4)})"
-            body.append(f"<tr><th>{_e(attribute)}</th><th>{_e(column)}</th><td>{value:.4f}</td>"
-                        f"<td>{_interval(lo, hi)}</td><td>{p}</td></tr>")
+            mark, shown = _mark(gap), f"{value:.4f}"
+            if gap is not None and gap["small_group"]:
+                others = _f(gap["value"], 4)
+                shown += f"<br><small class='flag'>small group; the others: {others}</small>"
+                mark = ("small group " + mark).strip()
+            body.append(f"<tr><th>{_e(attribute)}</th><td>{size}</td><td>{groups}</td><th>{_e(column)}</th>"
+                        f"<td>{shown}</td><td>{_interval(lo, hi)}</td><td>{p}</td><td class='text'>{mark}</td></tr>")
     p_head = "p-value" + (f" ({_e(suffix)})" if suffix else "")
-    return ('<table class="fit"><thead><tr><th>attribute</th><th>metric</th><th>value</th><th>interval</th>'
-            f'<th>{p_head}</th></tr></thead><tbody>' + "".join(body) + "</tbody></table>")
+    return ('<table class="fit"><thead><tr><th>attribute</th><th>n</th><th>groups</th><th>metric</th><th>value</th>'
+            f'<th>interval</th><th>{p_head}</th><th>mark</th></tr></thead><tbody>' + "".join(body)
+            + f'</tbody></table><p class="note">{_e(MARKS)}</p>')
 
 
 def group_tables(report) -> str:
@@ -305,14 +334,90 @@ def group_tables(report) -> str:
 
 
 def settings_table(metadata: dict[str, Any]) -> str:
-    rows = "".join(f"<tr><th>{_e(key)}</th><td class='text'>{_e(_shown(value))}</td></tr>"
+    """The settings as a table of rounded values: a mapping as "key value" pairs, a list of records one
+    a line, an empty list as "none" (no JSON)."""
+    rows = "".join(f"<tr><th>{_e(key)}</th><td class='text'>{_shown(value)}</td></tr>"
                    for key, value in metadata.items())
     return f"<table class='fit'><tbody>{rows}</tbody></table>"
 
 
 def _shown(value: Any) -> str:
-    if isinstance(value, (dict, list, tuple)):
-        return json.dumps(value, default=str)
-    if isinstance(value, float):
-        return f"{value:.6g}"
-    return str(value)
+    """``value`` as escaped text for the settings table."""
+    if isinstance(value, dict):
+        if not value:
+            return "none"
+        return "<br>".join(f"{_e(key)}: {_shown(item)}" for key, item in value.items())
+    if isinstance(value, (list, tuple)):
+        if not value:
+            return "none"
+        if all(isinstance(item, dict) for item in value):
+            return "<br>".join(", ".join(f"{_e(k)} {_shown(v)}" for k, v in item.items()) for item in value)
+        return ", ".join(_shown(item) for item in value)
+    if isinstance(value, (float, np.floating)):
+        return _e(f"{float(value):.4g}")
+    if value is None:
+        return "none"
+    return _e(value)
+
+
+#: ``overall`` keys the page's "All samples" table leaves out when they equal the key without the suffix
+#: (the AUC, cross-entropy and calibration error do not depend on a threshold); ``by_group`` keeps them.
+SAME_AT_THRESHOLD = ("auc", "bce", "ece")
+
+
+def all_samples(overall: dict[str, Any]) -> dict[str, Any]:
+    """``overall`` without the ``@best_f1`` copies of the values that take no threshold."""
+    out = dict(overall)
+    for key in SAME_AT_THRESHOLD:
+        copy = key + BEST
+        if copy in out and key in out and (out[copy] == out[key] or (
+                isinstance(out[copy], float) and math.isclose(out[copy], out[key], rel_tol=1e-12, abs_tol=1e-15))):
+            del out[copy]
+    return out
+
+
+#: The most pairs the page lists when the heat map has no room for its numbers.
+PAIRS_LISTED = 200
+
+
+def pairwise_numbers(report) -> str:
+    """The heat map's numbers as a table for the attributes whose heat map holds colours only (many
+    groups): each pair once, the smallest adjusted p-values and largest differences first, at most
+    :data:`PAIRS_LISTED` (``report.pairwise()`` has every pair); "" when every cell holds its numbers."""
+    from .._statistics.pairwise import default_metric, pairwise
+    from .pictures import _pair_details, pairwise_layout
+
+    try:
+        table = pairwise(report, default_metric(report.task))
+    except ValueError:
+        return ""
+    if table.empty or table.index.nlevels != 3:
+        return ""
+    interval, p_column, _ = _pair_details(table)
+    detailed = interval is not None or p_column is not None
+    groups = [list(dict.fromkeys(map(str, part.index.get_level_values("group"))))
+              for _, part in table.groupby(level="attribute", sort=False)]
+    if pairwise_layout(groups, detailed)["text"]:  # as plot_pairwise decides it: one layout for every panel
+        return ""
+    crowded = list(dict.fromkeys(table.index.get_level_values("attribute")))
+    rows = table[table.index.get_level_values("attribute").isin(crowded)].reset_index()
+    position = {key: i for i, key in enumerate(dict.fromkeys(zip(rows["attribute"], rows["group"])))}
+    once = rows[[position[(a, g)] < position[(a, o)] for a, g, o in zip(rows["attribute"], rows["group"],
+                                                                        rows["other"])]]
+    order = once.assign(_p=once[p_column] if p_column else 1.0, _d=-once["difference"].abs())
+    order = order.sort_values(["_p", "_d"], kind="stable").head(PAIRS_LISTED)
+    body = []
+    for _, row in order.iterrows():
+        small = bool(row.get("small_group", False))
+        bounds = "" if interval is None or small else _interval(float(row[interval[0]]), float(row[interval[1]]))
+        p = _f(row[p_column], 4) if p_column else ""
+        star = "*" if p_column and math.isfinite(row[p_column]) and row[p_column] <= 0.05 else ""
+        body.append(f"<tr><th>{_e(row['attribute'])}</th><th>{_e(row['group'])}</th><th>{_e(row['other'])}</th>"
+                    f"<td>{row['difference']:+.4f}{star}</td><td>{bounds}</td><td>{p}</td>"
+                    f"<td class='text'>{'small group' if small else ''}</td></tr>")
+    shown = f"the first {len(order)} of {len(once)}" if len(once) > len(order) else f"all {len(once)}"
+    p_head = _e(p_column or "p-value")
+    return (f'<p class="note">The heat map of {_e(", ".join(map(str, crowded)))} has too many groups for numbers '
+            f"in its cells: {shown} pairs, smallest p-values first (report.pairwise() holds every pair).</p>"
+            "<table class='fit'><thead><tr><th>attribute</th><th>group</th><th>other</th><th>difference</th>"
+            f"<th>interval</th><th>{p_head}</th><th></th></tr></thead><tbody>{''.join(body)}</tbody></table>")

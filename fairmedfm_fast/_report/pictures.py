@@ -499,9 +499,33 @@ PAIRWISE_TEXT = 7.5
 FIGURE_WIDTH_MAX = 11.68
 
 
-def pairwise_has_cell_text(n_groups: int, detailed: bool) -> bool:
-    """Whether the heat map writes its numbers into the cells of an attribute of ``n_groups`` groups."""
-    return n_groups <= (PAIRWISE_CELL_TEXT_MAX if detailed else PAIRWISE_PLAIN_TEXT_MAX)
+#: The narrowest cell, in inches, that holds its numbers at :data:`PAIRWISE_TEXT` points ("[+0.813,
+#: +0.855]" is about 0.9 inch), and the width it gets when there is room.
+CELL_MIN = {True: 1.0, False: 0.5}
+CELL = {True: 1.2, False: 0.62}
+#: The colour bar's margin, in inches.
+COLOUR_BAR = 1.35
+
+
+def pairwise_layout(groups: Sequence[Sequence[str]], detailed: bool) -> dict[str, Any]:
+    """The heat map's cells for attributes of these ``groups`` (their names): ``text`` (whether the
+    cells hold their numbers: at most :data:`PAIRWISE_CELL_TEXT_MAX` groups, or
+    :data:`PAIRWISE_PLAIN_TEXT_MAX` for differences alone, and a cell of at least :data:`CELL_MIN` in
+    :data:`FIGURE_WIDTH_MAX`), ``cell`` and ``side`` (inches), ``ticks`` (point size of the group
+    names) and ``labels`` (inches of room for them)."""
+    most = max((len(names) for names in groups), default=2)
+    longest = max((len(_text(g)) for names in groups for g in names), default=1)
+    labels = 0.25 + longest * 8 * 0.7 / 72  # about 0.6 of a point size a character
+    room = FIGURE_WIDTH_MAX - (labels + 0.15) - COLOUR_BAR
+    cell = min(CELL[detailed], room / most)
+    text = most <= (PAIRWISE_CELL_TEXT_MAX if detailed else PAIRWISE_PLAIN_TEXT_MAX) and cell >= CELL_MIN[detailed]
+    if not text:
+        cell = min(0.3, (PAIRWISE_SIDE_MAX - 0.5) / most)
+    ticks = 8 if cell >= 0.15 else 6  # a label per cell: at most the cell's height
+    if ticks != 8:
+        labels = 0.25 + longest * ticks * 0.7 / 72
+    return {"text": text, "cell": cell, "side": min(max(2.4, cell * most), PAIRWISE_SIDE_MAX), "ticks": ticks,
+            "labels": labels}
 
 
 def plot_pairwise(report, attributes=None, metric: str | None = None):
@@ -529,17 +553,12 @@ def plot_pairwise(report, attributes=None, metric: str | None = None):
     present = {key if isinstance(key, tuple) else (key,) for key in table.index.droplevel([-2, -1]).unique()}
     shown = {key: [str(g) for g in dict.fromkeys(table.xs(key, level=levels).index.get_level_values("group"))]
              for key in names if key in present}
-    most = max((len(groups) for groups in shown.values()), default=2)
-    text_cells = pairwise_has_cell_text(most, detailed)
-    cell = (1.2 if detailed else 0.62) if text_cells else min(0.3, (PAIRWISE_SIDE_MAX - 0.5) / most)
-    side = min(max(2.4, cell * most), PAIRWISE_SIDE_MAX)  # the cells
-    ticks_size = 8 if side / most >= 0.15 else 6  # a label per cell: at most the cell's height
-    # Room for the tick labels (group names: about 0.6 of a point size a character), the titles and the
-    # colour bar, measured from the names instead of by a layout pass.
-    longest = max((len(_text(g)) for groups in shown.values() for g in groups), default=1)
-    labels = 0.25 + longest * ticks_size * 0.7 / 72
+    # Room for the tick labels, the titles and the colour bar, measured from the names instead of by a
+    # layout pass.
+    layout = pairwise_layout(list(shown.values()), detailed)
+    side, ticks_size, labels = layout["side"], layout["ticks"], layout["labels"]
     suptitle_lines = 1 + (p_column is not None) + (interval is not None)
-    left, right, between = labels + 0.15, 1.35, labels + 0.35
+    left, right, between = labels + 0.15, COLOUR_BAR, labels + 0.35
     columns = max(1, min(_COLUMNS, int((FIGURE_WIDTH_MAX - left - right + between) // (side + between))))
     figure, axes = _grid(len(names), side, side, columns,
                          (left, right, 0.3 + 0.2 * suptitle_lines + 0.3, labels + 0.15, between, labels + 0.45))
@@ -562,7 +581,7 @@ def plot_pairwise(report, attributes=None, metric: str | None = None):
         ticks = np.arange(len(order))
         ax.set_xticks(ticks, [_text(g) for g in order], rotation=90, fontsize=ticks_size)
         ax.set_yticks(ticks, [_text(g) for g in order], fontsize=ticks_size)
-        if not pairwise_has_cell_text(len(order), detailed):
+        if not layout["text"]:
             continue
         lo, hi = (square(c) for c in interval) if interval is not None else (None, None)
         p = square(p_column) if p_column is not None else None
