@@ -25,6 +25,7 @@ TINY = {
     "analytic_intervals.py": ["3000", "1", "2"],
     "accumulator_batches.py": ["speed", "500", "4", "1"],
     "gap_power.py": ["2", "300", "20"],
+    "interval_coverage.py": ["20", "2", "2", "20"],
     "tie_blocks.py": ["3000", "2"],
     # the installed package (or the editable one), in a process started outside the clone
     "first_calls.py": ["--only", "evaluate, 1,000 samples"],

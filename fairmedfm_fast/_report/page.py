@@ -385,7 +385,7 @@ def pairwise_numbers(report) -> str:
     groups): each pair once, the smallest adjusted p-values and largest differences first, at most
     :data:`PAIRS_LISTED` (``report.pairwise()`` has every pair); "" when every cell holds its numbers."""
     from .._statistics.pairwise import default_metric, pairwise
-    from .pictures import _pair_details, pairwise_layout
+    from .pictures import pair_details, pairwise_layout
 
     try:
         table = pairwise(report, default_metric(report.task))
@@ -393,7 +393,7 @@ def pairwise_numbers(report) -> str:
         return ""
     if table.empty or table.index.nlevels != 3:
         return ""
-    interval, p_column, _ = _pair_details(table)
+    interval, p_column, _ = pair_details(table)
     detailed = interval is not None or p_column is not None
     groups = [list(dict.fromkeys(map(str, part.index.get_level_values("group"))))
               for _, part in table.groupby(level="attribute", sort=False)]

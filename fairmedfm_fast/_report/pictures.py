@@ -462,7 +462,7 @@ def plot_dice(report, attributes=None, metric="dice"):
     return figure
 
 
-def _pair_details(table) -> tuple[tuple[str, str] | None, str | None, list[str]]:
+def pair_details(table) -> tuple[tuple[str, str] | None, str | None, list[str]]:
     """The interval and p-value columns of a :func:`~._pairwise.pairwise` table the heat map shows:
     the bootstrap interval and the permutation p-value when the report has them, else the analytic
     ones (the adjusted analytic p-value when the report asked for an adjustment); and their words."""
@@ -548,7 +548,7 @@ def plot_pairwise(report, attributes=None, metric: str | None = None):
     if attributes is not None:
         wanted = select_names(list(dict.fromkeys(str(key[-1]) for key in names)), attributes)
         names = [key for name in wanted for key in names if str(key[-1]) == name]
-    interval, p_column, words = _pair_details(table)
+    interval, p_column, words = pair_details(table)
     detailed = interval is not None or p_column is not None
     present = {key if isinstance(key, tuple) else (key,) for key in table.index.droplevel([-2, -1]).unique()}
     shown = {key: [str(g) for g in dict.fromkeys(table.xs(key, level=levels).index.get_level_values("group"))]
