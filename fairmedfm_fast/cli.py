@@ -200,9 +200,10 @@ def _add_more_arguments(score: argparse.ArgumentParser) -> None:
     more.add_argument("--seed", type=int, metavar="S", help="random seed of --bootstrap and --permutations")
     more.add_argument("--min-group-size", type=int, metavar="N",
                       help="skip groups of fewer than N samples (reported, left out of the gaps)")
-    more.add_argument("--p-adjust", choices=["holm", "bonferroni"],
+    more.add_argument("--p-adjust", choices=["holm", "bonferroni", "none"],
                       help="adjust the --permutations p-values over every gap and attribute (and the "
-                      "--interval analytic p-values of --pairwise over every pair)")
+                      "--interval analytic p-values of --pairwise over every pair); default holm, none: "
+                      "each test on its own")
     more.add_argument("--plot", type=Path, metavar="FILE.png", help="also save a figure (see --plot-kind)")
     more.add_argument("--plot-kind", choices=["roc", "reliability", "bars", "dice"], metavar="KIND",
                       help="roc, reliability, bars or dice (default: roc for classification, dice for "

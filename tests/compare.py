@@ -210,10 +210,12 @@ def assert_same(fast: Outcome, oracle: Outcome, *, warning_categories=(UserWarni
             isinstance(oracle.value, float) and isinstance(fast.value, float)), \
             f"returned {type(fast.value).__name__}, the oracle {type(oracle.value).__name__}"
         assert_close(fast.value, oracle.value)
-    # evaluate also issues its note about logits as a UserWarning; fairmedfm lists it in report.warnings only
-    converted = type(fast.value).__name__ == "FairnessReport" and bool(fast.value.metadata.get("score_transform"))
+    # evaluate also issues its note about logits it detected as a UserWarning (none for score_type="logit");
+    # fairmedfm lists it in report.warnings only
+    converted = sum("read as logits" in message for c, message in fast.warnings if issubclass(c, UserWarning)) \
+        if type(fast.value).__name__ == "FairnessReport" else 0
     for category in warning_categories:
-        extra = int(converted and issubclass(UserWarning, category))
+        extra = converted if issubclass(UserWarning, category) else 0
         assert fast.categories(category) - extra == oracle.categories(category), (
             f"{fast.categories(category)} {category.__name__}s instead of {oracle.categories(category)}:\n"
             f"  fast: {[m for c, m in fast.warnings if issubclass(c, category)]}\n"

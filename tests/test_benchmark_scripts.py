@@ -25,6 +25,7 @@ TINY = {
     "analytic_intervals.py": ["3000", "1", "2"],
     "accumulator_batches.py": ["speed", "500", "4", "1"],
     "gap_power.py": ["2", "300", "20"],
+    "interval_coverage.py": ["20", "2", "2", "20"],
     "tie_blocks.py": ["3000", "2"],
     "compare_models_speed.py": ["2000", "3", "1"],
     "compare_null.py": ["--datasets", "2", "--n-boot", "10", "--n", "200"],

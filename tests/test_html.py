@@ -108,7 +108,7 @@ def test_page_holds_intervals_and_p_values():
     assert f"[{made.ci['by_group'].loc[('sex', 'F'), 'auc_lo']:.3f}, " in text
     assert f"{made.ci['summary'].loc['sex', 'auc-gap_hi']:.3f}]" in text
     first = made.p_values.iloc[0]
-    assert f"<td>{first['auc-gap']:.4f}</td>" in text
+    assert f"<td>{first['auc-gap']:.4f} ({first['auc-gap_holm']:.4f})</td>" in text  # raw (holm-adjusted)
 
 
 def test_page_holds_analytic_intervals_without_a_bootstrap():

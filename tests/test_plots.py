@@ -531,8 +531,8 @@ def _drawn_texts(figure):
 
 
 @pytest.mark.parametrize("options, lo, hi, p", [
-    ({"n_boot": 40, "n_permutations": 40, "random_state": 0}, "difference_lo", "difference_hi", "p_value"),
-    ({"interval": "analytic"}, "difference_lo_analytic", "difference_hi_analytic", "p_value_analytic"),
+    ({"n_boot": 40, "n_permutations": 40, "random_state": 0}, "difference_lo", "difference_hi", "p_value_holm"),
+    ({"interval": "analytic"}, "difference_lo_analytic", "difference_hi_analytic", "p_value_analytic_holm"),
 ])
 def test_pairwise_heat_map_cells_hold_intervals_and_p_values_inside_the_figure(options, lo, hi, p):
     report = _pairwise_report(**options)
@@ -544,7 +544,7 @@ def test_pairwise_heat_map_cells_hold_intervals_and_p_values_inside_the_figure(o
     for (attribute, group, other), row in table.iterrows():
         if group == other:
             continue
-        star = "*" if row[p] < 0.05 else ""
+        star = "*" if row[p] <= 0.05 else ""  # the p-value adjusted over every pair (holm, the default)
         expected = f"{row['difference']:+.3f}{star}\n[{row[lo]:+.3f}, {row[hi]:+.3f}]\np={row[p]:.2g}"
         assert expected in [t.get_text() for t in cells], (attribute, group, other, expected)
     bold = [t for t in cells if t.get_fontweight() == "bold"]

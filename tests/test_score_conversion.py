@@ -142,6 +142,24 @@ def test_evaluate_issues_the_logit_note_as_a_user_warning():
         fm.evaluate(Y, P, G)
 
 
+def test_logits_asked_for_give_no_user_warning_but_a_note():
+    """score_type="logit" was the caller's choice: no UserWarning (fairmedfm 0.4.2's evaluate gives none),
+    the note stays in report.warnings; detection (score_type="auto") still warns, and the one-number
+    functions keep their warnings."""
+    logits = np.log(P + 1e-3) - np.log(1 - P + 1e-3)
+    report, caught = _evaluate(Y, logits, G, score_type="logit")
+    assert caught == []
+    (note,) = [message for message in report.warnings if "sigmoid" in message]
+    assert "score_type='logit'" in note
+    multiclass = np.stack([-logits, logits], axis=1)  # two columns of logits: a softmax, asked for too
+    report, caught = _evaluate(Y, multiclass, G, score_type="logit", score_column=1)
+    assert caught == [] and any("logits" in message for message in report.warnings)
+    report, caught = _evaluate(Y, logits, G)  # detected
+    assert [str(w.message) for w in caught] == [m for m in report.warnings if "read as logits" in m]
+    with pytest.warns(UserWarning, match="logit"):
+        fm.auc_gap(Y, logits, sensitive_features=G)  # a one-number function keeps its warning
+
+
 def test_dask_score_type_probability_on_percentages_says_divide_by_100():
     pytest.importorskip("dask")
     from types import SimpleNamespace

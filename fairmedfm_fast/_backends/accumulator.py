@@ -504,7 +504,7 @@ class FairnessAccumulator(SegmentState):
 
     def result(self, *, threshold: float | None = None, min_group_size: int | None = None, n_boot: int = 0,
                ci: float = 0.95, n_permutations: int = 0, random_state: Any = None,
-               stratify: str | None = "attribute", p_adjust: str | None = None,
+               stratify: str | None = "attribute", p_adjust: str | None = "holm",
                progress: bool | None = None, interval: str | None = None) -> FairnessReport:
         """The report of :func:`fairmedfm_fast.evaluate` on every batch added (the options as there).
 
@@ -514,7 +514,8 @@ class FairnessAccumulator(SegmentState):
         of the samples); they expand the table to one row per sample, so they take the memory of
         the samples (with sample weights, samples of one score, label and group share their mean
         weight there). ``interval="analytic"`` gives ``evaluate``'s analytic intervals exactly (not
-        with sample weights); it reads one row per sample too.
+        with sample weights); it reads one row per sample too. ``p_adjust`` is ``"holm"`` by
+        default, as in ``evaluate``.
         """
         threshold = check_threshold(threshold)
         min_group_size = check_min_group_size(min_group_size)

@@ -384,7 +384,7 @@ def evaluate(ddf: Any, *, label: str, score: str, sensitive: str | Sequence[str]
              intersectional: bool = False, pos_label: Any = None, score_type: str = "auto",
              threshold: float | None = None, npartitions: int | None = None,
              progress: bool | None = None, metrics: Sequence[str] | None = None, interval: str | None = None,
-             ci: float = 0.95, p_adjust: str | None = None) -> FairnessReport:
+             ci: float = 0.95, p_adjust: str | None = "holm") -> FairnessReport:
     """Fairness of a binary classifier from a Dask DataFrame, exactly as :func:`fairmedfm_fast.evaluate`.
 
     Runs on the active Dask scheduler (a ``distributed.Client`` if one exists). Rows never leave the
@@ -425,7 +425,7 @@ def evaluate(ddf: Any, *, label: str, score: str, sensitive: str | Sequence[str]
     interval, ci, p_adjust : optional
         ``interval="analytic"``: DeLong, Wilson and simultaneous gap intervals at level ``ci`` in
         ``report.ci["analytic"]``, as in :func:`fairmedfm_fast.evaluate` (each partition adds its
-        placement sums; ``p_adjust`` adjusts the pairwise p-values).
+        placement sums; ``p_adjust``, ``"holm"`` by default, adjusts the pairwise p-values).
 
     Returns
     -------
@@ -445,7 +445,7 @@ def evaluate(ddf: Any, *, label: str, score: str, sensitive: str | Sequence[str]
     tasks = ddf.npartitions * (2 if quantile else 1) + 1 + (npartitions or ddf.npartitions)
     with _quiet(), Progress(tasks, "dask", check(progress), unit="task") as bar:
         return _evaluate(dask, ddf, label, score, names, bins, intersectional, pos_label, score_type, threshold,
-                         npartitions, bar, metrics, (float(ci), p_adjust) if interval else None)
+                         npartitions, bar, metrics, (float(ci), p_adjust) if interval else None, p_adjust)
 
 
 def _client() -> Any | None:
@@ -527,8 +527,8 @@ def _collected(dask: Any, pending: Any, bar: Progress) -> list:
 
 def _evaluate(dask: Any, ddf: Any, label: str, score: str, names: list[str], bins: dict, intersectional: bool,
               pos_label: Any, score_type: str, threshold: float | None, npartitions: int | None,
-              bar: Progress, metrics: Sequence[str] = (), analytic: tuple[float, str | None] | None = None
-              ) -> FairnessReport:
+              bar: Progress, metrics: Sequence[str] = (), analytic: tuple[float, str | None] | None = None,
+              p_adjust: str | None = "holm") -> FairnessReport:
     ddf = ddf[list(dict.fromkeys([label, score, *names]))]
     meta = ddf._meta
     quantile = [name for name, spec in bins.items() if isinstance(spec, (int, np.integer))]
@@ -588,7 +588,7 @@ def _finish(plan: _survey.Plan, ranged: _ranges.RangePlan, sums: list[dict[str, 
     """The report from the ranges' sums."""
     groupings = _groupings(sums, ranged, threshold)
     metadata.update(asked(threshold, metrics=metrics))
-    report, results = _report(plan, groupings, metadata)
+    report, results = _report(plan, groupings, metadata, p_adjust)
     if analytic is not None:
         _with_analytic(report, results, sums, sizes, *analytic)
     return report
@@ -607,8 +607,8 @@ def _with_analytic(report: FairnessReport, results: list, sums: list[dict[str, A
     with_gaps(report, results, {r.name: _findings.small_groups(r) for r in results}, p_adjust, level)
 
 
-def _report(plan: _survey.Plan, groupings: list[_engine.Grouping], metadata: dict[str, Any]
-            ) -> tuple[FairnessReport, list]:
+def _report(plan: _survey.Plan, groupings: list[_engine.Grouping], metadata: dict[str, Any],
+            p_adjust: str | None = "holm") -> tuple[FairnessReport, list]:
     """The report of ``fairmedfm_fast.evaluate`` from the groupings (its assembly, step by step)."""
     warnings = transform_note(metadata, plan.conversion)
     n = metadata["n_samples"]
@@ -624,7 +624,7 @@ def _report(plan: _survey.Plan, groupings: list[_engine.Grouping], metadata: dic
     results = [attribute_result(attribute, grouping, n, warnings) for attribute, grouping in zip(attributes, groupings)]
     report, _ = assemble(results, overall, warnings, metadata, attributes=attributes, settings=dict(
         threshold=metadata.get("threshold"), random_state=None, seed=None, n_boot=0, n_permutations=0, ci=0.95,
-        stratify="attribute", p_adjust=None, intersectional=bool(plan.columns.intersectional),
+        stratify="attribute", p_adjust=p_adjust, intersectional=bool(plan.columns.intersectional),
         metrics=list(metadata.get("metrics", [])), n_samples=n), bins=plan.columns.bins)
     return report, results
 

@@ -33,7 +33,7 @@ def evaluate(y_true: Any, y_score: Any, sensitive_features: Any, *, pos_label: A
              intersectional: bool = False, threshold: float | None = None, sample_weight: Any = None,
              n_boot: int = 0, ci: float = 0.95, n_permutations: int = 0,
              random_state: Any = None, min_group_size: int | None = None, stratify: str | None = "attribute",
-             p_adjust: str | None = None, progress: bool | None = None,
+             p_adjust: str | None = "holm", progress: bool | None = None,
              metrics: Sequence[str] | None = None, interval: str | None = None) -> FairnessReport:
     """Fairness of a binary classifier across the groups of one or more sensitive attributes.
 
@@ -49,7 +49,9 @@ def evaluate(y_true: Any, y_score: Any, sensitive_features: Any, *, pos_label: A
     pos_label : scalar, optional
         The positive class of ``y_true`` (one-vs-rest when there are more than two classes).
     score_type : {"auto", "probability", "logit"}
-        ``"auto"`` reads scores within [0, 1] as probabilities and others as logits.
+        ``"auto"`` reads scores within [0, 1] as probabilities and others as logits (saying so in
+        ``report.warnings`` and as a ``UserWarning``); ``"logit"`` converts them as asked, noted in
+        ``report.warnings`` only, as fairmedfm 0.4.2's ``evaluate`` does.
     score_column : int, optional
         Column of the positive class in a (n_samples, n_classes) ``y_score``.
     bins : dict, optional
@@ -70,7 +72,9 @@ def evaluate(y_true: Any, y_score: Any, sensitive_features: Any, *, pos_label: A
         Coverage of the bootstrap intervals.
     n_permutations : int, default 0
         Extension: permutations of the group labels for a p-value of each gap in
-        ``report.p_values``.
+        ``report.p_values``. Under the default ``p_adjust="holm"`` a gap can be significant only
+        when ``(n_permutations + 1) * alpha`` reaches the number of tests (about 6 per attribute):
+        below that ``report.gaps["significant"]`` is None and a warning says how many are needed.
     random_state : int, numpy Generator or None
         Seed of the resampling; results depend on it only (not on the number of threads).
     min_group_size : int, optional
@@ -82,9 +86,12 @@ def evaluate(y_true: Any, y_score: Any, sensitive_features: Any, *, pos_label: A
         attribute's name, so its intervals do not depend on the other attributes. None resamples
         all samples (as fairlearn does); a group that loses every sample in a resample is
         undefined in it, and ``report.ci["by_group"]["n_empty"]`` counts those resamples.
-    p_adjust : {None, "holm", "bonferroni"}
-        Extension: adjust the permutation p-values over every gap and attribute of the report;
-        the adjusted values sit beside the raw ones (``auc-gap_holm``, ...).
+    p_adjust : {"holm", "bonferroni", None}, default "holm"
+        Extension: the family-wise adjustment behind every "significant" of the report. The gap
+        tests of every attribute together are one family (``report.p_values`` holds the adjusted
+        values beside the raw ones: ``auc-gap_holm``, ...; ``report.gaps`` reads them); the
+        differences between pairs of groups (:meth:`~FairnessReport.pairwise`) are another. None:
+        each test on its own (every p-value below ``1 - ci`` is then called significant).
     progress : bool, optional
         Extension: a progress bar of the resamples on stderr. None shows it on a terminal or in a
         notebook when the work takes more than about two seconds.
@@ -130,7 +137,8 @@ def evaluate(y_true: Any, y_score: Any, sensitive_features: Any, *, pos_label: A
     check_resampling(attributes, n_boot, n_permutations, _resample.RESAMPLED_PER_GROUP)
     conversion_note = transform_note(prepared.metadata, prepared.conversion)
     warnings.extend(conversion_note)
-    _warn(conversion_note)  # also a UserWarning, as the one-number functions give it
+    if score_type != "logit":  # a conversion the caller did not ask for: a UserWarning too (logits asked for: none)
+        _warn(conversion_note)
     require_both_labels(prepared.labels)
     results, overall, arranged = assess(prepared, attributes, warnings, wanted=with_default(extra),
                                         threshold=threshold, weights=weights, presort=presort,

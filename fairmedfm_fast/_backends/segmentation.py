@@ -247,7 +247,7 @@ def evaluate_segmentation(sensitive_features: Any, *, dice: Any = None, pred_mas
                           empty_score: float = 1.0, bins: _groups.Bins | None = None,
                           intersectional: bool = False, n_boot: int = 0, ci: float = 0.95,
                           n_permutations: int = 0, random_state: Any = None, min_group_size: int | None = None,
-                          stratify: str | None = "attribute", p_adjust: str | None = None,
+                          stratify: str | None = "attribute", p_adjust: str | None = "holm",
                           progress: bool | None = None, metrics: Any = None, spacing: Any = None,
                           percentile: float = 95.0, nsd_tolerance: float | None = None, hd_definition: str = "medpy",
                           empty_distance: Any = "nan") -> FairnessReport:
@@ -282,7 +282,9 @@ def evaluate_segmentation(sensitive_features: Any, *, dice: Any = None, pred_mas
         Extensions, as in :func:`fairmedfm_fast.evaluate`: bootstrap intervals (by default each
         attribute's resamples stratified by its own groups) of every summary column and group
         mean in ``report.ci``, and permutation p-values of ``delta_dice`` and ``std_dice`` (and of
-        ``delta_<m>``, ``std_<m>`` for each metric of ``metrics``) in ``report.p_values``.
+        ``delta_<m>``, ``std_<m>`` for each metric of ``metrics``) in ``report.p_values``, with
+        their ``p_adjust`` values (default ``"holm"``, over every column and attribute; None: none)
+        beside them.
     min_group_size : int, optional
         Extension: groups with fewer samples are skipped (``"fewer than N samples"``), keep their
         ``n`` in ``by_group`` and stay out of the summary. None keeps every group.

@@ -49,6 +49,8 @@ def evaluate_tasks(y_true: Any, y_score: Any, sensitive_features: Any, *, pos_la
     **options
         Every other keyword of ``evaluate`` (``score_type``, ``threshold``, ``sample_weight``,
         ``n_boot``, ``ci``, ``n_permutations``, ``random_state``, ...), applied to each task.
+        ``p_adjust`` (``"holm"`` by default) adjusts each task's gap tests as one family, as
+        ``evaluate`` does for that task: not over the tasks together.
 
     Returns
     -------

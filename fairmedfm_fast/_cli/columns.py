@@ -175,7 +175,8 @@ def extensions(args, function, task: str) -> dict:
     if getattr(args, "interval", None) is not None:
         wanted["interval"] = ("--interval", args.interval)
     if args.p_adjust is not None and (args.permutations or getattr(args, "interval", None)):
-        wanted["p_adjust"] = ("--p-adjust", args.p_adjust)
+        # holm, the functions' default, when not given; "none" is None
+        wanted["p_adjust"] = ("--p-adjust", None if args.p_adjust == "none" else args.p_adjust)
     for option, name in (("--metrics", "metrics"), ("--nsd-tolerance", "nsd_tolerance"),
                          ("--percentile", "percentile"), ("--spacing", "spacing")):
         if getattr(args, name) is not None:

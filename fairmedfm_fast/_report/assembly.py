@@ -110,11 +110,12 @@ def classification_report(results: list[AttributeResult], overall: dict[str, Any
 
 
 def with_gaps(report: FairnessReport, results: list[AttributeResult], flagged: dict[str, dict[int, Any]],
-              p_adjust: str | None = None, level: float = 0.95) -> None:
+              p_adjust: str | None = None, level: float = 0.95, n_permutations: int = 0) -> None:
     """``report.gaps`` (made on first read) from the results, the small groups ``flagged`` and the
     report's intervals and p-values as they are now: call it again once ``report.ci`` or
-    ``report.p_values`` is set."""
-    report.gaps = partial(_findings.gap_frame, results, flagged, report.ci, report.p_values, p_adjust, 1 - level)
+    ``report.p_values`` is set (``n_permutations``: how many gave the p-values)."""
+    report.gaps = partial(_findings.gap_frame, results, flagged, report.ci, report.p_values, p_adjust, 1 - level,
+                          n_permutations)
 
 
 def _with_small_groups(by_group, results: list[AttributeResult], flagged: dict[str, dict[int, Any]]):

@@ -56,21 +56,33 @@ class FairnessReport:
     ci : dict or None
         With ``n_boot``: ``{"level", "n_boot", "summary", "by_group"}``, where ``summary`` and
         ``by_group`` are frames with the index of ``summary`` / ``by_group`` and a ``<column>_lo``
-        and ``<column>_hi`` percentile bound for each metric. NaN where a metric is undefined.
+        and ``<column>_hi`` percentile bound for each metric. NaN where a metric is undefined and
+        for a small group (``by_group["small_group"]``: its resamples cannot show its uncertainty).
+        The gap columns' bounds are simultaneous intervals of the gap among the groups that are not
+        small (``gaps["value"]``; the summary's gap when no group is small).
         With ``interval="analytic"`` it also holds ``"analytic"``: ``{"level", "by_group",
         "summary", "p_adjust", "critical"}`` (DeLong, Wilson and simultaneous gap intervals; see
         :func:`~fairmedfm_fast.evaluate`), and ``"summary"`` / ``"by_group"`` only when ``n_boot``
         was given too.
     p_values : pandas.DataFrame or None
         With ``n_permutations``: per attribute, the permutation p-value of each gap (``auc-gap``,
-        ``acc-gap``, ``bce-gap``, ``ece-gap``, ``eo``, and ``eod`` as ``1 - eod``).
+        ``acc-gap``, ``bce-gap``, ``ece-gap``, ``eo``, and ``eod`` as ``1 - eod``) among the groups
+        that are not small, and with ``p_adjust`` (``"holm"`` by default) ``<column>_<p_adjust>``,
+        adjusted over every gap and attribute of the report together.
     gaps : pandas.DataFrame or None
         Classification (every kind of report: ``evaluate``, ``evaluate_tasks``, the accumulator, Dask,
-        voxels): one row per (attribute, gap column) and ``worst-auc``, with the groups that define
-        it (``high_group``, ``low_group`` and their values), ``small_group``, its simultaneous
-        interval ``lo`` / ``hi`` (NaN without ``n_boot`` or ``interval="analytic"``), ``p_value``,
-        ``p_adjusted`` and ``significant`` (None without ``n_permutations``). A report of
-        ``evaluate_tasks`` has a leading ``task`` level. None for segmentation.
+        voxels): one row per (attribute, gap column) and ``worst-auc``. ``value`` is the gap among
+        the groups that are not small (the headline of the page), with the groups that define it
+        (``high_group``, ``low_group`` and their values), its simultaneous interval ``lo`` / ``hi``
+        (NaN without ``n_boot`` or ``interval="analytic"``), ``p_value``, ``p_adjusted``,
+        ``test_significant`` (the adjusted p-value at most ``1 - ci``; None without
+        ``n_permutations`` or when too few were drawn to reach it), ``interval_excludes`` (the
+        interval rules out equal groups) and ``significant`` (the test, with the interval agreeing
+        when there is one). ``value_all_groups`` is the summary's value (fairmedfm's, every group),
+        with ``high_group_all`` / ``low_group_all``; ``small_group`` says a small group defines it,
+        and ``not_estimable`` why (e.g. "rural_clinic has 1 positive and 2 negatives"): such a gap is
+        never tested nor called significant. A report of ``evaluate_tasks`` has a leading ``task``
+        level. None for segmentation.
     tasks : dict of str -> FairnessReport or None
         For a report of :func:`~fairmedfm_fast.evaluate_tasks`: each task's own report (its
         ``summary``, ``by_group``, ``ci`` and ``p_values`` are the rows of that task here).
@@ -232,7 +244,10 @@ class FairnessReport:
             ``p_value_analytic`` (z-test) and ``difference_lo_analytic`` / ``difference_hi_analytic``
             for ``auc``, ``acc``, ``tpr`` and ``tnr`` (and their ``@best_f1``) when it was made with
             ``interval="analytic"`` (``p_value_analytic_<p_adjust>`` beside them, adjusted over every
-            distinct pair of the frame, when ``p_adjust`` was given). One attribute's matrix:
+            distinct pair of the frame, when ``p_adjust`` was given). ``p_value_<p_adjust>``: the
+            permutation p-values adjusted over every distinct pair of the frame (a family of its own).
+            ``small_group``: one of the two groups is small; such a pair has no interval and no
+            adjusted p-value. One attribute's matrix:
             ``report.pairwise("auc").loc["race", "difference"].unstack()``.
         """
         from .._statistics.pairwise import pairwise

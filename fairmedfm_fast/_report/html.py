@@ -40,7 +40,7 @@ figure { margin: 1em 0; } figure img { max-width: 100%; height: auto; border: 1p
 figcaption { font-size: 0.85em; color: #555; }
 .note { color: #555; font-style: italic; } .wide { overflow-x: auto; }
 table.fit { max-width: 100%; } table.fit td, table.fit th { overflow-wrap: anywhere; }
-td.text { text-align: left; } .flag { color: #8a4b00; } .headline { font-size: 1.1em; }
+td.text { text-align: left; } td.nowrap { white-space: nowrap; } .flag { color: #8a4b00; } .headline { font-size: 1.1em; }
 li, p { overflow-wrap: anywhere; } section#findings ul { margin-top: 0.2em; }
 """
 
@@ -177,11 +177,13 @@ def _findings_page(report, kinds: Sequence[str], dpi: int, notes: Sequence[str])
               "column; per group, the confusion counts are left out here.</p>", _page.summary_table(report)]
     parts += ["<h2>Per group</h2>", _page.group_tables(report)]
     if report.overall:
-        parts += ["<h2>All samples</h2>", _pairs_table(report.overall)]
+        parts += ["<h2>All samples</h2>", _pairs_table(_page.all_samples(report.overall))]
     if kinds:
         parts.append("<h2>Figures</h2>")
     for kind in kinds:
         parts.append(_figure_html(report, kind, _CAPTIONS.get(kind, kind), dpi))
+        if kind == "pairwise":
+            parts.append(_page.pairwise_numbers(report))
     parts.append(_page.glossary(report))
     parts += ["<h2>Settings</h2>", _page.settings_table(report.metadata), "</body>", "</html>"]
     return "\n".join(parts) + "\n"
@@ -196,7 +198,9 @@ _CAPTIONS = {
             "attribute.",
     "dice": "Distribution of per-sample Dice in each group.",
     "pairwise": "Difference of the metric between every pair of groups (row group minus column group), with its "
-                "interval and p-value when the report has them (* p < 0.05; bold: the interval excludes 0).",
+                "interval and p-value when the report has them (* p ≤ 0.05 after the adjustment over every pair, "
+                "a family apart from the gap tests; bold: the interval excludes 0; a pair with a small group has "
+                "no interval and no mark).",
     "forest": "Each group's value with its interval, one panel per metric on its own scale; dashed: all samples "
               "of the attribute; hollow dots: small groups.",
 }

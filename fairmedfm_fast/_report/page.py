@@ -4,7 +4,6 @@ and p-value (long, or one per attribute, so that every table fits the page)."""
 from __future__ import annotations
 
 import html
-import json
 import math
 from typing import Any
 
@@ -75,59 +74,120 @@ def _p(row) -> str:
 
 
 def largest_gap(report) -> tuple[str, Any] | None:
-    """(attribute, its auc-gap row of report.gaps) of the largest AUC gap, or None."""
+    """(attribute, its auc-gap row of report.gaps) of the largest AUC gap among groups that are not
+    small (``value``; a gap defined by a small group is never the headline), or None."""
     gaps = report.gaps
     if gaps is None or gaps.empty:
         return None
     auc = gaps.xs("auc-gap", level="column")
-    if auc.empty or not np.isfinite(auc["value"]).any():
+    if auc.empty or not np.isfinite(auc["value"].astype(float)).any():
         return None
     attribute = auc["value"].astype(float).idxmax()
     return attribute, auc.loc[attribute]
 
 
+def family_note(report) -> str:
+    """How "significant" is decided, the families the p-values are adjusted over, and (when too few
+    permutations were drawn) how many would be needed."""
+    from .._statistics import findings as _findings
+
+    p_values = report.p_values
+    alpha = _alpha(report)
+    if p_values is None:
+        interval = "" if report.ci is None else " The intervals alone call nothing significant."
+        return (f'<p class="note">No permutation test was run (n_permutations=0): no gap is called significant.'
+                f"{interval}</p>")
+    method = report.metadata.get("p_adjust")
+    raw = _findings.raw_p_values(p_values, method)
+    tests = _findings.tests_in_family(raw)
+    n_permutations = int(report.metadata.get("n_permutations") or 0)
+    if method:
+        family = (f"p-value, {_e(method)}-adjusted over the report's {tests} gap tests (every attribute's gaps "
+                  "are one family; the pairwise differences of the heat map are a family of their own),")
+    else:
+        family = f"p-value, not adjusted (p_adjust=None: each of the {tests} gap tests on its own),"
+    text = (f"A gap is called significant when its {family} is at most {alpha:g} and its {1 - alpha:.0%} "
+            "interval, when there is one, rules out equal groups (a gap of 0, an eod of 1); gaps defined by a small group are listed apart and "
+            "never tested.")
+    if not _findings.reachable(tests, n_permutations, method, alpha):
+        needed = _findings.permutations_needed(tests, method, alpha)
+        text += (f' <span class="flag">n_permutations={n_permutations} is too few: no p-value can reach {alpha:g}'
+                 f"{' after the adjustment' if method else ''}, so no gap is called significant or not (–); "
+                 f"n_permutations={needed} or more would be needed.</span>")
+    return f'<p class="note">{text}</p>'
+
+
 def findings(report) -> str:
-    """Plain sentences: the largest AUC gap, then per attribute each gap with its groups, interval and
-    p-value (significant ones first), and the small groups."""
+    """Plain sentences: the largest AUC gap among groups that are not small, then per attribute each gap
+    with its groups, interval and p-value (significant ones first), the gaps that small groups define
+    (not estimable, apart) and the small groups."""
     gaps = report.gaps
     level = report.ci["level"] if report.ci else 1 - _alpha(report)
     parts = ['<section id="findings"><h2>Findings</h2>']
     top = largest_gap(report)
     if top is None:
-        parts.append("<p>No attribute has two groups that can be compared.</p></section>")
-        return "".join(parts)
-    attribute, row = top
-    parts.append(f'<p class="headline">Largest AUC gap: <b>{_e(attribute)}</b>, {_f(row["value"])} between '
-                 f'<b>{_e(row["high_group"])}</b> (AUC {_f(row["high"])}) and <b>{_e(row["low_group"])}</b> '
-                 f'(AUC {_f(row["low"])}){_verdict(row, level)}.</p>')
+        parts.append("<p>No attribute has two groups that can be compared (small groups left out).</p>")
+    else:
+        attribute, row = top
+        parts.append(f'<p class="headline">Largest AUC gap: <b>{_e(attribute)}</b>, {_f(row["value"])} between '
+                     f'<b>{_e(row["high_group"])}</b> (AUC {_f(row["high"])}) and <b>{_e(row["low_group"])}</b> '
+                     f'(AUC {_f(row["low"])}){_verdict(row, level)}.</p>')
+    parts.append(family_note(report))
     for name in dict.fromkeys(gaps.index.get_level_values("attribute")):
         rows = gaps.loc[name]
-        items = []
+        items, apart = [], []
         worst = rows.loc["worst-auc"] if "worst-auc" in rows.index else None
         ordered = rows.drop(index="worst-auc", errors="ignore")
         key = ordered["significant"].map(lambda s: 0 if s is True else 1)
         ordered = ordered.assign(_key=key).sort_values(["_key", "p_value", "value"], ascending=[True, True, False])
         for column, gap in ordered.iterrows():
             what = NAMES.get(column, column)
-            if column == "eod":
-                items.append(f"<li>{what} {_f(gap['value'])} (1 is equal; TPR ranges from "
-                             f"{_f(gap['low'])} in {_e(gap['low_group'])} to {_f(gap['high'])} in "
-                             f"{_e(gap['high_group'])}){_verdict(gap, level, eod=True)}</li>")
-            else:
-                items.append(f"<li>{what} {_f(gap['value'])}: {_e(gap['high_group'])} {_f(gap['high'])} vs "
-                             f"{_e(gap['low_group'])} {_f(gap['low'])}{_verdict(gap, level)}</li>")
+            if math.isfinite(gap["value"]):
+                if column == "eod":
+                    items.append(f"<li>{what} {_f(gap['value'])} (1 is equal; {_eod_ranges(report, name)})"
+                                 f"{_verdict(gap, level)}</li>")
+                else:
+                    items.append(f"<li>{what} {_f(gap['value'])}: {_e(gap['high_group'])} {_f(gap['high'])} vs "
+                                 f"{_e(gap['low_group'])} {_f(gap['low'])}{_verdict(gap, level)}</li>")
+            if gap["small_group"]:
+                apart.append(f"<li>{what} {_f(gap['value_all_groups'])} between {_e(gap['high_group_all'])} and "
+                             f"{_e(gap['low_group_all'])}: not estimable, {_e(gap['not_estimable'])}</li>")
         small = [str(g) for g, flag in report.by_group.loc[name, "small_group"].items() if flag] \
             if "small_group" in report.by_group.columns else []
         note = ""
+        if apart:
+            note += ('<p class="flag">Defined by a small group, so not estimable and not tested (the summary\'s '
+                     f"values):</p><ul>{''.join(apart)}</ul>")
         if small:
-            note = (f'<p class="flag">Small groups (values rest on few positives or negatives): '
-                    f'{_e(", ".join(small))}.</p>')
+            note += (f'<p class="flag">Small groups (values rest on few positives or negatives; left out of the gaps '
+                     f'above): {_e(", ".join(small))}.</p>')
         worst_text = ""
-        if worst is not None:
+        if worst is not None and math.isfinite(worst["value"]):
             worst_text = f" Worst AUC {_f(worst['value'])} in {_e(worst['low_group'])}."
+        if worst is not None and worst["small_group"]:
+            worst_text += (f" (Lowest of all: {_f(worst['value_all_groups'])} in {_e(worst['low_group_all'])}, "
+                           f"not estimable: {_e(worst['not_estimable'])}.)")
         parts.append(f"<h3>{_e(name)}</h3><p>{worst_text}</p><ul>{''.join(items)}</ul>{note}")
     parts.append("</section>")
     return "".join(parts)
+
+
+def _eod_ranges(report, attribute) -> str:
+    """The TPR and FPR ranges (at the decision threshold) over the groups that are not small: the two
+    gaps whose mean, subtracted from 1, is the eod."""
+    table = report.by_group.loc[attribute]
+    keep = table["skipped"].isna() if "skipped" in table.columns else np.ones(len(table), bool)
+    if "small_group" in table.columns:
+        keep &= ~table["small_group"].astype(bool)
+    table = table[keep]
+    words = []
+    for label, column, flip in (("TPR", "tpr@best_f1", False), ("FPR", "tnr@best_f1", True)):
+        if column not in table.columns or table[column].isna().all():
+            continue
+        values = (1 - table[column]) if flip else table[column]
+        words.append(f"{label} from {_f(values.min())} in {_e(values.idxmin())} to {_f(values.max())} in "
+                     f"{_e(values.idxmax())}")
+    return ", ".join(words) + ("; eod = 1 - (TPR range + FPR range) / 2" if len(words) == 2 else "")
 
 
 def _interval_table(report, part: str):
@@ -143,7 +203,9 @@ def _alpha(report) -> float:
     return 1 - float(report.metadata.get("ci", 0.95))
 
 
-def _verdict(row, level: float, eod: bool = False) -> str:
+def _verdict(row, level: float) -> str:
+    """The interval, p-value and verdict of a row of ``report.gaps``: "significant" only when the
+    adjusted test and the interval (when there is one) agree; their disagreement said in words."""
     bits = []
     interval = _interval(row["lo"], row["hi"])
     if interval:
@@ -151,12 +213,17 @@ def _verdict(row, level: float, eod: bool = False) -> str:
     p = _p(row)
     if p:
         bits.append(p)
+    test, excludes = row["test_significant"], row["interval_excludes"]
     if row["significant"] is True:
-        bits.append("<b>significant</b>")
-    elif row["significant"] is False:
+        bits.append("<b>significant</b>" + (" (test and interval agree)" if excludes is True else ""))
+    elif test is True and excludes is False:
+        bits.append('<span class="flag">the adjusted test rejects equal groups but the interval includes them: '
+                    "they disagree, not called significant</span>")
+    elif test is False and excludes is True:
+        bits.append('<span class="flag">the interval rules out equal groups but the adjusted test does not '
+                    f"reach {1 - level:g}: they disagree, not called significant</span>")
+    elif test is False:
         bits.append("not significant")
-    if row.get("small_group"):
-        bits.append('<span class="flag">defined by a small group</span>')
     return (" — " + ", ".join(bits)) if bits else ""
 
 
@@ -173,22 +240,46 @@ def glossary(report=None) -> str:
             if entry is not None and entry.optional:
                 what, better = KIND_WORDS[entry.kind]
                 entries.append((column, f"{what} {', '.join(entry.reads)}", better))
-    rows = "".join(f"<tr><th>{_e(name)}</th><td class='text'>{_e(what)}</td><td class='text'>{_e(better)}</td></tr>"
+    rows = "".join(f"<tr><th>{_e(name)}</th><td class='text'>{_e(what)}</td><td class='text nowrap'>{_e(better)}</td>"
+                   "</tr>"
                    for name, what, better in entries)
     return ('<section id="glossary"><h2>Glossary</h2><table class="fit"><thead><tr><th>name</th>'
             '<th>meaning</th><th>better</th></tr></thead><tbody>' + rows + "</tbody></table></section>")
 
 
+def _mark(gap) -> str:
+    """The mark of a row of ``report.gaps`` in the summary table (see :data:`MARKS`)."""
+    if gap is None:
+        return ""
+    if gap["significant"] is True:
+        return "*"
+    if gap["test_significant"] is True or (gap["test_significant"] is False and gap["interval_excludes"] is True):
+        return "≠"
+    return ""
+
+
+#: The marks of the summary table, explained beneath it.
+MARKS = ("* significant: the adjusted test and the interval agree; ≠ the adjusted test and the interval "
+         "disagree (not called significant); small group: fairmedfm's value is defined by a small group (not "
+         "estimable), and the interval, p-value and mark are those of the gap among the other groups, shown "
+         "beside it.")
+
+
 def summary_table(report) -> str:
-    """One row per (attribute, summary column): value, interval, p-value."""
+    """One row per (attribute, summary column): the attribute's n and groups, the value, its interval,
+    p-value (raw and adjusted) and a mark of significance (:data:`MARKS`)."""
     ci = _interval_table(report, "summary")
     p_values = report.p_values
     suffix = report.metadata.get("p_adjust")
+    gaps = report.gaps
     body = []
     for attribute, row in report.summary.iterrows():
+        size = f"{int(row['n'])}" if "n" in row.index and math.isfinite(row["n"]) else ""
+        groups = f"{int(row['n_groups'])}" if "n_groups" in row.index and math.isfinite(row["n_groups"]) else ""
         for column, value in row.items():
             if column in ("n", "n_groups") or not isinstance(value, (int, float)) or not math.isfinite(value):
                 continue
+            gap = gaps.loc[(attribute, column)] if gaps is not None and (attribute, column) in gaps.index else None
             lo = hi = math.nan
             if ci is not None and f"{column}_lo" in ci.columns and attribute in ci.index:
                 lo, hi = float(ci.loc[attribute, f"{column}_lo"]), float(ci.loc[attribute, f"{column}_hi"])
@@ -197,11 +288,17 @@ def summary_table(report) -> str:
                 p = _f(p_values.loc[attribute, column], 4)
                 if suffix and f"{column}_{suffix}" in p_values.columns:
                     p += f" ({_f(p_values.loc[attribute, f'{column}_{suffix}'], 4)})"
-            body.append(f"<tr><th>{_e(attribute)}</th><th>{_e(column)}</th><td>{value:.4f}</td>"
-                        f"<td>{_interval(lo, hi)}</td><td>{p}</td></tr>")
+            mark, shown = _mark(gap), f"{value:.4f}"
+            if gap is not None and gap["small_group"]:
+                others = _f(gap["value"], 4)
+                shown += f"<br><small class='flag'>small group; the others: {others}</small>"
+                mark = ("small group " + mark).strip()
+            body.append(f"<tr><th>{_e(attribute)}</th><td>{size}</td><td>{groups}</td><th>{_e(column)}</th>"
+                        f"<td>{shown}</td><td>{_interval(lo, hi)}</td><td>{p}</td><td class='text'>{mark}</td></tr>")
     p_head = "p-value" + (f" ({_e(suffix)})" if suffix else "")
-    return ('<table class="fit"><thead><tr><th>attribute</th><th>metric</th><th>value</th><th>interval</th>'
-            f'<th>{p_head}</th></tr></thead><tbody>' + "".join(body) + "</tbody></table>")
+    return ('<table class="fit"><thead><tr><th>attribute</th><th>n</th><th>groups</th><th>metric</th><th>value</th>'
+            f'<th>interval</th><th>{p_head}</th><th>mark</th></tr></thead><tbody>' + "".join(body)
+            + f'</tbody></table><p class="note">{_e(MARKS)}</p>')
 
 
 def group_tables(report) -> str:
@@ -237,14 +334,90 @@ def group_tables(report) -> str:
 
 
 def settings_table(metadata: dict[str, Any]) -> str:
-    rows = "".join(f"<tr><th>{_e(key)}</th><td class='text'>{_e(_shown(value))}</td></tr>"
+    """The settings as a table of rounded values: a mapping as "key value" pairs, a list of records one
+    a line, an empty list as "none" (no JSON)."""
+    rows = "".join(f"<tr><th>{_e(key)}</th><td class='text'>{_shown(value)}</td></tr>"
                    for key, value in metadata.items())
     return f"<table class='fit'><tbody>{rows}</tbody></table>"
 
 
 def _shown(value: Any) -> str:
-    if isinstance(value, (dict, list, tuple)):
-        return json.dumps(value, default=str)
-    if isinstance(value, float):
-        return f"{value:.6g}"
-    return str(value)
+    """``value`` as escaped text for the settings table."""
+    if isinstance(value, dict):
+        if not value:
+            return "none"
+        return "<br>".join(f"{_e(key)}: {_shown(item)}" for key, item in value.items())
+    if isinstance(value, (list, tuple)):
+        if not value:
+            return "none"
+        if all(isinstance(item, dict) for item in value):
+            return "<br>".join(", ".join(f"{_e(k)} {_shown(v)}" for k, v in item.items()) for item in value)
+        return ", ".join(_shown(item) for item in value)
+    if isinstance(value, (float, np.floating)):
+        return _e(f"{float(value):.4g}")
+    if value is None:
+        return "none"
+    return _e(value)
+
+
+#: ``overall`` keys the page's "All samples" table leaves out when they equal the key without the suffix
+#: (the AUC, cross-entropy and calibration error do not depend on a threshold); ``by_group`` keeps them.
+SAME_AT_THRESHOLD = ("auc", "bce", "ece")
+
+
+def all_samples(overall: dict[str, Any]) -> dict[str, Any]:
+    """``overall`` without the ``@best_f1`` copies of the values that take no threshold."""
+    out = dict(overall)
+    for key in SAME_AT_THRESHOLD:
+        copy = key + BEST
+        if copy in out and key in out and (out[copy] == out[key] or (
+                isinstance(out[copy], float) and math.isclose(out[copy], out[key], rel_tol=1e-12, abs_tol=1e-15))):
+            del out[copy]
+    return out
+
+
+#: The most pairs the page lists when the heat map has no room for its numbers.
+PAIRS_LISTED = 200
+
+
+def pairwise_numbers(report) -> str:
+    """The heat map's numbers as a table for the attributes whose heat map holds colours only (many
+    groups): each pair once, the smallest adjusted p-values and largest differences first, at most
+    :data:`PAIRS_LISTED` (``report.pairwise()`` has every pair); "" when every cell holds its numbers."""
+    from .._statistics.pairwise import default_metric, pairwise
+    from .pictures import pair_details, pairwise_layout
+
+    try:
+        table = pairwise(report, default_metric(report.task))
+    except ValueError:
+        return ""
+    if table.empty or table.index.nlevels != 3:
+        return ""
+    interval, p_column, _ = pair_details(table)
+    detailed = interval is not None or p_column is not None
+    groups = [list(dict.fromkeys(map(str, part.index.get_level_values("group"))))
+              for _, part in table.groupby(level="attribute", sort=False)]
+    if pairwise_layout(groups, detailed)["text"]:  # as plot_pairwise decides it: one layout for every panel
+        return ""
+    crowded = list(dict.fromkeys(table.index.get_level_values("attribute")))
+    rows = table[table.index.get_level_values("attribute").isin(crowded)].reset_index()
+    position = {key: i for i, key in enumerate(dict.fromkeys(zip(rows["attribute"], rows["group"])))}
+    once = rows[[position[(a, g)] < position[(a, o)] for a, g, o in zip(rows["attribute"], rows["group"],
+                                                                        rows["other"])]]
+    order = once.assign(_p=once[p_column] if p_column else 1.0, _d=-once["difference"].abs())
+    order = order.sort_values(["_p", "_d"], kind="stable").head(PAIRS_LISTED)
+    body = []
+    for _, row in order.iterrows():
+        small = bool(row.get("small_group", False))
+        bounds = "" if interval is None or small else _interval(float(row[interval[0]]), float(row[interval[1]]))
+        p = _f(row[p_column], 4) if p_column else ""
+        star = "*" if p_column and math.isfinite(row[p_column]) and row[p_column] <= 0.05 else ""
+        body.append(f"<tr><th>{_e(row['attribute'])}</th><th>{_e(row['group'])}</th><th>{_e(row['other'])}</th>"
+                    f"<td>{row['difference']:+.4f}{star}</td><td>{bounds}</td><td>{p}</td>"
+                    f"<td class='text'>{'small group' if small else ''}</td></tr>")
+    shown = f"the first {len(order)} of {len(once)}" if len(once) > len(order) else f"all {len(once)}"
+    p_head = _e(p_column or "p-value")
+    return (f'<p class="note">The heat map of {_e(", ".join(map(str, crowded)))} has too many groups for numbers '
+            f"in its cells: {shown} pairs, smallest p-values first (report.pairwise() holds every pair).</p>"
+            "<table class='fit'><thead><tr><th>attribute</th><th>group</th><th>other</th><th>difference</th>"
+            f"<th>interval</th><th>{p_head}</th><th></th></tr></thead><tbody>{''.join(body)}</tbody></table>")

@@ -462,7 +462,7 @@ def plot_dice(report, attributes=None, metric="dice"):
     return figure
 
 
-def _pair_details(table) -> tuple[tuple[str, str] | None, str | None, str]:
+def pair_details(table) -> tuple[tuple[str, str] | None, str | None, list[str]]:
     """The interval and p-value columns of a :func:`~._pairwise.pairwise` table the heat map shows:
     the bootstrap interval and the permutation p-value when the report has them, else the analytic
     ones (the adjusted analytic p-value when the report asked for an adjustment); and their words."""
@@ -471,21 +471,61 @@ def _pair_details(table) -> tuple[tuple[str, str] | None, str | None, str]:
                                        ("difference_lo_analytic", "difference_hi_analytic"))
                      if set(pair) <= columns), None)
     adjusted = sorted(c for c in columns if c.startswith("p_value_analytic_"))
-    p = "p_value" if "p_value" in columns else (adjusted[0] if adjusted else
-                                                 "p_value_analytic" if "p_value_analytic" in columns else None)
+    permutation = sorted(c for c in columns if c in ("p_value_holm", "p_value_bonferroni"))
+    p = permutation[0] if permutation else "p_value" if "p_value" in columns else (
+        adjusted[0] if adjusted else "p_value_analytic" if "p_value_analytic" in columns else None)
     words = []
     if interval is not None:
         words.append("[bootstrap interval]" if interval[0] == "difference_lo" else "[analytic interval]")
     if p is not None:
-        words.append("p: permutation" if p == "p_value" else "p: analytic" + (
-            f", {p.rsplit('_', 1)[-1]}-adjusted" if p != "p_value_analytic" else ""))
-    return interval, p, "; ".join(words)
+        how = "permutation" if p.startswith("p_value") and "analytic" not in p else "analytic"
+        method = p.rsplit("_", 1)[-1] if p not in ("p_value", "p_value_analytic") else None
+        words.append(f"p: {how}" + (f", {method}-adjusted over every pair" if method else ", unadjusted"))
+    return interval, p, words
 
 
-#: Up to this many groups each cell of the heat map holds its numbers.
-PAIRWISE_CELL_TEXT_MAX = 12
+#: Up to this many groups each cell of the heat map holds its numbers: its difference, interval and
+#: p-value (:data:`PAIRWISE_PLAIN_TEXT_MAX` for the difference alone). With more, the cells are colours
+#: only and the HTML page lists the numbers in a table.
+PAIRWISE_CELL_TEXT_MAX = 8
+PAIRWISE_PLAIN_TEXT_MAX = 14
 #: The largest side of one heat-map panel, in inches (many groups: smaller cells).
-PAIRWISE_SIDE_MAX = 12.0
+PAIRWISE_SIDE_MAX = 10.0
+#: The smallest text of the heat map, in points: 10.4 px at the page's 100 dpi, which it keeps
+#: (its figures are at most :data:`FIGURE_WIDTH_MAX` inches wide and shown at their natural size at
+#: 1280 px); the tick labels are 8 points while a cell holds them.
+PAIRWISE_TEXT = 7.5
+#: The widest heat-map figure, in inches: the page's content width (1168 px) at 100 dpi.
+FIGURE_WIDTH_MAX = 11.68
+
+
+#: The narrowest cell, in inches, that holds its numbers at :data:`PAIRWISE_TEXT` points ("[+0.813,
+#: +0.855]" is about 0.9 inch), and the width it gets when there is room.
+CELL_MIN = {True: 1.0, False: 0.5}
+CELL = {True: 1.2, False: 0.62}
+#: The colour bar's margin, in inches.
+COLOUR_BAR = 1.35
+
+
+def pairwise_layout(groups: Sequence[Sequence[str]], detailed: bool) -> dict[str, Any]:
+    """The heat map's cells for attributes of these ``groups`` (their names): ``text`` (whether the
+    cells hold their numbers: at most :data:`PAIRWISE_CELL_TEXT_MAX` groups, or
+    :data:`PAIRWISE_PLAIN_TEXT_MAX` for differences alone, and a cell of at least :data:`CELL_MIN` in
+    :data:`FIGURE_WIDTH_MAX`), ``cell`` and ``side`` (inches), ``ticks`` (point size of the group
+    names) and ``labels`` (inches of room for them)."""
+    most = max((len(names) for names in groups), default=2)
+    longest = max((len(_text(g)) for names in groups for g in names), default=1)
+    labels = 0.25 + longest * 8 * 0.7 / 72  # about 0.6 of a point size a character
+    room = FIGURE_WIDTH_MAX - (labels + 0.15) - COLOUR_BAR
+    cell = min(CELL[detailed], room / most)
+    text = most <= (PAIRWISE_CELL_TEXT_MAX if detailed else PAIRWISE_PLAIN_TEXT_MAX) and cell >= CELL_MIN[detailed]
+    if not text:
+        cell = min(0.3, (PAIRWISE_SIDE_MAX - 0.5) / most)
+    ticks = 8 if cell >= 0.15 else 6  # a label per cell: at most the cell's height
+    if ticks != 8:
+        labels = 0.25 + longest * ticks * 0.7 / 72
+    return {"text": text, "cell": cell, "side": min(max(2.4, cell * most), PAIRWISE_SIDE_MAX), "ticks": ticks,
+            "labels": labels}
 
 
 def plot_pairwise(report, attributes=None, metric: str | None = None):
@@ -493,8 +533,11 @@ def plot_pairwise(report, attributes=None, metric: str | None = None):
     :func:`~fairmedfm_fast.evaluate_tasks`) of the difference of ``metric`` between every pair of
     groups (row group minus column group), from :meth:`FairnessReport.pairwise`. With up to
     :data:`PAIRWISE_CELL_TEXT_MAX` groups each cell holds the difference and, when the report has
-    them, its interval (bootstrap percentile, else analytic) and p-value (permutation, else
-    analytic); a star marks p < 0.05 and bold type an interval that excludes 0."""
+    them, its interval (bootstrap percentile, else analytic) and p-value (the permutation p-value
+    adjusted over every pair, else analytic); a star marks an adjusted p-value at most 0.05 and bold
+    type an interval that excludes 0. A pair with a small group shows its difference and "small
+    group": no interval, no mark. The text is at least :data:`PAIRWISE_TEXT` points and the figure at
+    most :data:`FIGURE_WIDTH_MAX` inches wide (panels wrap into rows), so that it reads at 1280 px."""
     from .._statistics.pairwise import default_metric, pairwise
 
     metric = default_metric(report.task) if metric is None else metric
@@ -505,22 +548,20 @@ def plot_pairwise(report, attributes=None, metric: str | None = None):
     if attributes is not None:
         wanted = select_names(list(dict.fromkeys(str(key[-1]) for key in names)), attributes)
         names = [key for name in wanted for key in names if str(key[-1]) == name]
-    interval, p_column, words = _pair_details(table)
+    interval, p_column, words = pair_details(table)
     detailed = interval is not None or p_column is not None
     present = {key if isinstance(key, tuple) else (key,) for key in table.index.droplevel([-2, -1]).unique()}
     shown = {key: [str(g) for g in dict.fromkeys(table.xs(key, level=levels).index.get_level_values("group"))]
              for key in names if key in present}
-    most = max((len(groups) for groups in shown.values()), default=2)
-    cell = (0.95 if detailed else 0.55) if most <= PAIRWISE_CELL_TEXT_MAX else 0.22
-    side = min(max(2.2, cell * most), PAIRWISE_SIDE_MAX - 1.4)  # the cells
-    # Room for the tick labels (group names, 8 or 6 points: about 0.6 of a point size a character),
-    # the titles and the colour bar, measured from the names instead of by a layout pass.
-    longest = max((len(_text(g)) for groups in shown.values() for g in groups), default=1)
-    labels = 0.25 + longest * (8 if most <= PAIRWISE_CELL_TEXT_MAX else 6) * 0.7 / 72
-    suptitle_lines = 2 if detailed else 1
-    figure, axes = _grid(len(names), side, side, _COLUMNS,
-                         (labels + 0.15, 1.35, 0.3 + 0.2 * suptitle_lines + 0.3, labels + 0.15, labels + 0.35,
-                          labels + 0.45))
+    # Room for the tick labels, the titles and the colour bar, measured from the names instead of by a
+    # layout pass.
+    layout = pairwise_layout(list(shown.values()), detailed)
+    side, ticks_size, labels = layout["side"], layout["ticks"], layout["labels"]
+    suptitle_lines = 1 + (p_column is not None) + (interval is not None)
+    left, right, between = labels + 0.15, COLOUR_BAR, labels + 0.35
+    columns = max(1, min(_COLUMNS, int((FIGURE_WIDTH_MAX - left - right + between) // (side + between))))
+    figure, axes = _grid(len(names), side, side, columns,
+                         (left, right, 0.3 + 0.2 * suptitle_lines + 0.3, labels + 0.15, between, labels + 0.45))
     limit = float(np.nanmax(np.abs(table["difference"].to_numpy()))) if len(table) else 0.0
     limit = limit if math.isfinite(limit) and limit > 0 else 1.0
     image = None
@@ -538,42 +579,41 @@ def plot_pairwise(report, attributes=None, metric: str | None = None):
         matrix = square("difference")
         image = ax.imshow(matrix, cmap="RdBu_r", vmin=-limit, vmax=limit)
         ticks = np.arange(len(order))
-        small = 8 if len(order) <= PAIRWISE_CELL_TEXT_MAX else 6
-        ax.set_xticks(ticks, [_text(g) for g in order], rotation=90, fontsize=small)
-        ax.set_yticks(ticks, [_text(g) for g in order], fontsize=small)
-        if len(order) > PAIRWISE_CELL_TEXT_MAX:
+        ax.set_xticks(ticks, [_text(g) for g in order], rotation=90, fontsize=ticks_size)
+        ax.set_yticks(ticks, [_text(g) for g in order], fontsize=ticks_size)
+        if not layout["text"]:
             continue
         lo, hi = (square(c) for c in interval) if interval is not None else (None, None)
         p = square(p_column) if p_column is not None else None
+        small = square("small_group") if "small_group" in rows.columns else np.zeros(matrix.shape)
         for i in range(len(order)):
             for j in range(len(order)):
                 value = matrix[i, j]
                 if i == j or not math.isfinite(value):  # the diagonal is 0
                     continue
-                lines = [f"{value:+.3f}" + ("*" if p is not None and p[i, j] < 0.05 else "")]
+                lines = [f"{value:+.3f}" + ("*" if p is not None and p[i, j] <= 0.05 else "")]
                 excludes = False
-                if lo is not None and math.isfinite(lo[i, j]) and math.isfinite(hi[i, j]):
+                if small[i, j]:
+                    lines.append("small group")
+                elif lo is not None and math.isfinite(lo[i, j]) and math.isfinite(hi[i, j]):
                     lines.append(f"[{lo[i, j]:+.3f}, {hi[i, j]:+.3f}]")
                     excludes = lo[i, j] > 0 or hi[i, j] < 0
                 if p is not None and math.isfinite(p[i, j]):
                     lines.append(f"p={p[i, j]:.2g}")
                 shade = "white" if abs(value) > 0.6 * limit else "black"  # legible on dark cells
-                ax.text(j, i, "\n".join(lines), ha="center", va="center", fontsize=6 if detailed else 7,
+                ax.text(j, i, "\n".join(lines), ha="center", va="center", fontsize=PAIRWISE_TEXT,
                         color=shade, fontweight="bold" if excludes else "normal", linespacing=1.1)
     if image is not None:  # the colour bar in the right margin, beside the first row
         width, height = figure.get_size_inches()
         box = axes[0].get_position()
         bar = figure.add_axes((1 - 1.1 / width, box.y0 + 0.1 * box.height, 0.16 / width, 0.8 * box.height))
         figure.colorbar(image, cax=bar, label=f"{metric}: row minus column group")
-    marks = []
-    if p_column is not None:
-        marks.append("* p < 0.05")
+    lines = [f"Pairwise differences of {metric}, row minus column group"]
+    if p_column is not None:  # one line each: the figure may be narrow
+        lines.append(next(w for w in words if w.startswith("p:")) + " (*: p ≤ 0.05)")
     if interval is not None:
-        marks.append("bold: interval excludes 0")
-    title = f"Pairwise differences of {metric}, row minus column group"
-    if detailed:
-        title += f"\n{words}" + (f" ({', '.join(marks)})" if marks else "")
-    figure.suptitle(title, fontsize=10)
+        lines.append(next(w for w in words if w.startswith("[")) + " (bold: excludes 0)")
+    figure.suptitle("\n".join(lines), fontsize=10)
     return figure
 
 

@@ -11,7 +11,8 @@ for rates, simultaneous intervals for the gaps.
 - **Pairs of groups** (disjoint samples: variances add): AUC differences with ``sqrt(v_i + v_j)`` and
   a z-test; rate differences with the unpooled standard error, the pooled two-proportion z-test and
   Newcombe's hybrid score interval (method 10 of Newcombe 1998).
-- **Gaps** (largest minus smallest group): ``_gap_interval`` over all pairs at once.
+- **Gaps** (largest minus smallest group): ``_gap_interval`` over all pairs of the groups that are not
+  small at once (the gap of ``report.gaps["value"]``; a small group defines no gap interval).
 """
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ import numpy as np
 from .._engine import classification as _engine
 from .._engine import placements as _placements
 from .._registry import metrics as _metric_registry
+from . import findings as _findings
 from .gap_interval import normal_critical_value, pair_bounds, simultaneous_interval
 
 BEST = _engine.BEST
@@ -169,9 +171,16 @@ def from_variances(variances: dict[int, np.ndarray], results: list, level: float
                     p, n = int(values["tp"][i] + values["fn"][i]), int(values["tn"][i] + values["fp"][i])
                     warnings.append(f"{result.name}={result.groups[i]}: no DeLong standard error of its AUC "
                                     f"(it has {p} positive{'s' * (p != 1)} and {n} negative{'s' * (n != 1)}; "
-                                    "the variance needs two of each), so its analytic AUC interval and the "
-                                    "analytic auc-gap interval are NaN; the bootstrap (n_boot) gives one")
-            summary_rows[result.name], methods[result.name] = _gap_intervals(values, variance, result.valid, level)
+                                    "the variance needs two of each), so its analytic AUC interval is NaN; "
+                                    "as a small group it takes no part in the gap intervals")
+            tested = _findings.tested_groups(result)  # small groups define no gap interval (report.gaps)
+            summary_rows[result.name], methods[result.name] = _gap_intervals(values, variance, tested, level)
+            # DeLong's normal interval needs many positives and negatives: a small group's is NaN (at an
+            # AUC of 0 or 1 it would have width 0); its Wilson intervals stay (they hold at any size).
+            small = np.isin(np.arange(g), [i for i in result.valid if i not in tested])
+            if small.any():
+                columns["auc_lo"], columns["auc_hi"] = (np.where(small, math.nan, columns[side])
+                                                        for side in ("auc_lo", "auc_hi"))
         else:
             summary_rows[result.name] = {}
         for i, group in enumerate(result.groups):

@@ -36,7 +36,11 @@ def pairwise(report: Any, metric: str | None = None) -> pd.DataFrame:
     0). ``.unstack()`` of one attribute's rows gives the matrix. With bootstrap replicates (``n_boot``) it adds
     ``difference_lo`` and ``difference_hi``, the percentile interval of the difference; with
     permutation replicates (``n_permutations``), ``p_value``, the share of permutations whose
-    absolute difference is at least the observed one (the groups of the attribute exchangeable).
+    absolute difference is at least the observed one (the groups of the attribute exchangeable), and
+    ``p_value_<p_adjust>`` adjusted over every distinct pair of the frame (its own family, apart
+    from the report's gap tests). ``small_group``: one of the two groups is small
+    (``by_group["small_group"]``); such a pair has no interval (NaN: resamples of so few positives or
+    negatives cannot show the uncertainty) and no adjusted p-value, and is never called significant.
     """
     metric = default_metric(report.task) if metric is None else metric
     by_group = report.by_group
@@ -52,6 +56,7 @@ def pairwise(report: Any, metric: str | None = None) -> pd.DataFrame:
         values = table.loc[valid, metric]
         groups = list(values.index)
         numbers = values.to_numpy(dtype=np.float64)  # read once: .iloc per pair costs microseconds each
+        small = table.loc[valid, "small_group"].to_numpy(dtype=bool) if "small_group" in table.columns else None
         prefix = key if isinstance(key, tuple) else (key,)
         boot, perm = (_replicates(report, kind, prefix, metric) for kind in ("boot", "perm"))
         analytic = _analytic.pair_columns(report, prefix, metric, groups) if report.task == "cls" else None
@@ -60,13 +65,18 @@ def pairwise(report: Any, metric: str | None = None) -> pd.DataFrame:
             for j, other in enumerate(groups):  # the diagonal (0) too, so that unstack() is square
                 row = {**dict(zip([*prefix_levels, "attribute"], prefix)), "group": group, "other": other,
                        "difference": float(numbers[i] - numbers[j])}
+                either = small is not None and bool(small[i] or small[j])
                 if boot is not None:
-                    lo, hi = _interval(boot[:, i] - boot[:, j], level)
+                    lo, hi = _interval(boot[:, i] - boot[:, j], level) if not either else (math.nan, math.nan)
                     row["difference_lo"], row["difference_hi"] = lo, hi
                 if perm is not None:
                     row["p_value"] = _p_value(perm[:, i] - perm[:, j], row["difference"])
                 if analytic is not None:
                     row.update((name, float(matrix[i, j])) for name, matrix in analytic.items())
+                    if either:
+                        row.update((name, math.nan) for name in analytic if "_lo" in name or "_hi" in name)
+                if small is not None:
+                    row["small_group"] = either
                 rows.append(row)
     index = [*prefix_levels, "attribute", "group", "other"]
     if not rows:
@@ -74,7 +84,10 @@ def pairwise(report: Any, metric: str | None = None) -> pd.DataFrame:
     frame = pd.DataFrame(rows)
     method = _analytic_adjustment(report)
     if method and "p_value_analytic" in frame.columns:
-        frame[f"p_value_analytic_{method}"] = _adjusted_pairs(frame, index, method)
+        frame[f"p_value_analytic_{method}"] = _adjusted_pairs(frame, index, method, "p_value_analytic")
+    method = _permutation_adjustment(report)
+    if method and "p_value" in frame.columns:
+        frame[f"p_value_{method}"] = _adjusted_pairs(frame, index, method, "p_value")
     return frame.drop(columns=index).set_axis(_ordered_index(frame, index))
 
 
@@ -86,9 +99,16 @@ def _analytic_adjustment(report: Any) -> str | None:
     return (ci.get("analytic") or {}).get("p_adjust")
 
 
-def _adjusted_pairs(frame: pd.DataFrame, index: list[str], method: str) -> np.ndarray:
-    """``p_value_analytic`` adjusted over every distinct pair of groups of the frame (each pair once,
-    both of its orders given the adjusted value)."""
+def _permutation_adjustment(report: Any) -> str | None:
+    """The ``p_adjust`` of the report's permutation tests (of its first task for several tasks)."""
+    tasks = getattr(report, "tasks", None)
+    report = next(iter(tasks.values())) if tasks else report
+    return (getattr(report, "metadata", None) or {}).get("p_adjust")
+
+
+def _adjusted_pairs(frame: pd.DataFrame, index: list[str], method: str, column: str) -> np.ndarray:
+    """``column`` (p-values) adjusted over every distinct pair of groups of the frame that are not small
+    (each pair once, both of its orders given the adjusted value; NaN for a pair with a small group)."""
     from .._engine.resample import adjusted
 
     keys = [tuple(key[:-2]) + tuple(sorted((str(key[-2]), str(key[-1])))) for key in
@@ -97,7 +117,10 @@ def _adjusted_pairs(frame: pd.DataFrame, index: list[str], method: str) -> np.nd
     for row, key in enumerate(keys):
         first.setdefault(key, row)
     rows = np.array(list(first.values()))
-    p = frame["p_value_analytic"].to_numpy(np.float64)
+    p = frame[column].to_numpy(np.float64).copy()
+    p[(frame["group"] == frame["other"]).to_numpy()] = np.nan  # a group against itself: nothing tested
+    if "small_group" in frame.columns:
+        p[frame["small_group"].to_numpy(dtype=bool)] = np.nan  # out of the family
     once = np.full(len(rows), np.nan)
     once[:] = adjusted(p[rows], method)
     by_key = dict(zip(first, once))
