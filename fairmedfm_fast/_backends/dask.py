@@ -567,7 +567,7 @@ def _evaluate(dask: Any, ddf: Any, label: str, score: str, names: list[str], bin
         del local, ranged, sums
         done = _collected(dask, pending, bar)
         ranged, sums = done[0], done[1:]
-        return _finish(plan, ranged, list(sums), sizes, threshold, metadata, metrics, analytic)
+        return _finish(plan, ranged, list(sums), sizes, threshold, metadata, metrics, analytic, p_adjust)
     else:  # the sort of frames
         code_names = _code_names(plan)
         frame_meta = pd.DataFrame({_SCORE: np.empty(0, plan.score_dtype), _LABEL: np.empty(0, np.uint8),
@@ -579,12 +579,12 @@ def _evaluate(dask: Any, ddf: Any, label: str, score: str, names: list[str], bin
         ranged = dask.delayed(make_plan)(counted)
         sums = [dask.delayed(_range_sums)(rows, ranged, r) for r, rows in enumerate(ranges)]
     done = _computed(dask, [ranged, *sums], bar)
-    return _finish(plan, done[0], list(done[1:]), sizes, threshold, metadata, metrics, analytic)
+    return _finish(plan, done[0], list(done[1:]), sizes, threshold, metadata, metrics, analytic, p_adjust)
 
 
 def _finish(plan: _survey.Plan, ranged: _ranges.RangePlan, sums: list[dict[str, Any]], sizes: np.ndarray,
             threshold: float | None, metadata: dict[str, Any], metrics: Sequence[str],
-            analytic: tuple[float, str | None] | None) -> FairnessReport:
+            analytic: tuple[float, str | None] | None, p_adjust: str | None) -> FairnessReport:
     """The report from the ranges' sums."""
     groupings = _groupings(sums, ranged, threshold)
     metadata.update(asked(threshold, metrics=metrics))
