@@ -187,12 +187,13 @@ class FairnessReport:
 
         Parameters
         ----------
-        kind : {"roc", "reliability", "bars", "dice", "pairwise"}, default "roc"
+        kind : {"roc", "reliability", "bars", "dice", "pairwise", "forest"}, default "roc"
             ``"roc"``: each group's ROC curve, with its operating point at the attribute's best-F1
             threshold; ``"reliability"``: each group's reliability diagram over its ECE bins;
             ``"bars"``: the per-group metrics as bars (with intervals when the report has them);
             ``"dice"``: each group's per-sample Dice distribution (segmentation reports);
-            ``"pairwise"``: a heat map of :meth:`pairwise` differences per attribute.
+            ``"pairwise"``: a heat map of :meth:`pairwise` differences per attribute;
+            ``"forest"``: each group's value with its interval, one panel per metric.
         attributes : str or list of str, optional
             Attributes to draw; all by default.
         task : str, optional

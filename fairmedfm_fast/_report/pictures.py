@@ -404,8 +404,11 @@ def plot_forest(report, attributes=None):
     if not blocks:
         _empty(axes[0], "no evaluable group")
     ci = getattr(report, "ci", None)
-    level = ci.get("level") if isinstance(ci, dict) else None
-    lines = f"lines: {level:.0%} bootstrap intervals; " if has_interval and level else ""
+    bootstrap = isinstance(ci, dict) and ci.get("by_group") is not None  # else interval="analytic"'s
+    analytic = (ci.get("analytic") or {}) if isinstance(ci, dict) else {}
+    level = (ci.get("level") if bootstrap else analytic.get("level")) if isinstance(ci, dict) else None
+    kind = "bootstrap" if bootstrap else "analytic"
+    lines = f"lines: {level:.0%} {kind} intervals; " if has_interval and level else ""
     figure.suptitle(f"Each group's value ({lines}dashed: all samples of the attribute; hollow: small group)",
                     fontsize=9)
     return figure
