@@ -29,8 +29,6 @@ MAX_NUMERIC_GROUPS = 20
 PARALLEL_FROM = 1 << 18
 #: Columns shorter than this count their codes with ``np.bincount``; longer ones with a kernel.
 TABLE_CODES_BELOW = 1 << 16
-#: NumPy text arrays (``<U``, ``S``) of up to this many values are coded from their buffer.
-BUFFER_TEXT_UP_TO = 100_000
 
 
 @dataclass
@@ -108,16 +106,29 @@ Column = "pd.Series | np.ndarray"
 
 def _column(values: Any, name: str) -> Column:
     """One attribute's values: a pandas Series (pandas, pyarrow or polars input, whose dtype says
-    how to code it) or a 1-D NumPy array (anything else), without a Python object per sample."""
+    how to code it) or a 1-D NumPy array (anything else), without a Python object per sample.
+
+    Strings that pandas cannot hold as they are (Arrow string views) or that NumPy converts slowly (a
+    list of str) come as a categorical Series of their distinct values in report order
+    (:func:`_coded_text`), which codes, names and cuts into bins as the strings would."""
     if is_pandas(values, "Series"):
         return values.reset_index(drop=True)
+    if type(values) is list:
+        text = _list_codes(values)
+        if text is not None:
+            return pd.Series(_coded_text(*text), name=name, copy=False)
     if is_polars(values):
-        values = values.to_arrow()
+        values = _polars_arrow(values)
     if is_arrow(values):
         import pyarrow as pa
 
         if isinstance(values, pa.ChunkedArray):
             values = values.combine_chunks() if values.num_chunks != 1 else values.chunk(0)
+        if pa.types.is_string_view(values.type):
+            text = _view_codes(values)
+            if text is not None:
+                return pd.Series(_coded_text(*text), name=name, copy=False)
+            values = values.cast(pa.large_string())
         return pd.Series(pd.arrays.ArrowExtensionArray(values), name=name, copy=False)
     array = to_numpy(values, name)
     if array.ndim != 1:
@@ -126,6 +137,80 @@ def _column(values: Any, name: str) -> Column:
             raise ValueError(f"{name} must hold one value per sample, got shape {array.shape}")
         array = array[:, 0]
     return array
+
+
+def _polars_arrow(values: Any) -> Any:
+    """A polars Series as Arrow: its strings as the string views polars holds (no copy; pandas cannot
+    hold them: :func:`_column` codes them), anything else as ``to_arrow()`` gives it."""
+    if str(values.dtype) in ("String", "Utf8"):
+        try:
+            import polars
+
+            return values.to_arrow(compat_level=polars.CompatLevel.newest())
+        except (AttributeError, TypeError):  # a polars without compatibility levels (before 1.0)
+            pass
+    return values.to_arrow()
+
+
+def _view_codes(array: Any) -> tuple[np.ndarray, list[str]] | None:
+    """Codes in order of first occurrence and the distinct strings of an Arrow string_view array, from
+    its 16-byte views by ``kernels.coding.row_codes``: when it has no null and every string is at
+    most 12 bytes long, the view holds the length and the bytes (padded with zeros: were they not,
+    two views of one string would name one group twice, which :func:`_coded_text` merges); else None."""
+    n = len(array)
+    if not n or array.null_count:
+        return None
+    buffer = array.buffers()[1]
+    lengths = np.frombuffer(buffer, np.uint32)[4 * array.offset:4 * (array.offset + n):4]  # little-endian
+    if int(lengths.max()) > 12:
+        return None
+    codes, firsts = _row_codes(np.frombuffer(buffer, np.uint64).reshape(-1, 2)[array.offset:array.offset + n])
+    return codes, [array[i].as_py() for i in firsts.tolist()]  # (pyarrow has no take of views)
+
+
+def _list_codes(values: list) -> tuple[np.ndarray, list[str]] | None:
+    """Codes in order of first occurrence and the distinct strings of a list of str, by pandas' string
+    hash table (:func:`_string_codes`); None for a list that NumPy reads otherwise than as these
+    strings (what ``to_numpy`` gives, and fairmedfm 0.4.2 reads): values other than str (NumPy makes
+    text of numbers; None is missing), or a string that ends in NUL (NumPy strips trailing NULs)."""
+    if not values or not isinstance(values[0], str):
+        return None
+    array = np.fromiter(values, object, len(values))  # faster than np.array(values, dtype=object)
+    coded = _string_codes(array)
+    if coded is None or any(value.endswith("\x00") for value in coded[1]):
+        return None
+    return coded
+
+
+def _coded_text(codes: np.ndarray, uniques: list) -> pd.Categorical:
+    """A categorical of the strings ``uniques`` (which may repeat) and codes into them, its categories
+    the distinct names in report order: what encode_values makes of the same strings."""
+    ordered = sorted(set(uniques), key=_name_order)
+    position = {name: i for i, name in enumerate(ordered)}
+    lookup = narrowest(np.array([position[name] for name in uniques], np.intp), len(ordered))
+    return pd.Categorical.from_codes(np.take(lookup, codes), categories=ordered)
+
+
+def _string_codes(array: np.ndarray) -> tuple[np.ndarray, list[str]] | None:
+    """``pandas.factorize`` of an object array whose values are all str, by the string hash table that
+    it uses for them, without its check that they are (a pass over the objects): the table gives
+    code -1 to any value that is not a str, and then None is returned; None too where pandas has no
+    such table."""
+    try:
+        from pandas._libs.hashtable import StringHashTable
+
+        uniques, codes = StringHashTable(1024).factorize(array, na_sentinel=-1, ignore_na=True)
+    except (ImportError, AttributeError, TypeError):
+        return None
+    if len(codes) and codes.min() < 0:
+        return None
+    return codes, uniques.tolist()
+
+
+def _deferred(values: Any) -> bool:
+    """Whether a column is converted in :func:`_attribute` (on the coding threads: the conversion
+    releases the GIL) rather than at once: pyarrow and polars columns."""
+    return is_arrow(values) or is_polars(values)
 
 
 def _columns(sensitive_features: Any) -> list[tuple[str, Column]]:
@@ -140,23 +225,29 @@ def _columns(sensitive_features: Any) -> list[tuple[str, Column]]:
         return [(str(features.name) if features.name else "sensitive", features)]
     if isinstance(features, Mapping):
         # Values of a mapping are taken as plain arrays (as a DataFrame built from them would be),
-        # except pyarrow and polars columns, which keep their own types.
-        return [(str(key), value if isinstance(value, np.ndarray) and value.ndim == 1 else
-                 _column(_mapping_value(value, f"sensitive_features[{key!r}]"), f"sensitive_features[{key!r}]"))
-                for key, value in features.items()]
+        # except pyarrow and polars columns, which keep their own types (and are converted later, on
+        # the coding threads: :func:`_deferred`).
+        columns = []
+        for key, value in features.items():
+            if not (isinstance(value, np.ndarray) and value.ndim == 1):
+                value = _mapping_value(value, f"sensitive_features[{key!r}]")
+                if not _deferred(value):
+                    value = _column(value, f"sensitive_features[{key!r}]")
+            columns.append((str(key), value))
+        return columns
     recoded = _recoded(features)
     if recoded is not None:
         return [("sensitive", recoded)]
+    if type(features) is list and (text := _list_codes(features)) is not None:
+        return [("sensitive", pd.Series(_coded_text(*text), name="sensitive", copy=False))]
     if is_polars(features):
         if hasattr(features, "get_columns"):  # DataFrame
-            return [(str(column.name), _column(column, str(column.name))) for column in features.get_columns()]
-        name = str(features.name) if features.name else "sensitive"
-        return [(name, _column(features, name))]
+            return [(str(column.name), column) for column in features.get_columns()]
+        return [(str(features.name) if features.name else "sensitive", features)]
     if is_arrow(features) and hasattr(features, "column_names"):  # Table / RecordBatch
-        return [(str(name), _column(features.column(i), str(name)))
-                for i, name in enumerate(features.column_names)]
+        return [(str(name), features.column(i)) for i, name in enumerate(features.column_names)]
     if is_arrow(features):
-        return [("sensitive", _column(features, "sensitive"))]
+        return [("sensitive", features)]
     array = to_numpy(features, "sensitive_features")
     if array.ndim == 1:
         return [("sensitive", array)]
@@ -175,7 +266,7 @@ def _frame_columns(frame: pd.DataFrame) -> list[tuple[str, Column]]:
     if take is None:
         return [(str(name), column) for name, column in frame.items()]
     columns = []
-    for i, name in enumerate(frame.columns):
+    for i, name in enumerate(frame.columns.tolist()):
         array = take(i)
         plain = (array.dtype.kind in "biuf" if isinstance(array, np.ndarray)
                  else _is_arrow_text(getattr(array, "_pa_array", None)))
@@ -193,9 +284,10 @@ def _is_arrow_text(array: Any) -> bool:
 
 
 def _mapping_value(value: Any, where: str) -> Any:
-    """One value of a mapping of attributes: pyarrow and polars columns as they are, a bare pandas
-    Categorical by its codes (:func:`_recoded`), anything else as a 1-D NumPy array."""
-    if is_arrow(value) or is_polars(value):
+    """One value of a mapping of attributes: pyarrow and polars columns and lists of strings as they
+    are (see :func:`_column`), a bare pandas Categorical by its codes (:func:`_recoded`), anything
+    else as a 1-D NumPy array."""
+    if _deferred(value) or (type(value) is list and value and isinstance(value[0], str)):
         return value
     recoded = _recoded(value)
     return recoded if recoded is not None else to_numpy(value, where).ravel()
@@ -241,40 +333,45 @@ def _small_range(low: int, high: int, n: int) -> bool:
     return high - low <= max(1 << 16, 2 * n)
 
 
-#: Place values of the characters of a short text key (base 256, the first character the highest).
-_PLACES = 256.0 ** np.arange(5, -1, -1)
+#: Slots of the hash table that codes text (NumPy, Arrow) at first; one with room for every value is
+#: made when more than half of them fill.
+TEXT_TABLE_SLOTS = 1024
 
 
-def _distinct_text(array: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``np.unique(array, return_inverse=True)`` of a NumPy text (``U``) array, faster for short text.
-
-    Single characters are counted by code point. Strings of up to six characters below U+0100 are
-    read as exact integers with the strings' order (a character per digit, base 256; NumPy pads
-    with U+0000, the lowest), which sort as numbers instead of as text.
-    """
+def _text_array_codes(array: np.ndarray) -> tuple[np.ndarray, list]:
+    """Codes in order of first occurrence (int32) and the distinct values (``str`` for a ``U`` array,
+    ``bytes`` for an ``S`` array) of a NumPy text array, by ``kernels.coding.row_codes`` on its
+    buffer: each value is a fixed-width row of code points (``U``) or bytes (``S``), padded with
+    zeros, so equal values are equal rows (NumPy strips trailing NULs from both) and no Python object
+    is made but for the distinct values."""
     array = np.ascontiguousarray(array)
-    n, width = len(array), array.dtype.itemsize // 4
-    chars = array.view(np.uint32).reshape(n, width) if n and width else None
-    if chars is None or width > 6 or (width > 1 and chars.max() > 255):
-        return np.unique(array, return_inverse=True)
-    if width == 1:
-        points = chars[:, 0]
-        low = points.min()
-        offsets = points - low
-        if _small_range(0, int(offsets.max()), n):
-            present, codes = _offset_codes(offsets, 0)
-            return (present + int(low)).astype(np.uint32).view(array.dtype), codes
-        keys = points
-    else:
-        keys = chars.astype(np.float64) @ _PLACES[-width:]  # exact: below 2**48
-    order = np.argsort(keys)
-    ordered = keys[order]
-    first = np.empty(n, bool)
-    first[0] = True
-    np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
-    inverse = np.empty(n, np.intp)
-    inverse[order] = np.cumsum(first) - 1
-    return array[order[first]], inverse
+    n, size = len(array), array.dtype.itemsize
+    if size == 0:  # U0 / S0: every value is empty
+        return np.zeros(n, np.int32), array[:1].tolist()
+    # code points as they are (short text of small code points then folds into one exact key); bytes
+    # in the widest words that tile the value
+    word = np.dtype(np.uint32) if array.dtype.kind == "U" else next(
+        np.dtype(word) for word in (np.uint64, np.uint32, np.uint8) if size % np.dtype(word).itemsize == 0)
+    rows = array.view(word).reshape(n, size // word.itemsize)
+    rows.flags.writeable = False  # one signature, whether the user's array is read-only or not
+    codes, firsts = _row_codes(rows)
+    return codes, array[firsts].tolist()
+
+
+def _row_codes(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``kernels.coding.row_codes`` of read-only ``rows``: a table of :data:`TEXT_TABLE_SLOTS`, and one
+    with room for every row when more than half its slots fill."""
+    from ..kernels import coding
+
+    codes, firsts = coding.row_codes(rows, TEXT_TABLE_SLOTS)
+    if len(rows) and not len(firsts):
+        codes, firsts = coding.row_codes(rows, _room_for(len(rows)))
+    return codes, firsts
+
+
+def _room_for(n: int) -> int:
+    """Slots of a hash table that holds ``n`` distinct values (at most half full): a power of two."""
+    return max(TEXT_TABLE_SLOTS, 1 << (2 * n - 1).bit_length())
 
 
 def _integer_codes(array: np.ndarray, low: int, high: int, max_distinct: int | None
@@ -326,8 +423,7 @@ def _arrow_text_codes(values: Column) -> tuple[np.ndarray, list[str]] | None:
     """Codes and distinct strings (in order of first occurrence, as ``pandas.factorize``) of an
     Arrow-backed string column without missing values, by ``kernels.coding.text_codes`` on its
     offsets and bytes (Arrow's dictionary encoding takes about three times as long on large columns,
-    and pandas' wrapping of it costs ten times the work on small ones); None for any other column,
-    or one of more than 512 distinct strings."""
+    and pandas' wrapping of it costs ten times the work on small ones); None for any other column."""
     pyarrow_type = getattr(getattr(values, "dtype", None), "pyarrow_dtype", None)
     array = getattr(getattr(values, "array", values), "_pa_array", None)  # a Series' array, or the array itself
     if array is None:
@@ -346,9 +442,9 @@ def _arrow_text_codes(values: Column) -> tuple[np.ndarray, list[str]] | None:
     offsets = np.frombuffer(offsets, np.int64 if pa.types.is_large_string(array.type) else np.int32)
     offsets = offsets[array.offset:array.offset + len(array) + 1]
     data = np.frombuffer(data, np.uint8) if data is not None else np.empty(0, np.uint8)
-    codes, firsts = coding.text_codes(offsets, data, 1024)
-    if len(firsts) == 0:
-        return None
+    codes, firsts = coding.text_codes(offsets, data, TEXT_TABLE_SLOTS)
+    if len(offsets) > 1 and not len(firsts):  # more than half the slots: a table with room for every value
+        codes, firsts = coding.text_codes(offsets, data, _room_for(len(offsets) - 1))
     # each distinct string from its first sample's bytes (valid UTF-8, as Arrow holds them)
     return codes, [data[offsets[i]:offsets[i + 1]].tobytes().decode() for i in firsts.tolist()]
 
@@ -414,14 +510,14 @@ def encode_values(values: Column, max_distinct: int | None = None) -> tuple[np.n
     else:
         array = values if isinstance(values, np.ndarray) else None
         plain_text = False
-        if array is not None and array.dtype.kind in "US" and len(array) <= BUFFER_TEXT_UP_TO:
-            distinct, raw_codes = _distinct_text(array)  # sorting beats hashing when small
-            if max_distinct is not None and len(distinct) > max_distinct:
-                return None
-            uniques = distinct.tolist()
+        if array is not None and array.dtype.kind in "US":
+            raw_codes, uniques = _text_array_codes(array)  # never numbers: no max_distinct
         elif (text := _arrow_text_codes(values)) is not None:
             raw_codes, uniques = text
             plain_text = True
+        elif array is not None and array.dtype.kind == "O" and len(array) and isinstance(array[0], str) and (
+                text := _string_codes(array)) is not None:
+            raw_codes, uniques = text  # str values, named by group_name as pandas.factorize's would be
         else:
             raw_codes, distinct = pd.factorize(values, use_na_sentinel=True)
             if max_distinct is not None and len(distinct) > max_distinct:
@@ -437,7 +533,8 @@ def encode_values(values: Column, max_distinct: int | None = None) -> tuple[np.n
     if lookup == list(range(len(names))):  # already in report order (e.g. categories)
         return raw_codes, ordered
     # code -1 (missing) indexes the trailing -1 of the lookup table, made as narrow as the codes need
-    return narrowest(np.array([*lookup, -1]), len(ordered))[raw_codes], ordered
+    # (np.take: half the time of indexing with 32-bit codes)
+    return np.take(narrowest(np.array([*lookup, -1]), len(ordered)), raw_codes), ordered
 
 
 def _bin_edges_label(edge: float) -> str:
@@ -635,6 +732,8 @@ def encode_attributes(sensitive_features: Any, n_samples: int, bins: Bins | None
 
 def _attribute(name: str, values: Column, bins: Any) -> Attribute:
     """One attribute column coded: cut at ``bins`` when given, else by its distinct values."""
+    if _deferred(values):
+        values = _column(values, name)
     edges: list[float] = []
     if bins is not None:
         codes, groups, note = _binned(values, bins, name, edges)
@@ -666,4 +765,5 @@ def one_attribute(sensitive_features: Any, n_samples: int, bins: Bins | None = N
 
 def numeric_columns(sensitive_features: Any) -> list[tuple[str, bool]]:
     """(name, whether numeric) of each attribute column, as :func:`encode_attributes` names them."""
-    return [(name, is_numeric(values)) for name, values in _columns(sensitive_features)]
+    return [(name, is_numeric(_column(values, name) if _deferred(values) else values))
+            for name, values in _columns(sensitive_features)]
