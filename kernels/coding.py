@@ -39,8 +39,9 @@ def text_codes(offsets, data, capacity):
     """Codes of strings given as Arrow's ``offsets`` (n + 1 positions into ``data``) and ``data``
     (their UTF-8 bytes): equal bytes, equal code; codes in order of first occurrence.
 
-    A hash table of ``capacity`` entries (a power of two, at least 2). Strings of up to 8 bytes are told apart
-    by their length and their bytes packed in one word; longer ones by comparing their bytes.
+    A hash table of ``capacity`` entries (a power of two; a number between is rounded up to one).
+    Strings of up to 8 bytes are told apart by their length and their bytes packed in one word;
+    longer ones by comparing their bytes.
 
     Returns
     -------
@@ -49,6 +50,11 @@ def text_codes(offsets, data, capacity):
         when there are more than ``capacity // 2`` distinct strings (the caller codes otherwise).
     """
     n = offsets.shape[0] - 1
+    bits = 1  # log2(capacity), rounded up: the slot is the mixed hash's top bits
+    while (1 << bits) < capacity:
+        bits += 1
+    capacity = 1 << bits
+    shift = np.uint64(64 - bits)
     codes = np.empty(n, np.int32)
     table = np.full(capacity, -1, np.int64)  # code at each slot
     most = capacity // 2
@@ -57,10 +63,6 @@ def text_codes(offsets, data, capacity):
     lengths = np.empty(most, np.int64)
     n_distinct = 0
     mask = np.uint64(capacity - 1)
-    bits = 1  # log2(capacity): the slot is the mixed hash's top bits
-    while (1 << bits) < capacity:
-        bits += 1
-    shift = np.uint64(64 - bits)
     end = offsets[0] if n >= 0 else 0
     for i in range(n):
         start = end
@@ -118,7 +120,7 @@ def row_codes(rows, capacity):
     Parameters
     ----------
     rows : uint8, uint32 or uint64 array of shape (n, width), C-contiguous, width >= 1
-    capacity : int, a power of two, at least 2
+    capacity : int, a power of two (a number between is rounded up to one), at least 2
 
     Returns
     -------
@@ -128,6 +130,11 @@ def row_codes(rows, capacity):
     """
     n = rows.shape[0]
     width = rows.shape[1]
+    bits = 1  # log2(capacity), rounded up: the slot is the mixed key's top bits
+    while (1 << bits) < capacity:
+        bits += 1
+    capacity = 1 << bits
+    shift = np.uint64(64 - bits)
     codes = np.empty(n, np.int32)
     table = np.full(capacity, -1, np.int32)  # code at each slot
     most = capacity // 2
@@ -137,10 +144,6 @@ def row_codes(rows, capacity):
     copies = np.empty((most, width), rows.dtype)  # each code's row (no gather from its first sample)
     n_distinct = 0
     mask = capacity - 1
-    bits = 1  # log2(capacity): the slot is the mixed key's top bits
-    while (1 << bits) < capacity:
-        bits += 1
-    shift = np.uint64(64 - bits)
     step = np.uint64(64 // width if width > 1 else 0)  # bits between words (a rotation: no bit is lost)
     back = np.uint64(64) - step
     limit = np.uint64(1) << step

@@ -176,3 +176,25 @@ def test_text_arrays_of_every_size_and_many_values(monkeypatch):
         if form.dtype.kind != "S":
             assert names == expected[1]
             np.testing.assert_array_equal(codes, expected[0])
+
+
+@settings(max_examples=40, deadline=None)
+@given(n_distinct=st.integers(1, 40), n=st.integers(1, 200), limit=st.sampled_from([2, 5, 8, 32]),
+       dtype=st.sampled_from([np.float32, np.float64]), seed=st.integers(0, 2 ** 32 - 1))
+def test_more_distinct_than(n_distinct, n, limit, dtype, seed):
+    # the accumulator's test of "more distinct scores than 16 bits hold" (limit 65,536 there)
+    rng = np.random.default_rng(seed)
+    values = rng.random(n_distinct).astype(dtype)[rng.integers(0, n_distinct, n)]
+    assert _groups.more_distinct_than(values, limit) == (len(np.unique(values)) > limit)
+
+
+def test_tables_of_any_size_are_rounded_up():
+    # a capacity between powers of two is rounded up (a table of 10 slots would be written past)
+    rows = np.arange(40, dtype=np.uint32).reshape(40, 1)
+    rows.flags.writeable = False
+    codes, firsts = coding.row_codes(rows[:8], 10)
+    np.testing.assert_array_equal(codes, np.arange(8))
+    assert len(coding.row_codes(rows, 10)[1]) == 0  # 40 values: more than 16 // 2
+    array = pa.array([str(i) for i in range(8)], pa.large_string())
+    codes, firsts = coding.text_codes(*_buffers(array), 10)
+    np.testing.assert_array_equal(codes, np.arange(8))

@@ -266,7 +266,7 @@ def _frame_columns(frame: pd.DataFrame) -> list[tuple[str, Column]]:
     if take is None:
         return [(str(name), column) for name, column in frame.items()]
     columns = []
-    for i, name in enumerate(frame.columns.tolist()):
+    for i, name in enumerate(_column_names(frame.columns)):
         array = take(i)
         plain = (array.dtype.kind in "biuf" if isinstance(array, np.ndarray)
                  else _is_arrow_text(getattr(array, "_pa_array", None)))
@@ -274,13 +274,18 @@ def _frame_columns(frame: pd.DataFrame) -> list[tuple[str, Column]]:
     return columns
 
 
+def _column_names(index: pd.Index) -> list:
+    """``index.tolist()``, read from its Arrow array where it has one without nulls (pandas 3's text
+    names: a fifth of the time)."""
+    array = getattr(getattr(index, "_values", None), "_pa_array", None)
+    if array is not None and not array.null_count:
+        return array.to_pylist()
+    return index.tolist()
+
+
 def _is_arrow_text(array: Any) -> bool:
     """Whether ``array`` is a pyarrow (chunked) array of strings."""
-    if array is None:
-        return False
-    import pyarrow as pa
-
-    return pa.types.is_string(array.type) or pa.types.is_large_string(array.type)
+    return array is not None and array.type.id in (_TEXT_OFFSETS or _text_offsets())
 
 
 def _mapping_value(value: Any, where: str) -> Any:
@@ -361,12 +366,22 @@ def _text_array_codes(array: np.ndarray) -> tuple[np.ndarray, list]:
 def _row_codes(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``kernels.coding.row_codes`` of read-only ``rows``: a table of :data:`TEXT_TABLE_SLOTS`, and one
     with room for every row when more than half its slots fill."""
-    from ..kernels import coding
-
+    coding = _kernels()
     codes, firsts = coding.row_codes(rows, TEXT_TABLE_SLOTS)
     if len(rows) and not len(firsts):
         codes, firsts = coding.row_codes(rows, _room_for(len(rows)))
     return codes, firsts
+
+
+def more_distinct_than(values: np.ndarray, limit: int) -> bool:
+    """Whether float32 or float64 ``values`` (no NaN, no -0.0: equal values have equal bits) hold more
+    than ``limit`` distinct values: ``kernels.coding.row_codes`` of their bits, with room for ``limit``
+    values (a power of two, at least) and no more, stops at the first value past them (continuous
+    scores: after about ``limit`` values, a tenth of the time of a sort)."""
+    rows = values.view(np.uint32 if values.dtype.itemsize == 4 else np.uint64).reshape(len(values), 1)
+    rows.flags.writeable = False  # the signature of text rows
+    firsts = _kernels().row_codes(rows, 1 << max(1, (2 * limit - 1).bit_length()))[1]
+    return len(firsts) == 0 or len(firsts) > limit  # none: more than the table's half (>= limit)
 
 
 def _room_for(n: int) -> int:
@@ -414,9 +429,7 @@ def _code_counts(codes: np.ndarray, n_codes: int) -> np.ndarray:
     every code to intp and needs the negative ones taken out first)."""
     if len(codes) < TABLE_CODES_BELOW:
         return np.bincount(codes[codes >= 0], minlength=n_codes)
-    from ..kernels import coding
-
-    return coding.code_counts(np.ascontiguousarray(codes), n_codes)
+    return _kernels().code_counts(np.ascontiguousarray(codes), n_codes)
 
 
 def _arrow_text_codes(values: Column) -> tuple[np.ndarray, list[str]] | None:
@@ -424,29 +437,50 @@ def _arrow_text_codes(values: Column) -> tuple[np.ndarray, list[str]] | None:
     Arrow-backed string column without missing values, by ``kernels.coding.text_codes`` on its
     offsets and bytes (Arrow's dictionary encoding takes about three times as long on large columns,
     and pandas' wrapping of it costs ten times the work on small ones); None for any other column."""
-    pyarrow_type = getattr(getattr(values, "dtype", None), "pyarrow_dtype", None)
-    array = getattr(getattr(values, "array", values), "_pa_array", None)  # a Series' array, or the array itself
+    array = getattr(values, "_pa_array", None)  # pandas' Arrow-backed array (a Series' array below)
     if array is None:
+        array = getattr(getattr(values, "array", None), "_pa_array", None)
+        if array is None:
+            return None
+    offset_type = (_TEXT_OFFSETS or _text_offsets()).get(array.type.id)
+    if offset_type is None or array.null_count:
         return None
-    import pyarrow as pa
-
-    if pyarrow_type is None:  # pandas' "str" dtype keeps its Arrow type on the array only
-        pyarrow_type = array.type
-    if not (pa.types.is_string(pyarrow_type) or pa.types.is_large_string(pyarrow_type)) or array.null_count:
-        return None
-    from ..kernels import coding
-
-    if isinstance(array, pa.ChunkedArray):
+    coding = _kernels()
+    if getattr(array, "num_chunks", None) is not None:  # a ChunkedArray
         array = array.chunk(0) if array.num_chunks == 1 else array.combine_chunks()
     _, offsets, data = array.buffers()
-    offsets = np.frombuffer(offsets, np.int64 if pa.types.is_large_string(array.type) else np.int32)
-    offsets = offsets[array.offset:array.offset + len(array) + 1]
+    offsets = np.frombuffer(offsets, offset_type)[array.offset:array.offset + len(array) + 1]
     data = np.frombuffer(data, np.uint8) if data is not None else np.empty(0, np.uint8)
     codes, firsts = coding.text_codes(offsets, data, TEXT_TABLE_SLOTS)
     if len(offsets) > 1 and not len(firsts):  # more than half the slots: a table with room for every value
         codes, firsts = coding.text_codes(offsets, data, _room_for(len(offsets) - 1))
     # each distinct string from its first sample's bytes (valid UTF-8, as Arrow holds them)
     return codes, [data[offsets[i]:offsets[i + 1]].tobytes().decode() for i in firsts.tolist()]
+
+
+_coding = None
+
+
+def _kernels():
+    """``kernels.coding``, imported on first use (numba is not imported with the package); an import
+    statement in each coder costs a microsecond a call."""
+    global _coding
+    if _coding is None:
+        from ..kernels import coding
+
+        _coding = coding
+    return _coding
+
+
+#: Arrow's type ids of strings -> the type of their offsets (filled on first use: pyarrow imported).
+_TEXT_OFFSETS: dict[int, Any] = {}
+
+
+def _text_offsets() -> dict[int, Any]:
+    import pyarrow as pa
+
+    _TEXT_OFFSETS.update({pa.string().id: np.dtype(np.int32), pa.large_string().id: np.dtype(np.int64)})
+    return _TEXT_OFFSETS
 
 
 def _categorical_codes(values: pd.Series) -> tuple[np.ndarray, list, list[str]]:
@@ -485,6 +519,9 @@ def encode_values(values: Column, max_distinct: int | None = None) -> tuple[np.n
     made, so a continuous column fails fast). Names come from the distinct values as Python objects,
     exactly as ``pandas.Series.map`` would hand them over.
     """
+    text = _text_codes(values)  # text first: the usual attribute, and never numbers (no max_distinct)
+    if text is not None:
+        return _in_report_order(*text, None)
     array = values if isinstance(values, np.ndarray) else None
     if array is None and values.dtype.kind in "iu" and not isinstance(values.dtype, pd.api.extensions.ExtensionDtype):
         array = values.to_numpy()
@@ -504,28 +541,36 @@ def encode_values(values: Column, max_distinct: int | None = None) -> tuple[np.n
     # 0.4.2 then names the groups through Series.map, which drops the categorical dtype, so they
     # are sorted like any other values. We follow it (see the README).
     if is_pandas(values, "Series") and isinstance(values.dtype, pd.CategoricalDtype):
-        raw_codes, names, ordered = _categorical_codes(values)
-    elif _is_arrow_dictionary(values):
-        raw_codes, names, ordered = _dictionary_codes(values)
-    else:
-        array = values if isinstance(values, np.ndarray) else None
-        plain_text = False
-        if array is not None and array.dtype.kind in "US":
-            raw_codes, uniques = _text_array_codes(array)  # never numbers: no max_distinct
-        elif (text := _arrow_text_codes(values)) is not None:
-            raw_codes, uniques = text
-            plain_text = True
-        elif array is not None and array.dtype.kind == "O" and len(array) and isinstance(array[0], str) and (
-                text := _string_codes(array)) is not None:
-            raw_codes, uniques = text  # str values, named by group_name as pandas.factorize's would be
-        else:
-            raw_codes, distinct = pd.factorize(values, use_na_sentinel=True)
-            if max_distinct is not None and len(distinct) > max_distinct:
-                return None
-            uniques = distinct.tolist()
-        # the values of a NumPy or Arrow text column are str, which group_name leaves as they are
-        plain_text = plain_text or (array is not None and array.dtype.kind == "U")
-        names = uniques if plain_text else [group_name(value) for value in uniques]
+        return _in_report_order(*_categorical_codes(values))
+    if _is_arrow_dictionary(values):
+        return _in_report_order(*_dictionary_codes(values))
+    raw_codes, distinct = pd.factorize(values, use_na_sentinel=True)
+    if max_distinct is not None and len(distinct) > max_distinct:
+        return None
+    return _in_report_order(raw_codes, [group_name(value) for value in distinct.tolist()], None)
+
+
+def _text_codes(values: Column) -> tuple[np.ndarray, list[str]] | None:
+    """Codes in order of first occurrence and the names of a text column without missing values: a
+    NumPy ``U`` or ``S`` array (:func:`_text_array_codes`), an Arrow-backed one
+    (:func:`_arrow_text_codes`) or an object array of str (:func:`_string_codes`); None for others."""
+    if not isinstance(values, np.ndarray):
+        return _arrow_text_codes(values)  # str values, named as they are
+    kind = values.dtype.kind
+    if kind == "U":
+        return _text_array_codes(values)  # str values
+    if kind == "S" or (kind == "O" and len(values) and isinstance(values[0], str)):
+        text = _text_array_codes(values) if kind == "S" else _string_codes(values)
+        if text is not None:  # bytes ("b'F'") and str values named as pandas.factorize's would be
+            return text[0], [group_name(value) for value in text[1]]
+    return None
+
+
+def _in_report_order(raw_codes: np.ndarray, names: list, ordered: list[str] | None
+                     ) -> tuple[np.ndarray, list[str]]:
+    """Codes into ``names`` (None: a name not reported; code -1: missing) as codes into the report
+    order ``ordered`` (by default the names sorted: numbers by value, then text)."""
+    if ordered is None:
         ordered = sorted({name for name in names if name is not None}, key=_name_order)
     position = {name: i for i, name in enumerate(ordered)}
     lookup = [position.get(name, -1) if name is not None else -1 for name in names]
@@ -534,7 +579,7 @@ def encode_values(values: Column, max_distinct: int | None = None) -> tuple[np.n
         return raw_codes, ordered
     # code -1 (missing) indexes the trailing -1 of the lookup table, made as narrow as the codes need
     # (np.take: half the time of indexing with 32-bit codes)
-    return np.take(narrowest(np.array([*lookup, -1]), len(ordered)), raw_codes), ordered
+    return np.take(np.array([*lookup, -1], _narrowest_type(len(ordered))), raw_codes), ordered
 
 
 def _bin_edges_label(edge: float) -> str:
@@ -671,10 +716,14 @@ def combine(attributes: list[Attribute]) -> Attribute:
 def narrowest(codes: np.ndarray, n_groups: int) -> np.ndarray:
     """Group codes (-1 missing) in the narrowest signed integer type that holds ``n_groups`` groups:
     a 10M-sample attribute of a few groups takes 10 MB instead of 80 MB."""
+    return codes.astype(_narrowest_type(n_groups), copy=False)
+
+
+def _narrowest_type(n_groups: int) -> type:
     for top, dtype in _NARROW:
         if n_groups <= top:
-            return codes.astype(dtype, copy=False)
-    return codes.astype(np.intp, copy=False)
+            return dtype
+    return np.intp
 
 
 _NARROW = ((127, np.int8), (32767, np.int16), (2147483647, np.int32))  # np.iinfo(dtype).max costs 1 us a call
@@ -732,7 +781,7 @@ def encode_attributes(sensitive_features: Any, n_samples: int, bins: Bins | None
 
 def _attribute(name: str, values: Column, bins: Any) -> Attribute:
     """One attribute column coded: cut at ``bins`` when given, else by its distinct values."""
-    if _deferred(values):
+    if not isinstance(values, np.ndarray) and _deferred(values):
         values = _column(values, name)
     edges: list[float] = []
     if bins is not None:
