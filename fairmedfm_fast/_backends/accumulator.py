@@ -147,7 +147,7 @@ class FairnessAccumulator:
         for note in notes:
             if note not in self._notes:
                 self._notes.append(note)
-        keys = cells.astype(np.uint32) << np.uint32(1)
+        keys = np.left_shift(cells, 1, dtype=np.uint32, casting="unsafe")  # cells < 2**31: one pass, not two
         keys |= labels
         self._add_rows(scores, keys, weights)
 
@@ -241,7 +241,11 @@ class FairnessAccumulator:
         else:
             self._categories = [None] * len(names)
         # the batch's combination of local codes, in mixed radix (0: missing)
-        combined = _groups.combination_keys([a.codes for a in attributes], [a.n_groups for a in attributes])
+        widths = [attribute.n_groups for attribute in attributes]
+        width = int(np.prod([n_groups + 1 for n_groups in widths], dtype=np.float64))  # combinations, 0 missing
+        # the keys in the narrowest integers that hold them (each pass over the batch moves fewer bytes)
+        key_type = np.int16 if width <= 1 << 15 else np.int32 if width < 1 << 31 else np.int64
+        combined = _groups.combination_keys([a.codes for a in attributes], widths, key_type)
         layout = tuple(tuple(attribute.groups) for attribute in attributes)
         lookup = self._lookups.get(layout)
         if lookup is None:  # a new set of groups in a batch: cells of its combinations as they are met
@@ -249,19 +253,18 @@ class FairnessAccumulator:
                 known = self._groups[k]
                 for group in attribute.groups:
                     known.setdefault(group, len(known))
-            width = int(np.prod([attribute.n_groups + 1 for attribute in attributes], dtype=np.float64))
-            lookup = np.full(width, -1, np.int64) if width <= 1 << 20 else {}
+            lookup = np.full(width, -1, np.int32) if width <= 1 << 20 else {}  # cells < 2**31 (see _cell)
             if len(self._lookups) < 256:
                 self._lookups[layout] = lookup
         if isinstance(lookup, dict):  # too many combinations for a table
             present, inverse = np.unique(combined, return_inverse=True)
             cell_of = np.array([self._cell(value, attributes) for value in present.tolist()], np.int64)
             return cell_of[inverse.ravel()]
-        cells = lookup[combined]
+        cells = np.take(lookup, combined)
         if cells.min(initial=0) < 0:  # combinations not met before
             for value in np.unique(combined[cells < 0]).tolist():
                 lookup[value] = self._cell(value, attributes)
-            cells = lookup[combined]
+            cells = np.take(lookup, combined)
         return cells
 
     def _cell(self, value: int, attributes: list[_groups.Attribute]) -> int:
