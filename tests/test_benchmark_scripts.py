@@ -26,6 +26,7 @@ TINY = {
     "accumulator_batches.py": ["speed", "500", "4", "1"],
     "gap_power.py": ["2", "300", "20"],
     "tie_blocks.py": ["3000", "2"],
+    "input_forms.py": ["3000", "1", "2"],
     # the installed package (or the editable one), in a process started outside the clone
     "first_calls.py": ["--only", "evaluate, 1,000 samples"],
 }
