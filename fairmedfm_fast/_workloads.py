@@ -174,7 +174,8 @@ def _inputs(n: int) -> None:
 
 def _text_forms(y, scores, text) -> None:
     """Text attributes in every form the coders read apart: NumPy bytes of 1-, 4- and 8-byte words, object
-    arrays, lists, pyarrow strings (32-bit offsets) and string views, polars strings and categoricals."""
+    arrays, lists, pyarrow strings (32-bit offsets), dictionaries and string views, polars strings and
+    categoricals."""
     import pyarrow as pa
 
     import fairmedfm_fast as fm
@@ -184,6 +185,7 @@ def _text_forms(y, scores, text) -> None:
     fm.evaluate(y, scores, {name: values.astype(object) for name, values in text.items()})
     fm.evaluate(y, scores, {name: values.tolist() for name, values in text.items()})
     fm.evaluate(y, scores, pa.table(text))
+    fm.evaluate(y, scores, pa.table({name: pa.array(values).dictionary_encode() for name, values in text.items()}))
     fm.evaluate(y, scores, {name: pa.array(values, pa.string_view()) for name, values in text.items()})
     try:
         import polars as pl

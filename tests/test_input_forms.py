@@ -214,3 +214,28 @@ def test_text_lists_cut_into_bins():
     got = fm.evaluate(y, scores, {"age": values}, bins={"age": [40, 60]})
     assert _names(got) == _names(want)
     assert_same_report(got, want)
+
+
+def test_string_views_long_short_and_sliced():
+    # views of strings past 12 bytes point into data buffers: those columns are read as large strings;
+    # a slice of inline strings of such an array is coded from its views
+    values = np.array(["short", "a string of more than twelve bytes", "x", "é日"] * 10)
+    array = pa.array(values.tolist(), pa.string_view())
+    for got, want in ((array, values), (array.slice(2, 1), values[2:3]), (array.slice(3, 30), values[3:33]),
+                      (pa.array(["x", "é日"] * 5, pa.string_view()), np.array(["x", "é日"] * 5))):
+        fast = _groups.encode_attributes({"g": got}, len(want))[0]
+        plain = _groups.encode_attributes({"g": want}, len(want))[0]
+        assert fast.groups == plain.groups
+        np.testing.assert_array_equal(fast.codes, plain.codes)
+
+
+def test_polars_categoricals_and_enums_from_their_physical_codes():
+    # coded from polars' physical codes, named as their Arrow dictionary names them (sorted as text is)
+    pl = pytest.importorskip("polars")
+    values = ["x", "10", "y", "2", "x", "y"] * 5
+    for series in (pl.Series("g", values).cast(pl.Categorical),
+                   pl.Series("g", values).cast(pl.Enum(["y", "x", "2", "10", "unused"]))):
+        fast = _groups.encode_attributes({"g": series}, len(values))[0]
+        arrow = _groups.encode_attributes({"g": series.to_arrow()}, len(values))[0]
+        assert fast.groups == arrow.groups == ["2", "10", "x", "y"]
+        np.testing.assert_array_equal(fast.codes, arrow.codes)

@@ -118,6 +118,9 @@ def _column(values: Any, name: str) -> Column:
         if text is not None:
             return pd.Series(_coded_text(*text), name=name, copy=False)
     if is_polars(values):
+        text = _polars_category_codes(values)
+        if text is not None:
+            return pd.Series(_coded_text(*text), name=name, copy=False)
         values = _polars_arrow(values)
     if is_arrow(values):
         import pyarrow as pa
@@ -152,6 +155,31 @@ def _polars_arrow(values: Any) -> Any:
     return values.to_arrow()
 
 
+def _polars_category_codes(values: Any) -> tuple[np.ndarray, list[str]] | None:
+    """Codes in order of first occurrence and the names of a polars Categorical or Enum Series without
+    nulls, from its physical codes (no copy) by ``kernels.coding.row_codes``, its categories named by
+    their first samples (as ``to_arrow``'s dictionary, whose entries are sorted all the same, would
+    name them, at a third of the time); None for any other Series, or where polars lacks these."""
+    if str(values.dtype).split("(")[0] not in ("Categorical", "Enum") or not len(values):
+        return None
+    try:
+        if values.null_count():
+            return None
+        physical = values.to_physical().to_numpy()
+        if physical.dtype.kind != "u" or physical.ndim != 1:
+            return None
+        rows = np.ascontiguousarray(physical).reshape(len(physical), 1)
+        rows = rows.view(np.uint32) if rows.dtype.itemsize == 4 else rows.astype(np.uint32)
+        rows.flags.writeable = False  # the signature of text rows
+        codes, firsts = _row_codes(rows)
+        names = values.gather(firsts).cast(str).to_list()
+    except (AttributeError, TypeError, ValueError):  # a polars of other names or types
+        return None
+    if any(not isinstance(name, str) for name in names):
+        return None
+    return codes, names
+
+
 def _view_codes(array: Any) -> tuple[np.ndarray, list[str]] | None:
     """Codes in order of first occurrence and the distinct strings of an Arrow string_view array, from
     its 16-byte views by ``kernels.coding.row_codes``: when it has no null and every string is at
@@ -160,10 +188,12 @@ def _view_codes(array: Any) -> tuple[np.ndarray, list[str]] | None:
     n = len(array)
     if not n or array.null_count:
         return None
-    buffer = array.buffers()[1]
-    lengths = np.frombuffer(buffer, np.uint32)[4 * array.offset:4 * (array.offset + n):4]  # little-endian
-    if int(lengths.max()) > 12:
-        return None
+    buffers = array.buffers()
+    buffer = buffers[1]
+    if any(data is not None and data.size for data in buffers[2:]):  # a string past 12 bytes, here or not
+        lengths = np.frombuffer(buffer, np.uint32)[4 * array.offset:4 * (array.offset + n):4]  # little-endian
+        if int(lengths.max()) > 12:
+            return None
     codes, firsts = _row_codes(np.frombuffer(buffer, np.uint64).reshape(-1, 2)[array.offset:array.offset + n])
     return codes, [array[i].as_py() for i in firsts.tolist()]  # (pyarrow has no take of views)
 
@@ -188,7 +218,10 @@ def _coded_text(codes: np.ndarray, uniques: list) -> pd.Categorical:
     ordered = sorted(set(uniques), key=_name_order)
     position = {name: i for i, name in enumerate(ordered)}
     lookup = narrowest(np.array([position[name] for name in uniques], np.intp), len(ordered))
-    return pd.Categorical.from_codes(np.take(lookup, codes), categories=ordered)
+    try:  # the codes are valid by construction: no pass to check them (pandas 2.1 on)
+        return pd.Categorical.from_codes(np.take(lookup, codes), categories=ordered, validate=False)
+    except TypeError:
+        return pd.Categorical.from_codes(np.take(lookup, codes), categories=ordered)
 
 
 def _string_codes(array: np.ndarray) -> tuple[np.ndarray, list[str]] | None:
@@ -503,8 +536,12 @@ def _dictionary_codes(values: pd.Series) -> tuple[np.ndarray, list, list[str]]:
     column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
     if isinstance(column, pa.ChunkedArray):  # no chunks at all
         column = pa.array([], column.type)
-    raw_codes = pc.fill_null(column.indices.cast(pa.int64()), -1).to_numpy(zero_copy_only=False).astype(np.intp)
     names = [group_name(value) for value in column.dictionary.to_pylist()]
+    if column.null_count:
+        raw_codes = pc.fill_null(column.indices.cast(pa.int64()), -1).to_numpy(zero_copy_only=False).astype(np.intp)
+    else:  # the indices as they are (polars' uint32 too), in one pass to the categories' narrow codes
+        raw_codes = column.indices.to_numpy(zero_copy_only=False).astype(_narrowest_type(len(names)))
+        raw_codes.flags.writeable = False  # as a categorical's codes: one kernel signature
     used = _codes_present(raw_codes, len(names))
     names = [name if here else None for name, here in zip(names, used)]
     ordered = sorted({name for name in names if name is not None}, key=order_key)
