@@ -47,7 +47,6 @@ def size_thresholds() -> dict[str, int]:
         "NumPy sort below, radix sort from (_engine.sorting.RADIX_FROM)": engine.RADIX_FROM,
         "plain-Python first calls up to (kernels._plain.INTERPRET_BELOW)": _plain.INTERPRET_BELOW,
         "group codes counted by a kernel from (_inputs.groups.TABLE_CODES_BELOW)": groups.TABLE_CODES_BELOW,
-        "text arrays coded from their buffer up to (_inputs.groups.BUFFER_TEXT_UP_TO)": groups.BUFFER_TEXT_UP_TO,
         "accumulator compacts from (_backends.accumulator.COMPACT_FROM)": accumulator.COMPACT_FROM,
         "sort pieces (kernels.sorting.PIECE, kernels.rank_sums.PIECE)": max(sorting.PIECE, rank_sums.PIECE),
         "threads from (_engine.sorting.THREADED_FROM, _inputs.groups.PARALLEL_FROM)": max(engine.THREADED_FROM,
@@ -170,6 +169,31 @@ def _inputs(n: int) -> None:
                 fm.evaluate(y, scores, attributes, sample_weight=weights)
             fm.evaluate(y, scores, {"site": text["site"], "sex": text["sex"]}, intersectional=True)
             fm.evaluate(y, -np.log(1 / np.clip(scores, 1e-6, 1 - 1e-6) - 1), text)  # logits
+            _text_forms(y, scores, text)
+
+
+def _text_forms(y, scores, text) -> None:
+    """Text attributes in every form the coders read apart: NumPy bytes of 1-, 4- and 8-byte words, object
+    arrays, lists, pyarrow strings (32-bit offsets), dictionaries and string views, polars strings and
+    categoricals."""
+    import pyarrow as pa
+
+    import fairmedfm_fast as fm
+
+    fm.evaluate(y, scores, {f"w{width}": np.char.encode(np.char.ljust(text["sex"], width, "x"), "ascii")
+                            for width in (1, 4, 8)})
+    fm.evaluate(y, scores, {name: values.astype(object) for name, values in text.items()})
+    fm.evaluate(y, scores, {name: values.tolist() for name, values in text.items()})
+    fm.evaluate(y, scores, pa.table(text))
+    fm.evaluate(y, scores, pa.table({name: pa.array(values).dictionary_encode() for name, values in text.items()}))
+    fm.evaluate(y, scores, {name: pa.array(values, pa.string_view()) for name, values in text.items()})
+    try:
+        import polars as pl
+    except ImportError:
+        return
+    frame = pl.DataFrame({name: values.tolist() for name, values in text.items()})
+    fm.evaluate(y, scores, frame)
+    fm.evaluate(y, scores, frame.with_columns(pl.all().cast(pl.Categorical)))
 
 
 def _resampling(n: int, n_groups: int = 3) -> None:

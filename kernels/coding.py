@@ -39,8 +39,9 @@ def text_codes(offsets, data, capacity):
     """Codes of strings given as Arrow's ``offsets`` (n + 1 positions into ``data``) and ``data``
     (their UTF-8 bytes): equal bytes, equal code; codes in order of first occurrence.
 
-    A hash table of ``capacity`` entries (a power of two). Strings of up to 8 bytes are told apart
-    by their length and their bytes packed in one word; longer ones by comparing their bytes.
+    A hash table of ``capacity`` entries (a power of two; a number between is rounded up to one).
+    Strings of up to 8 bytes are told apart by their length and their bytes packed in one word;
+    longer ones by comparing their bytes.
 
     Returns
     -------
@@ -49,6 +50,11 @@ def text_codes(offsets, data, capacity):
         when there are more than ``capacity // 2`` distinct strings (the caller codes otherwise).
     """
     n = offsets.shape[0] - 1
+    bits = 1  # log2(capacity), rounded up: the slot is the mixed hash's top bits
+    while (1 << bits) < capacity:
+        bits += 1
+    capacity = 1 << bits
+    shift = np.uint64(64 - bits)
     codes = np.empty(n, np.int32)
     table = np.full(capacity, -1, np.int64)  # code at each slot
     most = capacity // 2
@@ -68,7 +74,7 @@ def text_codes(offsets, data, capacity):
         h = word ^ np.uint64(length)
         for b in range(start + 8, end):  # the bytes after the eighth: FNV-1a
             h = (h ^ np.uint64(data[b])) * np.uint64(1099511628211)
-        slot = np.intp(((h * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(40)) & mask)
+        slot = np.intp((h * np.uint64(0x9E3779B97F4A7C15)) >> shift)
         code = table[slot]
         if code >= 0 and length <= 8 and packed[code] == word and lengths[code] == length:
             codes[i] = code  # the usual case, a short string met before at its first slot: no loop
@@ -96,4 +102,90 @@ def text_codes(offsets, data, capacity):
                     codes[i] = code
                     break
             slot = (slot + 1) & np.intp(mask)
+    return codes, firsts[:n_distinct]
+
+
+@kernel
+def row_codes(rows, capacity):
+    """Codes of the rows of a 2-D array of unsigned words (fixed-width text: a NumPy ``U`` or ``S``
+    array viewed as uint64, uint32 or uint8 words): equal rows, equal code; codes in order of first
+    occurrence.
+
+    A hash table of ``capacity`` entries (a power of two). Each row's words are folded into one
+    64-bit key, each word shifted ``64 // width`` bits past the one before: where every word is
+    below ``2 ** (64 // width)`` (short text of small code points: "F", "18-39", "Hispanic" as
+    bytes) the key is the row itself, exactly, and rows of such keys are told apart by their keys
+    alone; other rows are compared word by word.
+
+    Parameters
+    ----------
+    rows : uint8, uint32 or uint64 array of shape (n, width), C-contiguous, width >= 1
+    capacity : int, a power of two (a number between is rounded up to one), at least 2
+
+    Returns
+    -------
+    codes : int32 array of shape (n,)
+    firsts : int64 array of shape (n_distinct,), the first row of each code; an empty array when
+        there are more than ``capacity // 2`` distinct rows (call again with a larger table).
+    """
+    n = rows.shape[0]
+    width = rows.shape[1]
+    bits = 1  # log2(capacity), rounded up: the slot is the mixed key's top bits
+    while (1 << bits) < capacity:
+        bits += 1
+    capacity = 1 << bits
+    shift = np.uint64(64 - bits)
+    codes = np.empty(n, np.int32)
+    table = np.full(capacity, -1, np.int32)  # code at each slot
+    most = capacity // 2
+    firsts = np.empty(most, np.int64)
+    keys = np.empty(most, np.uint64)
+    exact = np.empty(most, np.bool_)  # whether the code's key is its row
+    copies = np.empty((most, width), rows.dtype)  # each code's row (no gather from its first sample)
+    n_distinct = 0
+    mask = capacity - 1
+    step = np.uint64(64 // width if width > 1 else 0)  # bits between words (a rotation: no bit is lost)
+    back = np.uint64(64) - step
+    limit = np.uint64(1) << step
+    for i in range(n):
+        if width == 1:
+            key = np.uint64(rows[i, 0])
+            is_exact = True
+        else:
+            key = np.uint64(0)
+            seen = np.uint64(0)
+            for j in range(width):
+                word = np.uint64(rows[i, j])
+                seen |= word
+                key = ((key << step) | (key >> back)) ^ word
+            is_exact = seen < limit
+        mixed = (key ^ (key >> np.uint64(29))) * np.uint64(0x9E3779B97F4A7C15)  # a bijection
+        slot = np.intp(mixed >> shift)
+        while True:
+            code = table[slot]
+            if code < 0:
+                if n_distinct == most:
+                    return codes, firsts[:0]
+                table[slot] = n_distinct
+                firsts[n_distinct] = i
+                keys[n_distinct] = key
+                exact[n_distinct] = is_exact
+                for j in range(width):
+                    copies[n_distinct, j] = rows[i, j]
+                codes[i] = n_distinct
+                n_distinct += 1
+                break
+            if keys[code] == key:
+                if is_exact and exact[code]:
+                    codes[i] = code
+                    break
+                same = True
+                for j in range(width):
+                    if copies[code, j] != rows[i, j]:
+                        same = False
+                        break
+                if same:
+                    codes[i] = code
+                    break
+            slot = (slot + 1) & mask
     return codes, firsts[:n_distinct]

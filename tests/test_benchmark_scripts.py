@@ -30,6 +30,7 @@ TINY = {
     "compare_models_speed.py": ["2000", "3", "1"],
     "compare_null.py": ["--datasets", "2", "--n-boot", "10", "--n", "200"],
     "torch_metric.py": ["--samples", "4096", "--rounds", "1"],
+    "input_forms.py": ["3000", "1", "2"],
     # the installed package (or the editable one), in a process started outside the clone
     "first_calls.py": ["--only", "evaluate, 1,000 samples"],
 }

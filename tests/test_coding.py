@@ -119,3 +119,82 @@ def test_combination_keys_read_back(widths, data):
     assert len(set(keys.tolist())) == len(set(rows))
     assert keys.min() >= 0 and keys.max() < np.prod([w + 1 for w in widths])
     assert all(c.dtype == np.int8 for c in codes)  # the inputs are not changed
+
+
+def _rows(values: np.ndarray) -> np.ndarray:
+    """The rows that _inputs.groups hands row_codes for a NumPy text array (read-only)."""
+    size = values.dtype.itemsize
+    word = np.dtype(np.uint32) if values.dtype.kind == "U" else next(
+        np.dtype(w) for w in (np.uint64, np.uint32, np.uint8) if size % np.dtype(w).itemsize == 0)
+    rows = np.ascontiguousarray(values).view(word).reshape(len(values), size // word.itemsize)
+    rows.flags.writeable = False
+    return rows
+
+
+@settings(max_examples=80, deadline=None)
+@given(values=st.lists(texts, min_size=1, max_size=120), as_bytes=st.booleans(), capacity=st.sampled_from([2, 4, 64]))
+def test_row_codes_against_factorize(values, as_bytes, capacity):
+    # NumPy text arrays as rows of code points (U) or of 1-, 4- or 8-byte words (S): short text of
+    # small code points is told apart by its folded key alone, other rows word by word
+    array = np.array(values)
+    if as_bytes:
+        array = np.char.encode(array, "utf-8")
+    codes, firsts = coding.row_codes(_rows(array), capacity)
+    expected, uniques = pd.factorize(array.astype(object))
+    if len(uniques) > capacity // 2:
+        assert len(firsts) == 0
+        return
+    np.testing.assert_array_equal(codes, expected)
+    assert array[firsts].tolist() == list(uniques)
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data(), dtype=st.sampled_from([np.uint8, np.uint32, np.uint64]), width=st.integers(1, 12))
+def test_row_codes_of_any_words(data, dtype, width):
+    # words above the folded key's exact range (2 ** (64 // width)) and rows that fold alike
+    high = data.draw(st.sampled_from([1, 3, 255, int(np.iinfo(dtype).max)]))
+    distinct = data.draw(hnp.arrays(dtype, (data.draw(st.integers(1, 6)), width), elements=st.integers(0, high)))
+    rows = distinct[data.draw(st.lists(st.integers(0, len(distinct) - 1), min_size=1, max_size=80))]
+    rows.flags.writeable = False
+    codes, firsts = coding.row_codes(rows, 16)
+    keys = [row.tobytes() for row in rows]
+    expected, _ = pd.factorize(np.array(keys, dtype=object))
+    np.testing.assert_array_equal(codes, expected)
+    assert [keys[i] for i in firsts] == list(dict.fromkeys(keys))
+
+
+def test_text_arrays_of_every_size_and_many_values(monkeypatch):
+    # a table of 4 slots that fills: the coder makes one with room for every value (NumPy and Arrow text)
+    monkeypatch.setattr(_groups, "TEXT_TABLE_SLOTS", 4)
+    rng = np.random.default_rng(2)
+    values = np.array([f"g{i}" for i in range(300)])[rng.integers(0, 300, 5_000)]
+    expected = _groups.encode_values(values.astype(object))
+    for form in (values, np.char.encode(values, "ascii"), pd.Series(values, dtype="string[pyarrow]")):
+        codes, names = _groups.encode_values(form)
+        want = [f"b'{name}'" for name in expected[1]] if form.dtype.kind == "S" else expected[1]
+        assert sorted(names) == sorted(want)
+        if form.dtype.kind != "S":
+            assert names == expected[1]
+            np.testing.assert_array_equal(codes, expected[0])
+
+
+@settings(max_examples=40, deadline=None)
+@given(n_distinct=st.integers(1, 40), n=st.integers(1, 200), limit=st.sampled_from([2, 5, 8, 32]),
+       dtype=st.sampled_from([np.float32, np.float64]), seed=st.integers(0, 2 ** 32 - 1))
+def test_more_distinct_than(n_distinct, n, limit, dtype, seed):
+    # the accumulator's test of "more distinct scores than 16 bits hold" (limit 65,536 there)
+    rng = np.random.default_rng(seed)
+    values = rng.random(n_distinct).astype(dtype)[rng.integers(0, n_distinct, n)]
+    assert _groups.more_distinct_than(values, limit) == (len(np.unique(values)) > limit)
+
+
+def test_tables_of_any_size_are_rounded_up():
+    # a capacity between powers of two is rounded up (a table of 10 slots would be written past)
+    rows = np.arange(40, dtype=np.uint32).reshape(40, 1)
+    rows.flags.writeable = False
+    codes, firsts = coding.row_codes(rows[:8], 10)
+    np.testing.assert_array_equal(codes, np.arange(8))
+    assert len(coding.row_codes(rows, 10)[1]) == 0  # 40 values: more than 16 // 2
+    array = pa.array([str(i) for i in range(8)], pa.large_string())
+    codes, firsts = coding.text_codes(*_buffers(array), 10)
+    np.testing.assert_array_equal(codes, np.arange(8))

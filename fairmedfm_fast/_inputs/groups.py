@@ -29,8 +29,6 @@ MAX_NUMERIC_GROUPS = 20
 PARALLEL_FROM = 1 << 18
 #: Columns shorter than this count their codes with ``np.bincount``; longer ones with a kernel.
 TABLE_CODES_BELOW = 1 << 16
-#: NumPy text arrays (``<U``, ``S``) of up to this many values are coded from their buffer.
-BUFFER_TEXT_UP_TO = 100_000
 
 
 @dataclass
@@ -108,16 +106,32 @@ Column = "pd.Series | np.ndarray"
 
 def _column(values: Any, name: str) -> Column:
     """One attribute's values: a pandas Series (pandas, pyarrow or polars input, whose dtype says
-    how to code it) or a 1-D NumPy array (anything else), without a Python object per sample."""
+    how to code it) or a 1-D NumPy array (anything else), without a Python object per sample.
+
+    Strings that pandas cannot hold as they are (Arrow string views) or that NumPy converts slowly (a
+    list of str) come as a categorical Series of their distinct values in report order
+    (:func:`_coded_text`), which codes, names and cuts into bins as the strings would."""
     if is_pandas(values, "Series"):
         return values.reset_index(drop=True)
+    if type(values) is list:
+        text = _list_codes(values)
+        if text is not None:
+            return pd.Series(_coded_text(*text), name=name, copy=False)
     if is_polars(values):
-        values = values.to_arrow()
+        text = _polars_category_codes(values)
+        if text is not None:
+            return pd.Series(_coded_text(*text), name=name, copy=False)
+        values = _polars_arrow(values)
     if is_arrow(values):
         import pyarrow as pa
 
         if isinstance(values, pa.ChunkedArray):
             values = values.combine_chunks() if values.num_chunks != 1 else values.chunk(0)
+        if pa.types.is_string_view(values.type):
+            text = _view_codes(values)
+            if text is not None:
+                return pd.Series(_coded_text(*text), name=name, copy=False)
+            values = values.cast(pa.large_string())
         return pd.Series(pd.arrays.ArrowExtensionArray(values), name=name, copy=False)
     array = to_numpy(values, name)
     if array.ndim != 1:
@@ -126,6 +140,112 @@ def _column(values: Any, name: str) -> Column:
             raise ValueError(f"{name} must hold one value per sample, got shape {array.shape}")
         array = array[:, 0]
     return array
+
+
+def _polars_arrow(values: Any) -> Any:
+    """A polars Series as Arrow: its strings as the string views polars holds (no copy; pandas cannot
+    hold them: :func:`_column` codes them), anything else as ``to_arrow()`` gives it."""
+    if str(values.dtype) in ("String", "Utf8"):
+        try:
+            import polars
+
+            return values.to_arrow(compat_level=polars.CompatLevel.newest())
+        except (AttributeError, TypeError):  # a polars without compatibility levels (before 1.0)
+            pass
+    return values.to_arrow()
+
+
+def _polars_category_codes(values: Any) -> tuple[np.ndarray, list[str]] | None:
+    """Codes in order of first occurrence and the names of a polars Categorical or Enum Series without
+    nulls, from its physical codes (no copy) by ``kernels.coding.row_codes``, its categories named by
+    their first samples (as ``to_arrow``'s dictionary, whose entries are sorted all the same, would
+    name them, at a third of the time); None for any other Series, or where polars lacks these."""
+    if str(values.dtype).split("(")[0] not in ("Categorical", "Enum") or not len(values):
+        return None
+    try:
+        if values.null_count():
+            return None
+        physical = values.to_physical().to_numpy()
+        if physical.dtype.kind != "u" or physical.ndim != 1:
+            return None
+        rows = np.ascontiguousarray(physical).reshape(len(physical), 1)
+        rows = rows.view(np.uint32) if rows.dtype.itemsize == 4 else rows.astype(np.uint32)
+        rows.flags.writeable = False  # the signature of text rows
+        codes, firsts = _row_codes(rows)
+        names = values.gather(firsts).cast(str).to_list()
+    except (AttributeError, TypeError, ValueError):  # a polars of other names or types
+        return None
+    if any(not isinstance(name, str) for name in names):
+        return None
+    return codes, names
+
+
+def _view_codes(array: Any) -> tuple[np.ndarray, list[str]] | None:
+    """Codes in order of first occurrence and the distinct strings of an Arrow string_view array, from
+    its 16-byte views by ``kernels.coding.row_codes``: when it has no null and every string is at
+    most 12 bytes long, the view holds the length and the bytes (padded with zeros: were they not,
+    two views of one string would name one group twice, which :func:`_coded_text` merges); else None."""
+    n = len(array)
+    if not n or array.null_count:
+        return None
+    buffers = array.buffers()
+    buffer = buffers[1]
+    if any(data is not None and data.size for data in buffers[2:]):  # a string past 12 bytes, here or not
+        lengths = np.frombuffer(buffer, np.uint32)[4 * array.offset:4 * (array.offset + n):4]  # little-endian
+        if int(lengths.max()) > 12:
+            return None
+    views = np.frombuffer(buffer, np.uint64).reshape(-1, 2)[array.offset:array.offset + n]
+    views.flags.writeable = False  # (Arrow's buffers read as writable): the signature of bytes rows
+    codes, firsts = _row_codes(views)
+    return codes, [array[i].as_py() for i in firsts.tolist()]  # (pyarrow has no take of views)
+
+
+def _list_codes(values: list) -> tuple[np.ndarray, list[str]] | None:
+    """Codes in order of first occurrence and the distinct strings of a list of str, by pandas' string
+    hash table (:func:`_string_codes`); None for a list that NumPy reads otherwise than as these
+    strings (what ``to_numpy`` gives, and fairmedfm 0.4.2 reads): values other than str (NumPy makes
+    text of numbers; None is missing), or a string that ends in NUL (NumPy strips trailing NULs)."""
+    if not values or not isinstance(values[0], str):
+        return None
+    array = np.fromiter(values, object, len(values))  # faster than np.array(values, dtype=object)
+    coded = _string_codes(array)
+    if coded is None or any(value.endswith("\x00") for value in coded[1]):
+        return None
+    return coded
+
+
+def _coded_text(codes: np.ndarray, uniques: list) -> pd.Categorical:
+    """A categorical of the strings ``uniques`` (which may repeat) and codes into them, its categories
+    the distinct names in report order: what encode_values makes of the same strings."""
+    ordered = sorted(set(uniques), key=_name_order)
+    position = {name: i for i, name in enumerate(ordered)}
+    lookup = narrowest(np.array([position[name] for name in uniques], np.intp), len(ordered))
+    try:  # the codes are valid by construction: no pass to check them (pandas 2.1 on)
+        return pd.Categorical.from_codes(np.take(lookup, codes), categories=ordered, validate=False)
+    except TypeError:
+        return pd.Categorical.from_codes(np.take(lookup, codes), categories=ordered)
+
+
+def _string_codes(array: np.ndarray) -> tuple[np.ndarray, list[str]] | None:
+    """``pandas.factorize`` of an object array whose values are all str, by the string hash table that
+    it uses for them, without its check that they are (a pass over the objects): the table gives
+    code -1 to any value that is not a str, and then None is returned; None too where pandas has no
+    such table."""
+    try:
+        from pandas._libs.hashtable import StringHashTable
+
+        uniques, codes = StringHashTable(1024).factorize(array, na_sentinel=-1, ignore_na=True)
+    except (ImportError, AttributeError, TypeError):
+        return None
+    if len(codes) and codes.min() < 0:
+        return None
+    return codes, uniques.tolist()
+
+
+def _deferred(values: Any) -> bool:
+    """Whether a column is converted in :func:`_attribute` (on the coding threads: the conversion
+    releases the GIL) rather than at once: pyarrow and polars columns."""
+    return is_arrow(values) or is_polars(values)
 
 
 def _columns(sensitive_features: Any) -> list[tuple[str, Column]]:
@@ -140,23 +260,29 @@ def _columns(sensitive_features: Any) -> list[tuple[str, Column]]:
         return [(str(features.name) if features.name else "sensitive", features)]
     if isinstance(features, Mapping):
         # Values of a mapping are taken as plain arrays (as a DataFrame built from them would be),
-        # except pyarrow and polars columns, which keep their own types.
-        return [(str(key), value if isinstance(value, np.ndarray) and value.ndim == 1 else
-                 _column(_mapping_value(value, f"sensitive_features[{key!r}]"), f"sensitive_features[{key!r}]"))
-                for key, value in features.items()]
+        # except pyarrow and polars columns, which keep their own types (and are converted later, on
+        # the coding threads: :func:`_deferred`).
+        columns = []
+        for key, value in features.items():
+            if not (isinstance(value, np.ndarray) and value.ndim == 1):
+                value = _mapping_value(value, f"sensitive_features[{key!r}]")
+                if not _deferred(value):
+                    value = _column(value, f"sensitive_features[{key!r}]")
+            columns.append((str(key), value))
+        return columns
     recoded = _recoded(features)
     if recoded is not None:
         return [("sensitive", recoded)]
+    if type(features) is list and (text := _list_codes(features)) is not None:
+        return [("sensitive", pd.Series(_coded_text(*text), name="sensitive", copy=False))]
     if is_polars(features):
         if hasattr(features, "get_columns"):  # DataFrame
-            return [(str(column.name), _column(column, str(column.name))) for column in features.get_columns()]
-        name = str(features.name) if features.name else "sensitive"
-        return [(name, _column(features, name))]
+            return [(str(column.name), column) for column in features.get_columns()]
+        return [(str(features.name) if features.name else "sensitive", features)]
     if is_arrow(features) and hasattr(features, "column_names"):  # Table / RecordBatch
-        return [(str(name), _column(features.column(i), str(name)))
-                for i, name in enumerate(features.column_names)]
+        return [(str(name), features.column(i)) for i, name in enumerate(features.column_names)]
     if is_arrow(features):
-        return [("sensitive", _column(features, "sensitive"))]
+        return [("sensitive", features)]
     array = to_numpy(features, "sensitive_features")
     if array.ndim == 1:
         return [("sensitive", array)]
@@ -175,7 +301,7 @@ def _frame_columns(frame: pd.DataFrame) -> list[tuple[str, Column]]:
     if take is None:
         return [(str(name), column) for name, column in frame.items()]
     columns = []
-    for i, name in enumerate(frame.columns):
+    for i, name in enumerate(_column_names(frame.columns)):
         array = take(i)
         plain = (array.dtype.kind in "biuf" if isinstance(array, np.ndarray)
                  else _is_arrow_text(getattr(array, "_pa_array", None)))
@@ -183,19 +309,25 @@ def _frame_columns(frame: pd.DataFrame) -> list[tuple[str, Column]]:
     return columns
 
 
+def _column_names(index: pd.Index) -> list:
+    """``index.tolist()``, read from its Arrow array where it has one without nulls (pandas 3's text
+    names: a fifth of the time)."""
+    array = getattr(getattr(index, "_values", None), "_pa_array", None)
+    if array is not None and not array.null_count:
+        return array.to_pylist()
+    return index.tolist()
+
+
 def _is_arrow_text(array: Any) -> bool:
     """Whether ``array`` is a pyarrow (chunked) array of strings."""
-    if array is None:
-        return False
-    import pyarrow as pa
-
-    return pa.types.is_string(array.type) or pa.types.is_large_string(array.type)
+    return array is not None and array.type.id in (_TEXT_OFFSETS or _text_offsets())
 
 
 def _mapping_value(value: Any, where: str) -> Any:
-    """One value of a mapping of attributes: pyarrow and polars columns as they are, a bare pandas
-    Categorical by its codes (:func:`_recoded`), anything else as a 1-D NumPy array."""
-    if is_arrow(value) or is_polars(value):
+    """One value of a mapping of attributes: pyarrow and polars columns and lists of strings as they
+    are (see :func:`_column`), a bare pandas Categorical by its codes (:func:`_recoded`), anything
+    else as a 1-D NumPy array."""
+    if _deferred(value) or (type(value) is list and value and isinstance(value[0], str)):
         return value
     recoded = _recoded(value)
     return recoded if recoded is not None else to_numpy(value, where).ravel()
@@ -241,40 +373,55 @@ def _small_range(low: int, high: int, n: int) -> bool:
     return high - low <= max(1 << 16, 2 * n)
 
 
-#: Place values of the characters of a short text key (base 256, the first character the highest).
-_PLACES = 256.0 ** np.arange(5, -1, -1)
+#: Slots of the hash table that codes text (NumPy, Arrow) at first; one with room for every value is
+#: made when more than half of them fill.
+TEXT_TABLE_SLOTS = 1024
 
 
-def _distinct_text(array: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``np.unique(array, return_inverse=True)`` of a NumPy text (``U``) array, faster for short text.
-
-    Single characters are counted by code point. Strings of up to six characters below U+0100 are
-    read as exact integers with the strings' order (a character per digit, base 256; NumPy pads
-    with U+0000, the lowest), which sort as numbers instead of as text.
-    """
+def _text_array_codes(array: np.ndarray) -> tuple[np.ndarray, list]:
+    """Codes in order of first occurrence (int32) and the distinct values (``str`` for a ``U`` array,
+    ``bytes`` for an ``S`` array) of a NumPy text array, by ``kernels.coding.row_codes`` on its
+    buffer: each value is a fixed-width row of code points (``U``) or bytes (``S``), padded with
+    zeros, so equal values are equal rows (NumPy strips trailing NULs from both) and no Python object
+    is made but for the distinct values."""
     array = np.ascontiguousarray(array)
-    n, width = len(array), array.dtype.itemsize // 4
-    chars = array.view(np.uint32).reshape(n, width) if n and width else None
-    if chars is None or width > 6 or (width > 1 and chars.max() > 255):
-        return np.unique(array, return_inverse=True)
-    if width == 1:
-        points = chars[:, 0]
-        low = points.min()
-        offsets = points - low
-        if _small_range(0, int(offsets.max()), n):
-            present, codes = _offset_codes(offsets, 0)
-            return (present + int(low)).astype(np.uint32).view(array.dtype), codes
-        keys = points
-    else:
-        keys = chars.astype(np.float64) @ _PLACES[-width:]  # exact: below 2**48
-    order = np.argsort(keys)
-    ordered = keys[order]
-    first = np.empty(n, bool)
-    first[0] = True
-    np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
-    inverse = np.empty(n, np.intp)
-    inverse[order] = np.cumsum(first) - 1
-    return array[order[first]], inverse
+    n, size = len(array), array.dtype.itemsize
+    if size == 0:  # U0 / S0: every value is empty
+        return np.zeros(n, np.int32), array[:1].tolist()
+    # code points as they are (short text of small code points then folds into one exact key); bytes
+    # in the widest words that tile the value
+    word = np.dtype(np.uint32) if array.dtype.kind == "U" else next(
+        np.dtype(word) for word in (np.uint64, np.uint32, np.uint8) if size % np.dtype(word).itemsize == 0)
+    rows = array.view(word).reshape(n, size // word.itemsize)
+    rows.flags.writeable = False  # one signature, whether the user's array is read-only or not
+    codes, firsts = _row_codes(rows)
+    return codes, array[firsts].tolist()
+
+
+def _row_codes(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``kernels.coding.row_codes`` of read-only ``rows``: a table of :data:`TEXT_TABLE_SLOTS`, and one
+    with room for every row when more than half its slots fill."""
+    coding = _kernels()
+    codes, firsts = coding.row_codes(rows, TEXT_TABLE_SLOTS)
+    if len(rows) and not len(firsts):
+        codes, firsts = coding.row_codes(rows, _room_for(len(rows)))
+    return codes, firsts
+
+
+def more_distinct_than(values: np.ndarray, limit: int) -> bool:
+    """Whether float32 or float64 ``values`` (no NaN, no -0.0: equal values have equal bits) hold more
+    than ``limit`` distinct values: ``kernels.coding.row_codes`` of their bits, with room for ``limit``
+    values (a power of two, at least) and no more, stops at the first value past them (continuous
+    scores: after about ``limit`` values, a tenth of the time of a sort)."""
+    rows = values.view(np.uint32 if values.dtype.itemsize == 4 else np.uint64).reshape(len(values), 1)
+    rows.flags.writeable = False  # the signature of text rows
+    firsts = _kernels().row_codes(rows, 1 << max(1, (2 * limit - 1).bit_length()))[1]
+    return len(firsts) == 0 or len(firsts) > limit  # none: more than the table's half (>= limit)
+
+
+def _room_for(n: int) -> int:
+    """Slots of a hash table that holds ``n`` distinct values (at most half full): a power of two."""
+    return max(TEXT_TABLE_SLOTS, 1 << (2 * n - 1).bit_length())
 
 
 def _integer_codes(array: np.ndarray, low: int, high: int, max_distinct: int | None
@@ -317,40 +464,58 @@ def _code_counts(codes: np.ndarray, n_codes: int) -> np.ndarray:
     every code to intp and needs the negative ones taken out first)."""
     if len(codes) < TABLE_CODES_BELOW:
         return np.bincount(codes[codes >= 0], minlength=n_codes)
-    from ..kernels import coding
-
-    return coding.code_counts(np.ascontiguousarray(codes), n_codes)
+    return _kernels().code_counts(np.ascontiguousarray(codes), n_codes)
 
 
 def _arrow_text_codes(values: Column) -> tuple[np.ndarray, list[str]] | None:
     """Codes and distinct strings (in order of first occurrence, as ``pandas.factorize``) of an
     Arrow-backed string column without missing values, by ``kernels.coding.text_codes`` on its
     offsets and bytes (Arrow's dictionary encoding takes about three times as long on large columns,
-    and pandas' wrapping of it costs ten times the work on small ones); None for any other column,
-    or one of more than 512 distinct strings."""
-    pyarrow_type = getattr(getattr(values, "dtype", None), "pyarrow_dtype", None)
-    array = getattr(getattr(values, "array", values), "_pa_array", None)  # a Series' array, or the array itself
+    and pandas' wrapping of it costs ten times the work on small ones); None for any other column."""
+    array = getattr(values, "_pa_array", None)  # pandas' Arrow-backed array (a Series' array below)
     if array is None:
+        array = getattr(getattr(values, "array", None), "_pa_array", None)
+        if array is None:
+            return None
+    offset_type = (_TEXT_OFFSETS or _text_offsets()).get(array.type.id)
+    if offset_type is None or array.null_count:
         return None
-    import pyarrow as pa
-
-    if pyarrow_type is None:  # pandas' "str" dtype keeps its Arrow type on the array only
-        pyarrow_type = array.type
-    if not (pa.types.is_string(pyarrow_type) or pa.types.is_large_string(pyarrow_type)) or array.null_count:
-        return None
-    from ..kernels import coding
-
-    if isinstance(array, pa.ChunkedArray):
+    coding = _kernels()
+    if getattr(array, "num_chunks", None) is not None:  # a ChunkedArray
         array = array.chunk(0) if array.num_chunks == 1 else array.combine_chunks()
     _, offsets, data = array.buffers()
-    offsets = np.frombuffer(offsets, np.int64 if pa.types.is_large_string(array.type) else np.int32)
-    offsets = offsets[array.offset:array.offset + len(array) + 1]
+    offsets = np.frombuffer(offsets, offset_type)[array.offset:array.offset + len(array) + 1]
     data = np.frombuffer(data, np.uint8) if data is not None else np.empty(0, np.uint8)
-    codes, firsts = coding.text_codes(offsets, data, 1024)
-    if len(firsts) == 0:
-        return None
+    codes, firsts = coding.text_codes(offsets, data, TEXT_TABLE_SLOTS)
+    if len(offsets) > 1 and not len(firsts):  # more than half the slots: a table with room for every value
+        codes, firsts = coding.text_codes(offsets, data, _room_for(len(offsets) - 1))
     # each distinct string from its first sample's bytes (valid UTF-8, as Arrow holds them)
     return codes, [data[offsets[i]:offsets[i + 1]].tobytes().decode() for i in firsts.tolist()]
+
+
+_coding = None
+
+
+def _kernels():
+    """``kernels.coding``, imported on first use (numba is not imported with the package); an import
+    statement in each coder costs a microsecond a call."""
+    global _coding
+    if _coding is None:
+        from ..kernels import coding
+
+        _coding = coding
+    return _coding
+
+
+#: Arrow's type ids of strings -> the type of their offsets (filled on first use: pyarrow imported).
+_TEXT_OFFSETS: dict[int, Any] = {}
+
+
+def _text_offsets() -> dict[int, Any]:
+    import pyarrow as pa
+
+    _TEXT_OFFSETS.update({pa.string().id: np.dtype(np.int32), pa.large_string().id: np.dtype(np.int64)})
+    return _TEXT_OFFSETS
 
 
 def _categorical_codes(values: pd.Series) -> tuple[np.ndarray, list, list[str]]:
@@ -373,8 +538,12 @@ def _dictionary_codes(values: pd.Series) -> tuple[np.ndarray, list, list[str]]:
     column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
     if isinstance(column, pa.ChunkedArray):  # no chunks at all
         column = pa.array([], column.type)
-    raw_codes = pc.fill_null(column.indices.cast(pa.int64()), -1).to_numpy(zero_copy_only=False).astype(np.intp)
     names = [group_name(value) for value in column.dictionary.to_pylist()]
+    if column.null_count:
+        raw_codes = pc.fill_null(column.indices.cast(pa.int64()), -1).to_numpy(zero_copy_only=False).astype(np.intp)
+    else:  # the indices as they are (polars' uint32 too), in one pass to the categories' narrow codes
+        raw_codes = column.indices.to_numpy(zero_copy_only=False).astype(_narrowest_type(len(names)))
+        raw_codes.flags.writeable = False  # as a categorical's codes: one kernel signature
     used = _codes_present(raw_codes, len(names))
     names = [name if here else None for name, here in zip(names, used)]
     ordered = sorted({name for name in names if name is not None}, key=order_key)
@@ -389,6 +558,9 @@ def encode_values(values: Column, max_distinct: int | None = None) -> tuple[np.n
     made, so a continuous column fails fast). Names come from the distinct values as Python objects,
     exactly as ``pandas.Series.map`` would hand them over.
     """
+    text = _text_codes(values)  # text first: the usual attribute, and never numbers (no max_distinct)
+    if text is not None:
+        return _in_report_order(*text, None)
     array = values if isinstance(values, np.ndarray) else None
     if array is None and values.dtype.kind in "iu" and not isinstance(values.dtype, pd.api.extensions.ExtensionDtype):
         array = values.to_numpy()
@@ -408,36 +580,74 @@ def encode_values(values: Column, max_distinct: int | None = None) -> tuple[np.n
     # 0.4.2 then names the groups through Series.map, which drops the categorical dtype, so they
     # are sorted like any other values. We follow it (see the README).
     if is_pandas(values, "Series") and isinstance(values.dtype, pd.CategoricalDtype):
-        raw_codes, names, ordered = _categorical_codes(values)
-    elif _is_arrow_dictionary(values):
-        raw_codes, names, ordered = _dictionary_codes(values)
+        return _in_report_order(*_categorical_codes(values))
+    if _is_arrow_dictionary(values):
+        return _in_report_order(*_dictionary_codes(values))
+    raw_codes, distinct = pd.factorize(values, use_na_sentinel=True)
+    if max_distinct is not None and len(distinct) > max_distinct:
+        return None
+    return _in_report_order(raw_codes, [group_name(value) for value in distinct.tolist()], None)
+
+
+def _text_codes(values: Column) -> tuple[np.ndarray, list[str]] | None:
+    """Codes in order of first occurrence and the names of a text column without missing values: a
+    NumPy ``U`` or ``S`` array (:func:`_text_array_codes`), an Arrow-backed one
+    (:func:`_arrow_text_codes`) or an object array of str (:func:`_string_codes`); None for others."""
+    if not isinstance(values, np.ndarray):
+        return _arrow_text_codes(values)  # str values, named as they are
+    kind = values.dtype.kind
+    if kind == "U":
+        return _text_array_codes(values)  # str values
+    if kind == "S" or (kind == "O" and len(values) and isinstance(values[0], str)):
+        text = _text_array_codes(values) if kind == "S" else _string_codes(values)
+        if text is not None:  # bytes ("b'F'") and str values named as pandas.factorize's would be
+            return text[0], [group_name(value) for value in text[1]]
+    return None
+
+
+def _in_report_order(raw_codes: np.ndarray, names: list, ordered: list[str] | None
+                     ) -> tuple[np.ndarray, list[str]]:
+    """Codes into ``names`` (None: a name not reported; code -1: missing) as codes into the report
+    order ``ordered`` (by default the names sorted: numbers by value, then text)."""
+    raw_codes = np.asarray(raw_codes).ravel()
+    if ordered is None and len(names) <= _REMEMBERED_NAMES:  # the same names again (batches, repeated calls)
+        ordered, lookup = _sorted_lookup(tuple(names))
+        ordered = list(ordered)
     else:
-        array = values if isinstance(values, np.ndarray) else None
-        plain_text = False
-        if array is not None and array.dtype.kind in "US" and len(array) <= BUFFER_TEXT_UP_TO:
-            distinct, raw_codes = _distinct_text(array)  # sorting beats hashing when small
-            if max_distinct is not None and len(distinct) > max_distinct:
-                return None
-            uniques = distinct.tolist()
-        elif (text := _arrow_text_codes(values)) is not None:
-            raw_codes, uniques = text
-            plain_text = True
-        else:
-            raw_codes, distinct = pd.factorize(values, use_na_sentinel=True)
-            if max_distinct is not None and len(distinct) > max_distinct:
-                return None
-            uniques = distinct.tolist()
-        # the values of a NumPy or Arrow text column are str, which group_name leaves as they are
-        plain_text = plain_text or (array is not None and array.dtype.kind == "U")
-        names = uniques if plain_text else [group_name(value) for value in uniques]
-        ordered = sorted({name for name in names if name is not None}, key=_name_order)
+        lookup = _lookup(names, ordered if ordered is not None else _sorted_names(names))
+        ordered = ordered if ordered is not None else _sorted_names(names)
+    if lookup is None:  # already in report order (e.g. categories)
+        return raw_codes, ordered
+    # code -1 (missing) indexes the trailing -1 of the lookup table
+    return np.take(lookup, raw_codes), ordered
+
+
+#: Distinct values up to which the report order of a column's names is remembered.
+_REMEMBERED_NAMES = 1024
+
+
+def _sorted_names(names) -> list[str]:
+    return sorted({name for name in names if name is not None}, key=_name_order)
+
+
+def _lookup(names, ordered: list[str]) -> np.ndarray | None:
+    """Position in ``ordered`` of each name (-1 for None or a name not there) and a trailing -1, as
+    narrow as the codes need (np.take with it: half the time of indexing with 32-bit codes); None when
+    every name is at its own position."""
     position = {name: i for i, name in enumerate(ordered)}
     lookup = [position.get(name, -1) if name is not None else -1 for name in names]
-    raw_codes = np.asarray(raw_codes).ravel()
-    if lookup == list(range(len(names))):  # already in report order (e.g. categories)
-        return raw_codes, ordered
-    # code -1 (missing) indexes the trailing -1 of the lookup table, made as narrow as the codes need
-    return narrowest(np.array([*lookup, -1]), len(ordered))[raw_codes], ordered
+    if lookup == list(range(len(names))):
+        return None
+    table = np.array([*lookup, -1], _narrowest_type(len(ordered)))
+    table.flags.writeable = False  # shared by the calls that remember it
+    return table
+
+
+@lru_cache(maxsize=256)
+def _sorted_lookup(names: tuple) -> tuple[tuple[str, ...], np.ndarray | None]:
+    """:func:`_sorted_names` and :func:`_lookup` of ``names``, remembered."""
+    ordered = _sorted_names(names)
+    return tuple(ordered), _lookup(names, ordered)
 
 
 def _bin_edges_label(edge: float) -> str:
@@ -530,12 +740,15 @@ def combination_keys(codes: Sequence[np.ndarray], widths: Sequence[int], dtype: 
     """Each sample's combination of group codes as one integer, for the backends that meet groups in
     pieces (the accumulator's batches, Dask's partitions): mixed radix, digit ``k`` is the code + 1 in
     base ``widths[k] + 1`` (0 where the value is missing). :func:`key_codes` reads a key back."""
+    # Horner's rule on the codes, in place (no temporary per step), and the +1 of every digit added
+    # once at the end as their sum in the same radix: one pass less per attribute
     key = np.asarray(codes[0]).astype(dtype)
-    key += 1
-    for more, width in zip(codes[1:], widths[1:]):  # in place, no temporary per step
+    ones = 1
+    for more, width in zip(codes[1:], widths[1:]):
         key *= width + 1
         key += more
-        key += 1
+        ones = ones * (width + 1) + 1
+    key += ones
     return key
 
 
@@ -574,10 +787,14 @@ def combine(attributes: list[Attribute]) -> Attribute:
 def narrowest(codes: np.ndarray, n_groups: int) -> np.ndarray:
     """Group codes (-1 missing) in the narrowest signed integer type that holds ``n_groups`` groups:
     a 10M-sample attribute of a few groups takes 10 MB instead of 80 MB."""
+    return codes.astype(_narrowest_type(n_groups), copy=False)
+
+
+def _narrowest_type(n_groups: int) -> type:
     for top, dtype in _NARROW:
         if n_groups <= top:
-            return codes.astype(dtype, copy=False)
-    return codes.astype(np.intp, copy=False)
+            return dtype
+    return np.intp
 
 
 _NARROW = ((127, np.int8), (32767, np.int16), (2147483647, np.int32))  # np.iinfo(dtype).max costs 1 us a call
@@ -635,6 +852,8 @@ def encode_attributes(sensitive_features: Any, n_samples: int, bins: Bins | None
 
 def _attribute(name: str, values: Column, bins: Any) -> Attribute:
     """One attribute column coded: cut at ``bins`` when given, else by its distinct values."""
+    if not isinstance(values, np.ndarray) and _deferred(values):
+        values = _column(values, name)
     edges: list[float] = []
     if bins is not None:
         codes, groups, note = _binned(values, bins, name, edges)
@@ -666,7 +885,9 @@ def one_attribute(sensitive_features: Any, n_samples: int, bins: Bins | None = N
 
 def numeric_columns(sensitive_features: Any) -> list[tuple[str, bool]]:
     """(name, whether numeric) of each attribute column, as :func:`encode_attributes` names them."""
-    return [(name, is_numeric(values)) for name, values in _columns(sensitive_features)]
+    return [(name, is_numeric(_column(values, name) if _deferred(values) else values))
+            for name, values in _columns(sensitive_features)]
+
 
 
 _KINDS = {"b": "bool", "i": "integer", "u": "integer", "f": "float", "c": "complex", "M": "datetime", "m": "duration",
@@ -682,6 +903,8 @@ def column_kinds(sensitive_features: Any) -> list[tuple[str, str | None]]:
     column read as numbers in one batch and text in another would make two groups of one value."""
     kinds = []
     for name, values in _columns(sensitive_features):
+        if _deferred(values):
+            values = _column(values, name)
         dtype = values.dtype
         if isinstance(dtype, pd.CategoricalDtype):
             dtype = dtype.categories.dtype
