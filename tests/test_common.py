@@ -319,6 +319,8 @@ NOT_METRICS = {
     "register_metric": "adds a metric to the registry; tested in test_extending.py",
     "register_segmentation_metric": "adds a segmentation metric to the registry; tested in test_extending.py",
     "dask.read_parquet": "reads a Parquet dataset into a Dask frame; no metric",
+    "compare_models": "compares models; each model's report is evaluate's (tested in test_compare_models.py)",
+    "ModelComparison": "the result type of compare_models; tested in test_compare_models.py",
 }
 
 

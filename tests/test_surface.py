@@ -292,7 +292,9 @@ def test_bootstrap_and_permutations_cover_every_metric():
     assert {"mean_assd_lo", "worst_assd_hi", "delta_assd_lo", "std_assd_hi", "mean_dice_lo"} <= set(
         report.ci["summary"].columns)
     assert {"mean_assd_lo", "mean_assd_hi", "mean_dice_lo"} <= set(report.ci["by_group"].columns)
-    assert list(report.p_values.columns) == ["delta_dice", "std_dice", "delta_assd", "std_assd"]
+    # p_adjust="holm" by default: each column's adjusted values beside it
+    assert list(report.p_values.columns) == ["delta_dice", "delta_dice_holm", "std_dice", "std_dice_holm",
+                                             "delta_assd", "delta_assd_holm", "std_assd", "std_assd_holm"]
     summary = report.ci["summary"].loc["sex"]
     assert summary["mean_assd_lo"] <= report.summary.loc["sex", "mean_assd"] <= summary["mean_assd_hi"]
 
