@@ -105,7 +105,13 @@ SIGNATURES: dict[str, list[tuple]] = {
     'coding.code_counts': [
         (A(T.int8, readonly=True), T.int64),
     ],
+    'coding.row_codes': [
+        (A(T.uint32, 2, readonly=True), T.int64),
+        (A(T.uint64, 2, readonly=True), T.int64),
+        (A(T.uint8, 2, readonly=True), T.int64),
+    ],
     'coding.text_codes': [
+        (A(T.int32), A(T.uint8), T.int64),
         (A(T.int64), A(T.uint8), T.int64),
     ],
     'delong.placement_sums': [
@@ -127,11 +133,9 @@ SIGNATURES: dict[str, list[tuple]] = {
     ],
     'rank_sums.scatter_words': [
         (A(T.uint32), A(T.uint8), A(T.int16), T.int64, T.int64, T.uint64, T.uint64, T.int64, T.uint64, A(T.int64), A(T.uint64)),
-        (A(T.uint32), A(T.uint8), A(T.int32), T.int64, T.int64, T.uint64, T.uint64, T.int64, T.uint64, A(T.int64), A(T.uint64)),
         (A(T.uint32), A(T.uint8), A(T.int8), T.int64, T.int64, T.uint64, T.uint64, T.int64, T.uint64, A(T.int64), A(T.uint64)),
         (A(T.uint32, readonly=True), A(T.uint8), A(T.int8), T.int64, T.int64, T.uint64, T.uint64, T.int64, T.uint64, A(T.int64), A(T.uint64)),
         (A(T.uint64), A(T.uint8), A(T.int16), T.int64, T.int64, T.uint64, T.uint64, T.int64, T.uint64, A(T.int64), A(T.uint64)),
-        (A(T.uint64), A(T.uint8), A(T.int32), T.int64, T.int64, T.uint64, T.uint64, T.int64, T.uint64, A(T.int64), A(T.uint64)),
         (A(T.uint64), A(T.uint8), A(T.int8), T.int64, T.int64, T.uint64, T.uint64, T.int64, T.uint64, A(T.int64), A(T.uint64)),
         (A(T.uint64, readonly=True), A(T.uint8), A(T.int8), T.int64, T.int64, T.uint64, T.uint64, T.int64, T.uint64, A(T.int64), A(T.uint64)),
     ],

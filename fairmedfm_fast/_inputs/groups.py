@@ -194,7 +194,9 @@ def _view_codes(array: Any) -> tuple[np.ndarray, list[str]] | None:
         lengths = np.frombuffer(buffer, np.uint32)[4 * array.offset:4 * (array.offset + n):4]  # little-endian
         if int(lengths.max()) > 12:
             return None
-    codes, firsts = _row_codes(np.frombuffer(buffer, np.uint64).reshape(-1, 2)[array.offset:array.offset + n])
+    views = np.frombuffer(buffer, np.uint64).reshape(-1, 2)[array.offset:array.offset + n]
+    views.flags.writeable = False  # (Arrow's buffers read as writable): the signature of bytes rows
+    codes, firsts = _row_codes(views)
     return codes, [array[i].as_py() for i in firsts.tolist()]  # (pyarrow has no take of views)
 
 
