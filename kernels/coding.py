@@ -63,14 +63,23 @@ def text_codes(offsets, data, capacity):
     lengths = np.empty(most, np.int64)
     n_distinct = 0
     mask = np.uint64(capacity - 1)
+    n_words = data.shape[0] // 8
+    words = data[:n_words * 8].view(np.uint64)  # the first 8 bytes of a string from two aligned loads
     end = offsets[0] if n >= 0 else 0
     for i in range(n):
         start = end
         end = offsets[i + 1]
         length = end - start
-        word = np.uint64(0)
-        for b in range(start, start + min(length, 8)):
-            word = (word << np.uint64(8)) | np.uint64(data[b])
+        q = start >> 3
+        if q + 1 < n_words:  # byte b of the string is bits 8b.. of the word (little-endian, as the loop below)
+            at = np.uint64(8 * (start & 7))
+            word = (words[q] >> at) | ((words[q + 1] << np.uint64(1)) << (np.uint64(63) - at))
+            if length < 8:
+                word &= (np.uint64(1) << np.uint64(8 * length)) - np.uint64(1)
+        else:  # near the end of the bytes
+            word = np.uint64(0)
+            for b in range(start, start + min(length, 8)):
+                word |= np.uint64(data[b]) << np.uint64(8 * (b - start))
         h = word ^ np.uint64(length)
         for b in range(start + 8, end):  # the bytes after the eighth: FNV-1a
             h = (h ^ np.uint64(data[b])) * np.uint64(1099511628211)
