@@ -198,3 +198,42 @@ def row_codes(rows, capacity):
                     break
             slot = (slot + 1) & mask
     return codes, firsts[:n_distinct]
+
+
+@kernel
+def more_distinct_than(values, limit):
+    """Whether ``values`` (unsigned integers: the bits of scores) hold more than ``limit`` distinct
+    values; stops at the first value past them. A hash table of keys alone, with room for ``limit``
+    values (at most half full).
+
+    Parameters
+    ----------
+    values : uint32 or uint64 array of shape (n,)
+    limit : int, at least 1
+
+    Returns
+    -------
+    bool
+    """
+    bits = 1  # log2 of the table: the slot is the mixed key's top bits
+    while (1 << bits) < 2 * limit:
+        bits += 1
+    shift = np.uint64(64 - bits)
+    mask = (1 << bits) - 1
+    table = np.zeros(1 << bits, np.uint64)  # key + 1 at each slot; 0: empty
+    found = 0
+    for i in range(values.shape[0]):
+        key = np.uint64(values[i]) + np.uint64(1)  # (a uint64 of all ones would be a NaN's bits: none here)
+        slot = np.intp((key * np.uint64(0x9E3779B97F4A7C15)) >> shift)
+        while True:
+            held = table[slot]
+            if held == key:
+                break
+            if held == 0:
+                table[slot] = key
+                found += 1
+                if found > limit:
+                    return True
+                break
+            slot = (slot + 1) & mask
+    return False
