@@ -105,6 +105,10 @@ SIGNATURES: dict[str, list[tuple]] = {
     'coding.code_counts': [
         (A(T.int8, readonly=True), T.int64),
     ],
+    'coding.more_distinct_than': [
+        (A(T.uint32), T.int64),
+        (A(T.uint64), T.int64),
+    ],
     'coding.row_codes': [
         (A(T.uint32, 2, readonly=True), T.int64),
         (A(T.uint64, 2, readonly=True), T.int64),
