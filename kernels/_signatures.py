@@ -8,7 +8,7 @@ recorded, not written by hand: ``python -m fairmedfm_fast.warmup --record`` driv
 over every path that reaches a kernel, with every dtype the API hands to the kernels, and rewrites
 the block between the markers below.
 
-This file is left out of the caches' stamp (``_caches.source_stamp``): a new entry does not make
+This file is left out of the caches' stamp (``_config.source_stamp``): a new entry does not make
 the compiled ones stale.
 
 ``python -m fairmedfm_fast.kernels._signatures --build`` compiles the list into the cache (the build
@@ -104,6 +104,10 @@ SIGNATURES: dict[str, list[tuple]] = {
     ],
     'coding.code_counts': [
         (A(T.int8, readonly=True), T.int64),
+    ],
+    'coding.more_distinct_than': [
+        (A(T.uint32), T.int64),
+        (A(T.uint64), T.int64),
     ],
     'coding.row_codes': [
         (A(T.uint32, 2, readonly=True), T.int64),

@@ -63,14 +63,23 @@ def text_codes(offsets, data, capacity):
     lengths = np.empty(most, np.int64)
     n_distinct = 0
     mask = np.uint64(capacity - 1)
+    n_words = data.shape[0] // 8
+    words = data[:n_words * 8].view(np.uint64)  # the first 8 bytes of a string from two aligned loads
     end = offsets[0] if n >= 0 else 0
     for i in range(n):
         start = end
         end = offsets[i + 1]
         length = end - start
-        word = np.uint64(0)
-        for b in range(start, start + min(length, 8)):
-            word = (word << np.uint64(8)) | np.uint64(data[b])
+        q = start >> 3
+        if q + 1 < n_words:  # byte b of the string is bits 8b.. of the word (little-endian, as the loop below)
+            at = np.uint64(8 * (start & 7))
+            word = (words[q] >> at) | ((words[q + 1] << np.uint64(1)) << (np.uint64(63) - at))
+            if length < 8:
+                word &= (np.uint64(1) << np.uint64(8 * length)) - np.uint64(1)
+        else:  # near the end of the bytes
+            word = np.uint64(0)
+            for b in range(start, start + min(length, 8)):
+                word |= np.uint64(data[b]) << np.uint64(8 * (b - start))
         h = word ^ np.uint64(length)
         for b in range(start + 8, end):  # the bytes after the eighth: FNV-1a
             h = (h ^ np.uint64(data[b])) * np.uint64(1099511628211)
@@ -189,3 +198,42 @@ def row_codes(rows, capacity):
                     break
             slot = (slot + 1) & mask
     return codes, firsts[:n_distinct]
+
+
+@kernel
+def more_distinct_than(values, limit):
+    """Whether ``values`` (unsigned integers: the bits of scores) hold more than ``limit`` distinct
+    values; stops at the first value past them. A hash table of keys alone, with room for ``limit``
+    values (at most half full).
+
+    Parameters
+    ----------
+    values : uint32 or uint64 array of shape (n,)
+    limit : int, at least 1
+
+    Returns
+    -------
+    bool
+    """
+    bits = 1  # log2 of the table: the slot is the mixed key's top bits
+    while (1 << bits) < 2 * limit:
+        bits += 1
+    shift = np.uint64(64 - bits)
+    mask = (1 << bits) - 1
+    table = np.zeros(1 << bits, np.uint64)  # key + 1 at each slot; 0: empty
+    found = 0
+    for i in range(values.shape[0]):
+        key = np.uint64(values[i]) + np.uint64(1)  # (a uint64 of all ones would be a NaN's bits: none here)
+        slot = np.intp((key * np.uint64(0x9E3779B97F4A7C15)) >> shift)
+        while True:
+            held = table[slot]
+            if held == key:
+                break
+            if held == 0:
+                table[slot] = key
+                found += 1
+                if found > limit:
+                    return True
+                break
+            slot = (slot + 1) & mask
+    return False

@@ -8,6 +8,7 @@ concatenated (counts, AUC and thresholds exactly: the weighted sums of integer c
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -281,7 +282,7 @@ class FairnessAccumulator(SegmentState):
             self._categories = [None] * len(names)
         # the batch's combination of local codes, in mixed radix (0: missing)
         widths = [attribute.n_groups for attribute in attributes]
-        width = int(np.prod([n_groups + 1 for n_groups in widths], dtype=np.float64))  # combinations, 0 missing
+        width = math.prod(n_groups + 1 for n_groups in widths)  # combinations (digit 0: missing)
         # the keys in the narrowest integers that hold them (each pass over the batch moves fewer bytes)
         key_type = np.int16 if width <= 1 << 15 else np.int32 if width < 1 << 31 else np.int64
         combined = _groups.combination_keys([a.codes for a in attributes], widths, key_type)
