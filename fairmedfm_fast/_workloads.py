@@ -40,13 +40,13 @@ def size_thresholds() -> dict[str, int]:
     """Where the Python layer (or a kernel's caller) changes path by the number of samples."""
     from ._backends import accumulator
     from ._engine import sorting as engine
-    from ._inputs import groups
+    from ._inputs import groups, value_codes
     from .kernels import _plain, rank_sums, sorting
 
     return {
         "NumPy sort below, radix sort from (_engine.sorting.RADIX_FROM)": engine.RADIX_FROM,
         "plain-Python first calls up to (kernels._plain.INTERPRET_BELOW)": _plain.INTERPRET_BELOW,
-        "group codes counted by a kernel from (_inputs.groups.TABLE_CODES_BELOW)": groups.TABLE_CODES_BELOW,
+        "group codes counted by a kernel from (_inputs.value_codes.TABLE_CODES_BELOW)": value_codes.TABLE_CODES_BELOW,
         "accumulator compacts from (_backends.accumulator.COMPACT_FROM)": accumulator.COMPACT_FROM,
         "sort pieces (kernels.sorting.PIECE, kernels.rank_sums.PIECE)": max(sorting.PIECE, rank_sums.PIECE),
         "threads from (_engine.sorting.THREADED_FROM, _inputs.groups.PARALLEL_FROM)": max(engine.THREADED_FROM,

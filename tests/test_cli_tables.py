@@ -13,7 +13,7 @@ import pytest
 
 from fairmedfm_fast._cli import tables as _tables
 from fairmedfm_fast._cli.tables import TableError, key_strings, open_table
-from fairmedfm_fast._inputs.groups import group_name
+from fairmedfm_fast._inputs.value_codes import group_name
 
 TRICKY_CSV = """\
 id,race,when,flag,score,age,note,empty

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from fairmedfm_fast._inputs import groups as _groups
+from fairmedfm_fast._inputs import value_codes as _codes
 from fairmedfm_fast.kernels import coding
 
 
@@ -27,12 +28,12 @@ def test_large_categorical_and_dictionary_columns():
     n = 70_000
     codes = rng.integers(-1, 4, n)  # category "d" (code 4) is never used
     categorical = pd.Series(pd.Categorical.from_codes(codes, categories=["a", "b", "c", "x", "d"]))
-    got, names = _groups.encode_values(categorical)
+    got, names = _codes.encode_values(categorical)
     assert names == ["a", "b", "c", "x"]
     np.testing.assert_array_equal(got, codes)
     dictionary = pa.DictionaryArray.from_arrays(pa.array(np.where(codes < 0, None, codes).tolist(), pa.int32()),
                                                 pa.array(["x", "b", "a", "c", "d"]))
-    got, names = _groups.encode_values(pd.Series(pd.arrays.ArrowExtensionArray(dictionary)))
+    got, names = _codes.encode_values(pd.Series(pd.arrays.ArrowExtensionArray(dictionary)))
     assert names == ["a", "b", "c", "x"]
     expected = np.array([3, 1, 0, 2, -1])[codes]  # x b a c -> report order a b c x; -1 stays -1
     np.testing.assert_array_equal(got, expected)
@@ -69,8 +70,8 @@ def test_large_arrow_string_column():
     names = np.array(["white", "black", "asian", "a much longer group name", "other"], dtype=object)
     values = names[rng.integers(0, 5, 70_000)]
     series = pd.Series(pd.arrays.ArrowExtensionArray(pa.chunked_array([values[:30_000], values[30_000:]])))
-    got, groups = _groups.encode_values(series)
-    expected, expected_groups = _groups.encode_values(values)  # an object array: pandas.factorize
+    got, groups = _codes.encode_values(series)
+    expected, expected_groups = _codes.encode_values(values)  # an object array: pandas.factorize
     assert groups == expected_groups
     np.testing.assert_array_equal(got, expected)
 
@@ -79,17 +80,17 @@ def test_small_arrow_string_columns():
     # small Arrow string columns take the same kernel (pandas.factorize costs ten times the work); the
     # names come from the strings' bytes: non-ASCII, empty, long, sliced and chunked arrays
     values = np.array(["é", "b", "", "a much longer group name", "b", "é", "10", "9"], dtype=object)
-    expected, expected_groups = _groups.encode_values(values)  # an object array: pandas.factorize
+    expected, expected_groups = _codes.encode_values(values)  # an object array: pandas.factorize
     for array in (pa.array(values), pa.array(values, pa.string()), pa.chunked_array([values[:3], values[3:]]),
                   pa.array(["pad", *values], pa.large_string()).slice(1)):
-        got, groups = _groups.encode_values(pd.Series(pd.arrays.ArrowExtensionArray(array)))
+        got, groups = _codes.encode_values(pd.Series(pd.arrays.ArrowExtensionArray(array)))
         assert groups == expected_groups == ["9", "10", "", "a much longer group name", "b", "é"]
         np.testing.assert_array_equal(got, expected)
-    got, groups = _groups.encode_values(pd.Series(values, dtype="str"))  # pandas' own text dtype
+    got, groups = _codes.encode_values(pd.Series(values, dtype="str"))  # pandas' own text dtype
     assert groups == expected_groups
     np.testing.assert_array_equal(got, expected)
     with_missing = pd.Series(pd.arrays.ArrowExtensionArray(pa.array(["b", None, "a"])))  # pandas.factorize
-    got, groups = _groups.encode_values(with_missing)
+    got, groups = _codes.encode_values(with_missing)
     assert groups == ["a", "b"]
     np.testing.assert_array_equal(got, [1, -1, 0])
 
@@ -101,7 +102,7 @@ def test_categories_present_only_after_the_head_or_never():
     values = np.array(["b", "a"] * (n // 2), dtype=object)
     values[-1] = "late"
     column = pd.Series(pd.Categorical(values, categories=["a", "b", "unused", "late"]))
-    codes, groups = _groups.encode_values(column)
+    codes, groups = _codes.encode_values(column)
     assert groups == ["a", "b", "late"]
     np.testing.assert_array_equal(np.asarray(groups, dtype=object)[codes], values)
 
@@ -165,12 +166,12 @@ def test_row_codes_of_any_words(data, dtype, width):
 
 def test_text_arrays_of_every_size_and_many_values(monkeypatch):
     # a table of 4 slots that fills: the coder makes one with room for every value (NumPy and Arrow text)
-    monkeypatch.setattr(_groups, "TEXT_TABLE_SLOTS", 4)
+    monkeypatch.setattr(_codes, "TEXT_TABLE_SLOTS", 4)
     rng = np.random.default_rng(2)
     values = np.array([f"g{i}" for i in range(300)])[rng.integers(0, 300, 5_000)]
-    expected = _groups.encode_values(values.astype(object))
+    expected = _codes.encode_values(values.astype(object))
     for form in (values, np.char.encode(values, "ascii"), pd.Series(values, dtype="string[pyarrow]")):
-        codes, names = _groups.encode_values(form)
+        codes, names = _codes.encode_values(form)
         want = [f"b'{name}'" for name in expected[1]] if form.dtype.kind == "S" else expected[1]
         assert sorted(names) == sorted(want)
         if form.dtype.kind != "S":
@@ -185,7 +186,7 @@ def test_more_distinct_than(n_distinct, n, limit, dtype, seed):
     # the accumulator's test of "more distinct scores than 16 bits hold" (limit 65,536 there)
     rng = np.random.default_rng(seed)
     values = rng.random(n_distinct).astype(dtype)[rng.integers(0, n_distinct, n)]
-    assert _groups.more_distinct_than(values, limit) == (len(np.unique(values)) > limit)
+    assert _codes.more_distinct_than(values, limit) == (len(np.unique(values)) > limit)
 
 
 def test_tables_of_any_size_are_rounded_up():

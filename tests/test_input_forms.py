@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 
 import fairmedfm_fast as fm
 from fairmedfm_fast._inputs import groups as _groups
+from fairmedfm_fast._inputs import value_codes as _codes
 
 #: Text of few characters: "", spaces (trailing ones too), digits that make numbers, non-ASCII.
 VALUES = st.text(alphabet="ab 1.é日", max_size=4)
@@ -135,7 +136,7 @@ def coder_sizes(request, monkeypatch):
     room for every value) and the coding threads from 8 samples (settings that hold for every example:
     the fixture is set once per test, as hypothesis warns, on purpose)."""
     if request.param != "as they are":
-        monkeypatch.setattr(_groups, "TEXT_TABLE_SLOTS", 2)
+        monkeypatch.setattr(_codes, "TEXT_TABLE_SLOTS", 2)
         monkeypatch.setattr(_groups, "PARALLEL_FROM", 8)
     return request.param
 

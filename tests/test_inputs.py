@@ -302,7 +302,7 @@ def test_error_messages_name_the_argument(name):
                 min_size=1, max_size=6),
        st.integers(1, 60), st.integers(0, 2 ** 32 - 1), st.booleans())
 def test_text_attributes_code_as_object_arrays_do(values, n, seed, strided):
-    from fairmedfm_fast._inputs.groups import encode_values
+    from fairmedfm_fast._inputs.value_codes import encode_values
 
     array = np.array(values)[np.random.default_rng(seed).integers(0, len(values), 2 * n)]
     array = array[::2] if strided else array[:n]
@@ -315,7 +315,7 @@ def test_text_attributes_code_as_object_arrays_do(values, n, seed, strided):
 @given(st.sampled_from(["int8", "int16", "int64", "uint8", "uint64"]), st.integers(-(2 ** 52), 2 ** 52),
        st.integers(1, 40), st.integers(1, 60), st.integers(0, 2 ** 32 - 1))
 def test_integer_attributes_code_as_object_arrays_do(dtype, low, span, n, seed):
-    from fairmedfm_fast._inputs.groups import encode_values
+    from fairmedfm_fast._inputs.value_codes import encode_values
 
     info = np.iinfo(dtype)
     low = int(np.clip(low, info.min, info.max - span))

@@ -254,3 +254,50 @@ def test_one_module_builds_every_report(tmp_path):
     (tmp_path / "m.py").write_text("x = 'FairnessReport(' \ny = FairnessReport('seg')\n")
     (tmp_path / "n.py").write_text("def f(report: 'FairnessReport'):\n    return report\n")
     assert _builds_a_report(tmp_path / "m.py") and not _builds_a_report(tmp_path / "n.py")
+
+
+#: Issue 39's limits on the Python layers: no module above this many lines ...
+MAX_MODULE_LINES = 700
+#: ... and at most MAX_LONG_FUNCTIONS functions above LONG_FUNCTION lines of code (docstrings, comments
+#: and blank lines not counted). The kernels are not held to them: a fused pass is one long loop.
+LONG_FUNCTION, MAX_LONG_FUNCTIONS = 60, 3
+
+
+def _code_lines(function: ast.FunctionDef | ast.AsyncFunctionDef, lines: list[str]) -> int:
+    """Lines of code of ``function``: its lines less its docstring, comments and blank lines."""
+    body = function.body
+    docstring = set()
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) \
+            and isinstance(body[0].value.value, str):
+        docstring = set(range(body[0].lineno, body[0].end_lineno + 1))
+    return sum(1 for number in range(function.lineno, function.end_lineno + 1)
+               if number not in docstring and lines[number - 1].strip()
+               and not lines[number - 1].strip().startswith("#"))
+
+
+def _long_functions(path: Path) -> list[tuple[int, str]]:
+    text = path.read_text()
+    lines = text.split("\n")
+    return [(_code_lines(node, lines), f"{path.relative_to(ROOT)}:{node.lineno} {node.name}")
+            for node in ast.walk(ast.parse(text))
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and _code_lines(node, lines) > LONG_FUNCTION]
+
+
+def test_modules_and_functions_stay_short():
+    python_layers = [path for path, _ in MODULES.values() if ROOT / "kernels" not in path.parents]
+    long_modules = {str(path.relative_to(ROOT)): n for path in python_layers
+                    if (n := len(path.read_text().splitlines())) > MAX_MODULE_LINES}
+    assert not long_modules, f"modules above {MAX_MODULE_LINES} lines: split them by job: {long_modules}"
+    long_functions = sorted((found for path in python_layers for found in _long_functions(path)), reverse=True)
+    assert len(long_functions) <= MAX_LONG_FUNCTIONS, (
+        f"{len(long_functions)} functions above {LONG_FUNCTION} lines of code (at most {MAX_LONG_FUNCTIONS}): "
+        f"{long_functions}")
+
+
+def test_the_length_check_counts_code_only():
+    body = "\n".join(f"    x{i} = {i}  # one\n    # a comment\n" for i in range(LONG_FUNCTION))
+    source = f'def long():\n    """A docstring\n\n    of lines."""\n{body}\n    return 0\n\n\ndef short():\n    return 1\n'
+    tree = ast.parse(source)
+    lines = source.split("\n")
+    counted = {node.name: _code_lines(node, lines) for node in tree.body}
+    assert counted == {"long": LONG_FUNCTION + 2, "short": 2}  # the def line, the assignments, the return

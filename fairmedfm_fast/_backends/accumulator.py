@@ -18,10 +18,19 @@ from .._engine import classification as _engine
 from .._engine import resample as _resample
 from .._inputs import arrays as _inputs
 from .._inputs import groups as _groups
+from .._inputs import value_codes as _codes
 from .._registry import metrics as _metric_registry
 from .._report.assembly import asked, assemble
 from .._report.frame import FairnessReport
 from .._util import progress as _progress
+from .accumulator_batches import (
+    PLURAL,
+    batch_weights,
+    categorical_names,
+    reads_as_other,
+    require_rows_sum_to_one,
+    widest,
+)
 from .accumulator_state import SegmentState
 from .assess import as_python, attribute_result, range_conversion, transform_note, with_default
 from .checks import (
@@ -32,7 +41,6 @@ from .checks import (
     check_resampling,
     check_threshold,
     cut_point_groups,
-    sample_weights,
 )
 from .uncertainty import with_uncertainty
 
@@ -171,7 +179,7 @@ class FairnessAccumulator(SegmentState):
         if len(scores) != n:
             raise ValueError(f"y_true has {n} samples but y_score has {len(scores)}; pass one label and one "
                              "score per sample")
-        weights = _batch_weights(paired[3], n) if weighted else None
+        weights = batch_weights(paired[3], n) if weighted else None
         cells = self._read_cells(paired[2], n)
         self._weighted = weighted
         keys = np.left_shift(cells, 1, dtype=np.uint32, casting="unsafe")  # cells < 2**31: one pass, not two
@@ -234,16 +242,16 @@ class FairnessAccumulator(SegmentState):
             conversion: dict[str, Any] = {}
             scores, info = _inputs.positive_scores(y_score, mode, column, self.pos_label, conversion)
         except ValueError as error:
-            if self.score_type == "auto" and self._mode is not None and _reads_as_other(y_score, column, self.pos_label):
-                raise ValueError(f"the first batch's scores were read as {_PLURAL[self._mode]}, and this batch does not "
+            if self.score_type == "auto" and self._mode is not None and reads_as_other(y_score, column, self.pos_label):
+                raise ValueError(f"the first batch's scores were read as {PLURAL[self._mode]}, and this batch does not "
                                  f"fit: {error}. Pass score_type= to the accumulator so that every batch is read "
                                  "alike") from None
             raise
         if conversion:  # for the warning of result(), as evaluate words it (percentages)
-            self._logit_range = _widest(self._logit_range, (float(conversion["logits"].min()),
+            self._logit_range = widest(self._logit_range, (float(conversion["logits"].min()),
                                                             float(conversion["logits"].max())))
         if matrix and mode == "probability" and self.score_type == "auto" and self._mode is not None:
-            _require_rows_sum_to_one(y_score)
+            require_rows_sum_to_one(y_score)
         if self._matrix is None:  # the first batch settles "auto" and the score column
             self._mode = "logit" if info.get("score_transform") else "probability"
             self._score_info = info
@@ -274,7 +282,7 @@ class FairnessAccumulator(SegmentState):
             self._numeric = [self.bins.get(name) is None and numeric
                              for name, numeric in _groups.numeric_columns(sensitive_features)]
         if _inputs.is_pandas(sensitive_features, "DataFrame", "Series"):
-            for k, categories in enumerate(_categories(sensitive_features, names)):
+            for k, categories in enumerate(categorical_names(sensitive_features, names)):
                 seen = self._categories[k]
                 if seen is not None:
                     self._categories[k] = categories if seen is True or seen == categories else None
@@ -364,7 +372,7 @@ class FairnessAccumulator(SegmentState):
         scores, keys, counts, weights = self._joined()
         self._waiting, self._n_waiting = [], 0
         rows = len(scores)
-        if counts is None and rows > DISTINCT_SCORES and _groups.more_distinct_than(scores, DISTINCT_SCORES):
+        if counts is None and rows > DISTINCT_SCORES and _codes.more_distinct_than(scores, DISTINCT_SCORES):
             self._dense_rows(scores, keys, weights)
             return
         if scores.dtype == np.float32:  # one 64-bit key: the score's bits (non-negative), then the key
@@ -438,15 +446,15 @@ class FairnessAccumulator(SegmentState):
                              "to neither")
         if self._matrix is not None and other._matrix is not None and (self._mode, self._matrix) != (
                 other._mode, other._matrix):
-            raise ValueError(f"other accumulator read its scores as {_PLURAL[other._mode]}, this one as "
-                             f"{_PLURAL[self._mode]}; pass "
+            raise ValueError(f"other accumulator read its scores as {PLURAL[other._mode]}, this one as "
+                             f"{PLURAL[self._mode]}; pass "
                              "score_type= to both")
         if self._matrix is None:
             self._mode, self._matrix, self._column = other._mode, other._matrix, other._column
             self._score_info = dict(other._score_info)
         self._weighted = other._weighted
         self._merge_kinds(getattr(other, "_kinds", []))
-        self._logit_range = _widest(self._logit_range, getattr(other, "_logit_range", None))
+        self._logit_range = widest(self._logit_range, getattr(other, "_logit_range", None))
         cell_map = self._cells_of(other)
         for value in other._labels_seen:
             if value not in self._labels_seen and len(self._labels_seen) < 3:
@@ -596,7 +604,7 @@ class FairnessAccumulator(SegmentState):
             spec = self.bins.get(name)
             has_missing = bool((cell_ids[:, k] < 0).any())
             categories = self._categories[k] if isinstance(self._categories[k], list) else None
-            ordered = _groups.report_order(names, bin_labels=None if spec is None else cut_point_groups(spec, name),
+            ordered = _codes.report_order(names, bin_labels=None if spec is None else cut_point_groups(spec, name),
                                            categories=categories, has_missing=has_missing)
             if self._numeric[k] and spec is None and len(ordered) > _groups.MAX_NUMERIC_GROUPS:
                 raise ValueError(
@@ -605,7 +613,7 @@ class FairnessAccumulator(SegmentState):
             rank = {group: i for i, group in enumerate(ordered)}
             lookup = np.array([*(rank[group] for group in names), -1], np.intp)
             codes = lookup[cell_ids[:, k]]
-            per_cell.append(_groups.Attribute(name, _groups.narrowest(codes, len(ordered)), ordered))
+            per_cell.append(_groups.Attribute(name, _codes.narrowest(codes, len(ordered)), ordered))
         if self.intersectional and len(per_cell) > 1:
             per_cell.append(_groups.combine(per_cell))
         return [_groups.Attribute(a.name, a.codes[cells], a.groups) for a in per_cell]
@@ -654,60 +662,3 @@ def _expanded(scores: np.ndarray, labels: np.ndarray, rows: list[np.ndarray], si
         rows = [np.repeat(codes, repeats) for codes in rows]
         scores, labels = np.repeat(scores, repeats), np.repeat(labels, repeats)
     return _engine.arrange(scores, labels, rows, sizes.tolist(), each)
-
-
-def _batch_weights(sample_weight: Any, n: int) -> np.ndarray:
-    """A batch's validated float64 weights: as ``evaluate`` checks them, except that one batch may
-    weigh nothing (``result`` checks that some sample has weight)."""
-    weights = _inputs.to_numpy(sample_weight, "sample_weight")
-    if weights.dtype.kind in "biuf" and weights.size == n and not np.any(weights):
-        return np.zeros(n)
-    return sample_weights(weights, n)
-
-
-def _categories(sensitive_features: Any, names: list[str]) -> list[list[str] | None]:
-    """Per attribute, the category names of a pandas categorical column (None for other columns)."""
-    pd = _inputs.pd
-    if not _inputs.is_pandas(sensitive_features, "DataFrame", "Series"):
-        return [None] * len(names)
-    if _inputs.is_pandas(sensitive_features, "Series"):
-        dtypes = [sensitive_features.dtype]
-    else:  # each column's dtype from its array: no Series made (iloc costs 0.2 ms a column, .dtypes 80 us)
-        take = getattr(sensitive_features, "_get_column_array", None)
-        dtypes = ([take(i).dtype for i in range(sensitive_features.shape[1])] if take is not None
-                  else sensitive_features.dtypes.tolist())
-    out: list[list[str] | None] = []
-    for k in range(len(names)):
-        if k < len(dtypes) and isinstance(dtypes[k], pd.CategoricalDtype):
-            out.append([_groups.group_name(value) for value in dtypes[k].categories.tolist()])
-        else:
-            out.append(None)
-    return out
-
-
-def _require_rows_sum_to_one(y_score: Any) -> None:
-    scores = _inputs.numeric(_inputs.to_numpy(y_score, "y_score"), "y_score").astype(np.float64)
-    if not (scores.size and scores.min() >= 0 and scores.max() <= 1 and np.allclose(scores.sum(axis=1), 1, atol=1e-3)):
-        raise ValueError("the first batch's score rows were read as probabilities (rows that sum to one), and this "
-                         "batch's rows do not sum to one; pass score_type='logit' (or 'probability') to the "
-                         "accumulator so that every batch is read alike")
-
-
-def _widest(span: tuple[float, float] | None, other: tuple[float, float] | None) -> tuple[float, float] | None:
-    """The smallest range holding both ranges (None: no range)."""
-    if span is None or other is None:
-        return other if span is None else span
-    return min(span[0], other[0]), max(span[1], other[1])
-
-
-_PLURAL = {"probability": "probabilities", "logit": "logits"}
-
-
-def _reads_as_other(y_score: Any, column: int | None, pos_label: Any) -> bool:
-    """Whether a batch that does not fit the first batch's score type reads as scores of another type
-    (and not, say, scores with NaN, which fit no type)."""
-    try:
-        _inputs.positive_scores(y_score, "auto", column, pos_label, {})
-    except ValueError:
-        return False
-    return True

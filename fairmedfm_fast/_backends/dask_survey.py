@@ -15,6 +15,7 @@ import pandas as pd
 from .._engine import classification as _engine
 from .._inputs import arrays as _inputs
 from .._inputs import groups as _groups
+from .._inputs import value_codes as _codes
 from .assess import range_conversion
 
 #: Label values each partition reports (enough to validate labels and tell two classes from more).
@@ -50,7 +51,7 @@ def _local_codes(values: pd.Series, name: str, spec: Any) -> tuple[np.ndarray, l
     """Codes and present group names of one partition of an attribute (None: too many numbers)."""
     if spec is not None:
         return _groups.binned(values, spec, name)
-    return _groups.encode_values(values, _groups.MAX_NUMERIC_GROUPS if _groups.is_numeric(values) else None)
+    return _codes.encode_values(values, _groups.MAX_NUMERIC_GROUPS if _codes.is_numeric(values) else None)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -83,7 +84,7 @@ def local_columns(part: pd.DataFrame, columns: Columns) -> LocalColumns:
     for name in columns.sensitive:
         values = _attribute_column(part, name)
         is_categorical = isinstance(values.dtype, pd.CategoricalDtype)
-        categories.append([_groups.group_name(v) for v in values.cat.categories.tolist()] if is_categorical
+        categories.append([_codes.group_name(v) for v in values.cat.categories.tolist()] if is_categorical
                           else None)
         item = _local_codes(values, name, columns.bins.get(name))
         if item is not None:
@@ -258,7 +259,7 @@ def global_plan(surveys: list[dict], columns: Columns, meta: pd.DataFrame, score
         parts = [s["groups"][j] for s in surveys]
         spec = columns.bins.get(name)
         present = set().union(*(p for p in parts if p))
-        numeric = spec is None and _groups.is_numeric(meta[name])
+        numeric = spec is None and _codes.is_numeric(meta[name])
         if any(p is None for p in parts) or (numeric and len(present) > _groups.MAX_NUMERIC_GROUPS):
             raise ValueError(
                 f"attribute {name!r} looks continuous (more than {_groups.MAX_NUMERIC_GROUPS} distinct "
@@ -294,14 +295,14 @@ def _global_order(name: str, column: pd.Series, present: set[str], cut_points: l
     if cut_points is not None:
         edges = sorted(float(edge) for edge in cut_points)
         _, full = _groups.binned(pd.Series([-np.inf, *edges]), list(edges), name)
-        return _groups.report_order(present, bin_labels=full)
+        return _codes.report_order(present, bin_labels=full)
     dtype = column.dtype
     if not isinstance(dtype, pd.CategoricalDtype) or has_missing:
-        return _groups.report_order(present)
+        return _codes.report_order(present)
     known = [] if dtype.categories is None else list(dtype.categories)
     if known and "__UNKNOWN_CATEGORIES__" not in known:
-        names = [_groups.group_name(value) for value in known]
+        names = [_codes.group_name(value) for value in known]
     else:
         names = [label for part in categories if part for label in part]
     known_names = set(names)  # the partitions' groups are among the categories: none comes after them
-    return [label for label in _groups.report_order(present, categories=names) if label in known_names]
+    return [label for label in _codes.report_order(present, categories=names) if label in known_names]

@@ -196,7 +196,7 @@ def attribute_values(column, categorical: bool):
     else:
         codes = indices.to_numpy(zero_copy_only=False)
     if not categorical:  # categories in group order, as evaluate orders values
-        from .._inputs.groups import order_key
+        from .._inputs.value_codes import order_key
 
         values = categories.to_pylist()
         order = sorted(range(len(values)), key=lambda i: order_key(values[i]))
