@@ -71,7 +71,11 @@ def text_codes(offsets, data, capacity):
         end = offsets[i + 1]
         length = end - start
         q = start >> 3
-        if q + 1 < n_words:  # byte b of the string is bits 8b.. of the word (little-endian, as the loop below)
+        if length <= 3:  # "F", "g0": a loop over the bytes is faster than the loads below
+            word = np.uint64(0)  # (packed otherwise than longer strings: a string is equal only to one of its length)
+            for b in range(start, end):
+                word = (word << np.uint64(8)) | np.uint64(data[b])
+        elif q + 1 < n_words:  # byte b of the string is bits 8b.. of the word (little-endian, as the loop below)
             at = np.uint64(8 * (start & 7))
             word = (words[q] >> at) | ((words[q + 1] << np.uint64(1)) << (np.uint64(63) - at))
             if length < 8:
