@@ -21,7 +21,7 @@ distributed = pytest.importorskip("distributed")
 import fairmedfm_fast as fm  # noqa: E402
 from fairmedfm_fast import dask as fdask  # noqa: E402
 from fairmedfm_fast._backends import dask as dask_backend  # noqa: E402
-from fairmedfm_fast._backends import dask_survey  # noqa: E402
+from fairmedfm_fast._backends import dask_memory, dask_survey  # noqa: E402
 from fairmedfm_fast._cli import dask as _cli_dask  # noqa: E402
 
 
@@ -167,6 +167,45 @@ def test_records_of_one_word_two_words_and_the_frame_fallback(client, monkeypatc
     # the sort of frames, where records cannot hold the codes
     monkeypatch.setattr(dask_backend, "_layout", lambda *args: None)
     both(ddf32, "y", "p", ["sex", "site", "ward"], intersectional=True, npartitions=5)
+
+
+def test_ranges_chosen_from_the_workers_memory(client, monkeypatch):
+    """With little room left in the workers' memory (the process's share raised), the sort uses more
+    ranges than the input has partitions, and the report is the same."""
+    original, boundaries = dask_backend._boundaries, []
+    monkeypatch.setattr(dask_backend, "_boundaries", lambda *args: boundaries.append(original(*args)) or boundaries[-1])
+    workers, threads, limit = dask_memory.workers_memory(client)
+    assert (workers, threads, limit) == (2, 1, 2**30)
+    ddf = dd.from_pandas(tied_frame(20_000, 3, levels=10_000), npartitions=2)
+    both(ddf, "y", "p", ["sex", "site"], intersectional=True)
+    assert len(boundaries[-1]) - 1 == 2  # a 1 GiB worker sorts 20,000 rows in one range per partition
+    calls, real = [], dask_memory.ranges_for_memory
+    monkeypatch.setattr(dask_memory, "ranges_for_memory", lambda *args: calls.append(args) or real(*args))
+    both(ddf, "y", "p", ["sex", "site"], intersectional=True)
+    rows, sizes = calls[-1][:2]
+    assert rows == 20_000 and sizes.record == 12  # float64 scores: a key word and a 32-bit payload
+    # leave room for a fifth of the rows' sorting bytes beside the rows held: five ranges
+    room = rows * (2 * sizes.record + sizes.kernel) / 5
+    held = sizes.peak(rows, 2, 1, math.inf)
+    monkeypatch.setattr(dask_memory, "PROCESS_BYTES", dask_memory.BUDGET * limit - held - room)
+    both(ddf, "y", "p", ["sex", "site"], intersectional=True)
+    assert len(boundaries[-1]) - 1 == 5
+
+
+def test_the_range_count_keeps_the_peak_within_the_budget():
+    sizes = dask_memory.row_bytes(4, 8, 1, 3, 4)  # float32 scores, 3 attributes and their intersection
+    assert (sizes.columns, sizes.record, sizes.kernel) == (8, 8, 9)
+    rows, gib = 10**9, 2**30
+    # the formula, by hand: 2 workers hold half the records each; one task sorts a range of rows / R
+    assert sizes.peak(rows, 2, 1, 100) == rows / 2 * 8 + rows / 100 * (2 * 8 + 9)
+    assert dask_memory.ranges_for_memory(rows, sizes, None, 10, 1000) == 10  # no cluster: the partitions
+    assert dask_memory.ranges_for_memory(rows, sizes, (2, 1, 12 * gib), 100, 6400) == 100  # room to spare
+    for limit in (10 * gib, 9 * gib):
+        ranges = dask_memory.ranges_for_memory(rows, sizes, (2, 1, limit), 10, 6400)
+        budget = dask_memory.BUDGET * limit - dask_memory.PROCESS_BYTES
+        assert sizes.peak(rows, 2, 1, ranges) <= budget < sizes.peak(rows, 2, 1, ranges - 1)
+    with pytest.warns(RuntimeWarning, match="Dask will spill"):  # the held records alone exceed the budget
+        assert dask_memory.ranges_for_memory(rows, sizes, (2, 1, 6 * gib), 10, 640) == 640
 
 
 def test_layout_beyond_64_bits_falls_back_with_one_warning(monkeypatch):

@@ -54,6 +54,7 @@ from .._report.frame import FairnessReport
 from .._statistics import analytic as _analytic
 from .._statistics import findings as _findings
 from .._util.progress import Progress, check
+from . import dask_memory as _memory
 from . import dask_survey as _survey
 from .assess import as_python, attribute_result, transform_note
 from .checks import check_interval, check_threshold
@@ -207,6 +208,13 @@ def _layout(plan: _survey.Plan, sizes: np.ndarray) -> _records.Layout | None:
     key_bits = 8 * plan.score_dtype.itemsize
     pay_dtype = None if key_bits + pay_bits <= 64 else np.dtype(np.uint32 if pay_bits <= 32 else np.uint64)
     return _records.Layout(plan.score_dtype, plan.code_dtype, tuple(shifts), pay_bits, pay_dtype)
+
+
+def _row_bytes(plan: _survey.Plan, layout: _records.Layout, sizes: np.ndarray) -> _memory.RowBytes:
+    """Bytes a row takes in each stage of the sort of records (:mod:`.dask_memory`)."""
+    record = 8 + (0 if layout.pay_dtype is None else layout.pay_dtype.itemsize)
+    return _memory.row_bytes(plan.score_dtype.itemsize, record, plan.code_dtype.itemsize, len(plan.groups),
+                             len(sizes))
 
 
 def _pack(local: _survey.LocalColumns, *, plan: _survey.Plan, layout: _records.Layout, bounds: np.ndarray, sizes: np.ndarray) -> tuple:
@@ -413,9 +421,10 @@ def evaluate(ddf: Any, *, label: str, score: str, sensitive: str | Sequence[str]
         A fixed decision threshold for the ``@best_f1`` metrics instead of each attribute's best-F1
         threshold (as in :func:`fairmedfm_fast.evaluate`).
     npartitions : int, optional
-        Score ranges of the sort (default: the partitions of ``ddf``). Each must fit in a worker's
-        memory: its records (8 bytes a row for float32 scores, 12 or 16 for float64), then its kernel
-        arrays (score, label and one code per grouping: about ``5 + groupings`` bytes a row).
+        Score ranges of the sort. By default the partitions of ``ddf``, more where sorting a range
+        beside the rows a worker holds would take it past half of its memory limit (the peak is in
+        ``docs/dask.md``): a range's records (8 bytes a row for float32 scores, 12 or 16 for
+        float64), then its kernel arrays (score, label and one code per grouping).
     progress : bool, optional
         A bar of the partitions' passes on stderr (per partition on a distributed cluster); None
         shows it on a terminal or in a notebook when the work takes more than about two seconds.
@@ -551,8 +560,13 @@ def _evaluate(dask: Any, ddf: Any, label: str, score: str, names: list[str], bin
 
     sizes = np.array([len(g) for g in plan.groups] + ([len(plan.combined)] if plan.combined else [])
                      + ([1] if plan.all_samples else []), np.int64)
-    divisions = _boundaries(list(surveys), plan, target)
     layout = _layout(plan, sizes)
+    if npartitions is None and layout is not None:  # enough ranges that sorting one fits in a worker's memory
+        target = _memory.ranges_for_memory(metadata["n_samples"], _row_bytes(plan, layout, sizes),
+                                           _memory.workers_memory(_client()), target,
+                                           max(target, columns.sketch * ddf.npartitions // 4))
+        bar.grow(target - ddf.npartitions)
+    divisions = _boundaries(list(surveys), plan, target)
     extra = _metric_registry.optional_keys(metrics)
     make_plan = functools.partial(_range_plan, sizes=sizes, n=metadata["n_samples"],
                                   thresholds=[0.5] if threshold is None else [0.5, threshold], sweep=threshold is None,

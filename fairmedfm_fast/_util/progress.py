@@ -93,6 +93,13 @@ class Progress:
             with self._lock:
                 self._bar.update(steps)
 
+    def grow(self, steps: int) -> None:
+        """Add ``steps`` to the bar's total (work found to be larger than announced)."""
+        if self._bar is not None and steps and self._bar.total is not None:
+            with self._lock:
+                self._bar.total += steps
+                self._bar.refresh()
+
     def close(self) -> None:
         if self._ticker is not None:
             self._ticker.set()

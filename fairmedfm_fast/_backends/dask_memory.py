@@ -1,0 +1,86 @@
+"""How much of a Dask worker's memory :func:`fairmedfm_fast.dask.evaluate` takes, and the number of
+score ranges that keeps it under the worker's memory limit.
+
+A worker holding ``N / W`` of the ``N`` rows (``W`` workers, ``T`` threads each) needs at its peak
+
+    held   = N / W * max(c, w)          the survey's columns (c bytes a row), then the records (w)
+    ranges = T * (N / R) * (2 * w + k)  each running range task: its pieces and their concatenation
+                                        (w each), then its kernel arrays (k bytes a row)
+
+plus what the process itself takes (Python, NumPy, pandas, the kernels: :data:`PROCESS_BYTES`) and what
+reading one Parquet partition takes. ``c``: the score (4 or 8 bytes), the label (1) and one code per
+attribute (1 byte below 127 groups); ``w``: 8 bytes for float32 scores, 12 or 16 for float64; ``k``:
+the score, the label and one code per grouping. Only ``ranges`` depends on the number of ranges ``R``:
+:func:`ranges_for_memory` picks the smallest ``R`` (at least the partitions) that keeps the peak
+under :data:`BUDGET` of the memory limit, where Dask starts to spill. When ``held`` alone does not fit,
+no ``R`` helps: the call warns that Dask will spill (to the workers' disk), and carries on.
+"""
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+#: Share of a worker's memory limit the call plans to use: below distributed's default ``target`` (0.6),
+#: the managed memory at which a worker starts spilling to disk.
+BUDGET = 0.5
+#: What a worker process takes before it holds any data (Python, NumPy, pandas, pyarrow, numba and the
+#: kernels loaded): about 300 MB measured on ``LocalCluster`` workers.
+PROCESS_BYTES = 320 * 2**20
+
+
+@dataclass(frozen=True)
+class RowBytes:
+    """Bytes a row takes at each stage (see the module's docstring)."""
+
+    columns: int  # c: the survey's columns, kept until the records are packed
+    record: int  # w: a packed record
+    kernel: int  # k: a sorted range's kernel arrays
+
+    def peak(self, rows: int, workers: int, threads: int, ranges: int) -> float:
+        """Bytes a worker takes at its peak (beyond the process itself), as in the module's docstring."""
+        held = rows / workers * max(self.columns, self.record)
+        return held + threads * (rows / max(ranges, 1)) * (2 * self.record + self.kernel)
+
+
+def row_bytes(score_bytes: int, record_bytes: int, code_bytes: int, n_attributes: int, n_groupings: int) -> RowBytes:
+    return RowBytes(columns=score_bytes + 1 + code_bytes * n_attributes, record=record_bytes,
+                    kernel=score_bytes + 1 + code_bytes * n_groupings)
+
+
+def workers_memory(client: Any) -> tuple[int, int, int] | None:
+    """(workers, threads per worker, smallest memory limit in bytes) of a distributed cluster; None
+    where there is no client, no worker, or a worker without a memory limit."""
+    if client is None:
+        return None
+    try:
+        workers = client.scheduler_info().get("workers", {})
+    except Exception:  # a client that cannot answer: plan without a limit
+        return None
+    limits = [info.get("memory_limit") for info in workers.values()]
+    if not workers or not all(limits):
+        return None
+    threads = max(int(info.get("nthreads", 1)) for info in workers.values())
+    return len(workers), threads, int(min(limits))
+
+
+def ranges_for_memory(rows: int, sizes: RowBytes, cluster: tuple[int, int, int] | None, at_least: int,
+                      at_most: int) -> int:
+    """The number of score ranges: ``at_least`` (the partitions), more where a range's task would take
+    the worker past :data:`BUDGET` of its memory limit, never more than ``at_most`` (the resolution of
+    the score sketch); with a warning when the rows the workers hold do not fit at any number."""
+    if cluster is None or rows == 0:
+        return at_least
+    workers, threads, limit = cluster
+    room = BUDGET * limit - PROCESS_BYTES - sizes.peak(rows, workers, threads, ranges=math.inf)
+    per_range = threads * rows * (2 * sizes.record + sizes.kernel)  # a worker's running tasks, all in one range
+    needed = math.ceil(per_range / room) if room > 0 else math.inf
+    if needed > at_most:
+        held = sizes.peak(rows, workers, threads, ranges=math.inf)
+        warnings.warn(f"fairmedfm_fast.dask: {rows:,} rows take about {held / 2**30:.1f} GiB per worker "
+                      f"({workers} workers with {limit / 2**30:.1f} GiB each), more than the "
+                      f"{BUDGET:.0%} of the memory limit that leaves room for sorting them; Dask will spill to "
+                      "the workers' disk (slower, still exact). Add workers or memory (LocalCluster("
+                      "memory_limit=...)) to keep the rows in memory", RuntimeWarning, stacklevel=5)
+    return max(at_least, min(at_most, needed))
