@@ -2,6 +2,7 @@
 it (tests/code_blocks.py says how), and its commands are the ones that work from a clone.
 """
 
+import json
 import os
 import re
 import shlex
@@ -9,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pytest
 from code_blocks import blocks, run_block
 
@@ -98,3 +101,54 @@ def test_the_readme_links_to_every_guide_page():
 def test_the_docs_command_is_in_a_bash_block():
     commands = re.findall(r"^```bash\n(.*?)^```", README, flags=re.MULTILINE | re.DOTALL)
     assert any(DOCS_COMMAND in block.splitlines() for block in commands)
+
+
+def _tables(folder: Path) -> None:
+    """The files the README's command lines name, with the columns they expect, 300 rows each."""
+    rng = np.random.default_rng(0)
+    n = 300
+    label = rng.integers(0, 2, n)
+    prob = np.clip(0.3 * label + 0.7 * rng.random(n), 0, 1)
+    sex, age, race = rng.choice(["F", "M"], n), rng.integers(20, 90, n), rng.choice(["A", "B", "C"], n)
+    pd.DataFrame({"label": label, "prob": prob, "sex": sex, "age": age, "race": race}).to_parquet(
+        folder / "predictions.parquet"
+    )
+    pd.DataFrame({"image_id": np.arange(n), "label": label, "prob": prob}).to_csv(
+        folder / "preds.csv", index=False
+    )
+    pd.DataFrame({"id": np.arange(n)[::-1], "sex": sex[::-1], "age": age[::-1]}).to_parquet(
+        folder / "patients.parquet"
+    )
+
+
+def test_command_lines_run(tmp_path):
+    """Each ``$ fairmedfm-fast ...`` line of the README, on tables with the columns it expects."""
+    lines = re.findall(r"^\$ (fairmedfm-fast .*)$", README, flags=re.MULTILINE)
+    assert lines
+    _tables(tmp_path)
+    environment = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+        "MPLBACKEND": "Agg",
+    }
+    printed = []
+    for line in lines:
+        arguments = shlex.split(line.split(" #")[0])[1:]
+        done = subprocess.run(
+            [sys.executable, "-m", "fairmedfm_fast", *arguments],
+            cwd=tmp_path,
+            env=environment,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+        assert done.returncode == 0, f"{line}: {done.stderr[-2000:]}"
+        printed.append(json.loads(done.stdout))
+    # the same rows, the second time joined to their attributes through --metadata (in reverse order)
+    first, joined = printed[:2]
+    assert set(first) == {"sex", "age", "race"} and set(joined) == {"sex", "age"}
+    for attribute in ("sex", "age"):
+        for column in ("overall-auc", "auc-gap", "eod"):
+            assert joined[attribute][column] == pytest.approx(first[attribute][column], abs=1e-12)
+        assert "ci" in joined[attribute]
+    assert (tmp_path / "audit.html").exists()
