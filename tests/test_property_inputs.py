@@ -1,4 +1,4 @@
-"""Random small inputs in every form of the README's "Inputs" section, against fairmedfm 0.4.2.
+"""Random small inputs in every form of the user guide's "Inputs" page, against fairmedfm 0.4.2.
 
 Containers (lists, NumPy, pandas Series and DataFrames, dicts, 2-D arrays), labels (0/1, booleans,
 one-hot rows, text or three classes with ``pos_label``), scores (probabilities, logits, two or

@@ -4,15 +4,15 @@ Build from the root of the clone (``pip install ".[docs]"`` first)::
 
     sphinx-build -W --keep-going -b html docs/site docs/site/_build/html
 
-The guide's pages include the README's sections and the notes in ``docs/*.md`` (MyST ``include``),
-so they are written once; the API reference is generated from the docstrings (autosummary stubs under
+The guide's pages (``guide/*.md``) hold the user guide; the notes' pages include ``docs/*.md`` (MyST
+``include``), so a note is written once; the API reference is generated from the docstrings (autosummary stubs under
 ``api/generated/``, made at build time) and the gallery by running ``examples/plot_*.py``. Nothing is
 fetched at build time: no intersphinx, links out are plain links.
 """
+
 from __future__ import annotations
 
 import os
-import re
 import sys
 from pathlib import Path
 
@@ -91,40 +91,3 @@ html_static_path = ["_static"]
 html_css_files = ["site.css"]
 html_show_sourcelink = False
 html_copy_source = False
-
-
-# The README's sections are included on the guide's pages (guide/*.md). Its links are written for
-# GitHub, relative to the root of the clone: ``docs/<note>.md`` becomes the note's page
-# (notes/<note>.md), and ``#<section>`` the guide page that includes that section. Images keep
-# their paths through the include's ``:relative-images:``.
-_MARKER = re.compile(r'^:start-after:\s*["\']?(#+ .*?)["\']?\s*$', re.MULTILINE)
-
-
-def _slug(heading: str) -> str:
-    """GitHub's anchor of a heading (MyST's ``myst_heading_anchors`` slug)."""
-    text = re.sub(r"[^\w\- ]", "", heading.lstrip("#").strip().lower())
-    return text.replace(" ", "-")
-
-
-def _section_pages() -> dict[str, str]:
-    """The guide page of each README section, by the section's anchor."""
-    pages = {}
-    for page in sorted((SITE / "guide").glob("*.md")):
-        text = page.read_text(encoding="utf-8")
-        if "README.md" in text:
-            for heading in _MARKER.findall(text):
-                pages.setdefault(_slug(heading), page.stem)
-    return pages
-
-
-def _readme_links(app, relative_path, parent_docname, content):
-    if Path(relative_path).name != "README.md" or (SITE / relative_path).resolve() != ROOT / "README.md":
-        return
-    pages = _section_pages()
-    text = re.sub(r"\]\(docs/([\w.-]+)\.md", r"](../notes/\1.md", content[0])
-    content[0] = re.sub(r"\]\(#([\w-]+)\)",
-                        lambda m: f"]({pages[m.group(1)]}.md)" if m.group(1) in pages else m.group(0), text)
-
-
-def setup(app):
-    app.connect("include-read", _readme_links)

@@ -23,7 +23,7 @@ collecting the rows into one process:
    best-F1 threshold the best of the ranges' candidates, the lowest range's on ties.
 
 Only per-partition summaries, whose size is the number of groups, travel to the client. See the
-README section "Dask and out-of-core data" for running on a cluster.
+user guide's "Dask and out-of-core data" page for running on a cluster.
 """
 from __future__ import annotations
 

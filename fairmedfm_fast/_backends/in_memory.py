@@ -108,7 +108,7 @@ def evaluate(y_true: Any, y_score: Any, sensitive_features: Any, *, pos_label: A
         simultaneous intervals of ``auc-gap``, ``acc-gap``, ``eo`` and the TNR gap (none for
         ``eod``), and ``difference_se`` / ``p_value_analytic`` columns in
         :meth:`~FairnessReport.pairwise`. Independent of ``n_boot`` (both may be asked for); not
-        with ``sample_weight``. The README's "Analytic intervals" section says what each assumes.
+        with ``sample_weight``. The user guide's "Uncertainty" page says what each assumes.
 
     Returns
     -------
@@ -116,7 +116,7 @@ def evaluate(y_true: Any, y_score: Any, sensitive_features: Any, *, pos_label: A
         ``summary`` per attribute (``overall-auc``, ``overall-acc``, ``overall-bce``,
         ``overall-ece``, ``worst-auc``, the gaps, ``eod`` and ``eo``), ``by_group`` with sample
         counts and skip reasons, ``overall``, ``warnings`` and ``metadata``; ``ci`` and
-        ``p_values`` when asked for. The README's "Metrics" section defines each number.
+        ``p_values`` when asked for. The user guide's "Metrics" page defines each number.
     """
     warnings: list[str] = []
     prepared, sensitive_features = prepare(y_true, y_score, sensitive_features, pos_label, score_type,

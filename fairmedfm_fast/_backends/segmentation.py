@@ -319,7 +319,7 @@ def evaluate_segmentation(sensitive_features: Any, *, dice: Any = None, pred_mas
         ``summary`` per attribute: ``n``, ``n_groups``, ``mean_dice``, ``min_dice``, ``max_dice``,
         ``delta_dice``, ``skewness_dice`` (NaN with a warning when the best group's mean is 1),
         ``std_dice`` and ``es_dice``; ``by_group`` with ``n`` and ``mean_dice``; ``overall`` with
-        ``mean_dice`` and ``n``. See the README's "Segmentation" section.
+        ``mean_dice`` and ``n``. See the user guide's "Segmentation" page.
     """
     if dice is not None and (pred_masks is not None or true_masks is not None):
         raise ValueError("pass either dice or pred_masks and true_masks, not both")
