@@ -434,7 +434,7 @@ def encode_values(values: Column, max_distinct: int | None = None) -> tuple[np.n
         values = pd.Series(values, copy=False)
     # Category order is the report order, except when the column has a missing value: fairmedfm
     # 0.4.2 then names the groups through Series.map, which drops the categorical dtype, so they
-    # are sorted like any other values. We follow it (see the README).
+    # are sorted like any other values. We follow it (see the guide's inputs page).
     if is_pandas(values, "Series") and isinstance(values.dtype, pd.CategoricalDtype):
         return _in_report_order(*_categorical_codes(values))
     if _is_arrow_dictionary(values):
