@@ -24,7 +24,7 @@ def report_figures(block, block_vars, gallery_conf, **kwargs):
         if isinstance(value, Figure) and not any(value is figure for figure in saved):
             saved.append(value)
             path = next(block_vars["image_path_iterator"])
-            value.savefig(path, dpi=90)
+            value.savefig(path, dpi=130)  # wide, short figures (the forest) stay legible at the page width
             paths.append(path)
     return figure_rst(paths, gallery_conf["src_dir"])
 
