@@ -27,7 +27,7 @@ TINY = {
     "gap_power.py": ["2", "300", "20"],
     "interval_coverage.py": ["20", "2", "2", "20"],
     "tie_blocks.py": ["3000", "2"],
-    "compare_models_speed.py": ["2000", "3", "1"],
+    "compare_models_speed.py": ["2000", "3", "1", "--boot=3"],
     "compare_null.py": ["--datasets", "2", "--n-boot", "10", "--n", "200"],
     "torch_metric.py": ["--samples", "4096", "--rounds", "1"],
     "input_forms.py": ["3000", "1", "2"],

@@ -1,9 +1,11 @@
 """compare_models without resampling beside one evaluate and evaluate_tasks on the same models, side by
 side in one process (issue 43: at most 15x one evaluate, no slower than evaluate_tasks).
 
-    python benchmarks/scripts/compare_models_speed.py [n_samples=1e6] [n_models=20] [repeats=3]
+    python benchmarks/scripts/compare_models_speed.py [n_samples=1e6] [n_models=20] [repeats=3] [--boot=N_BOOT]
 
 M models on one label, 3 categorical attributes (2, 5 and 4 groups); best of ``repeats`` wall times.
+With ``--boot=200``, also (once each) ``compare_models(n_boot=200)``, the paired bootstrap, beside M
+separate ``evaluate(n_boot=200)`` calls, one per model (the issue's second figure).
 """
 import sys
 import time
@@ -15,9 +17,11 @@ import pandas as pd
 import fairmedfm_fast as fm
 
 warnings.simplefilter("ignore")
-n = int(float(sys.argv[1])) if len(sys.argv) > 1 else 1_000_000
-M = int(sys.argv[2]) if len(sys.argv) > 2 else 20
-repeats = int(sys.argv[3]) if len(sys.argv) > 3 else 3
+args = [a for a in sys.argv[1:] if not a.startswith("--")]
+n_boot = next((int(a.split("=", 1)[1]) for a in sys.argv[1:] if a.startswith("--boot=")), 0)
+n = int(float(args[0])) if args else 1_000_000
+M = int(args[1]) if len(args) > 1 else 20
+repeats = int(args[2]) if len(args) > 2 else 3
 rng = np.random.default_rng(0)
 y = (rng.random(n) < 0.3).astype(np.int8)
 scores = pd.DataFrame({f"m{k:02d}": np.clip(0.6 * rng.random(n) + (0.2 + 0.01 * k) * y, 0, 1) for k in range(M)})
@@ -43,3 +47,16 @@ print(f"one evaluate          {one * 1e3:9.1f} ms")
 print(f"evaluate_tasks        {tasks * 1e3:9.1f} ms   {tasks / one:5.1f}x one evaluate")
 print(f"compare_models        {compared * 1e3:9.1f} ms   {compared / one:5.1f}x one evaluate, "
       f"{compared / tasks:.2f}x evaluate_tasks")
+
+if n_boot:  # both warmed on a slice first (the resampling kernels' first compile is not timed)
+    fm.compare_models(y[:2000], scores.iloc[:2000], groups.iloc[:2000], n_boot=2, progress=False)
+    fm.evaluate(y[:2000], scores.iloc[:2000, 0], groups.iloc[:2000], n_boot=2, progress=False)
+    start = time.perf_counter()
+    fm.compare_models(y, scores, groups, n_boot=n_boot, random_state=0, progress=False)
+    paired = time.perf_counter() - start
+    start = time.perf_counter()
+    for name in scores:
+        fm.evaluate(y, scores[name], groups, n_boot=n_boot, random_state=0, progress=False)
+    separate = time.perf_counter() - start
+    print(f"compare_models(n_boot={n_boot})      {paired:8.1f} s   (paired: one draw of the samples per replicate)")
+    print(f"{M} x evaluate(n_boot={n_boot})   {separate:8.1f} s   {paired / separate:.2f}x of this")
