@@ -26,7 +26,10 @@ class ModelComparison:
         models are exchangeable, not that they are equally fair), the p-values adjusted over the
         family of every comparison (``p_adjust``), and ``significant``: the adjusted test rejects *and*
         the interval excludes 0 (None where no test ran or the count of resamples cannot reach the
-        adjusted level).
+        adjusted level, or where ``small_group``). ``small_group``: either model's value is defined by a
+        group with fewer than 10 positives or negatives (the report's ``small_group_below``; its
+        ``gaps["small_group"]``), so the difference is not estimable (``not_estimable`` says which group
+        of which model) and never called significant, as the findings never headline such a gap.
     replicates : dict
         (``"model"`` or ``"difference"``, names...) -> the paired bootstrap's replicate values, behind
         the leaderboard's intervals.
@@ -45,7 +48,9 @@ class ModelComparison:
         first: ``value``, the paired bootstrap interval of the value (when ``n_boot`` was given), and
         ``indistinguishable_from_best``: whether the model's difference from the best is not
         significant (its adjusted test does not reject, or its interval holds 0; None where it was not
-        tested or its resamples cannot reach the adjusted level). ``higher_is_better``
+        tested, its resamples cannot reach the adjusted level, or a small group defines either value), and
+        ``small_group``: the model's value is defined by a small group (not estimable; its rank rests on a
+        few samples). ``higher_is_better``
         defaults from the column: gaps and errors are better lower (``-gap``, ``bce``, ``ece``, ``eo``),
         the rest higher."""
         first = next(iter(self.reports.values()))
@@ -70,9 +75,16 @@ class ModelComparison:
         frame["rank"] = range(1, len(frame) + 1)
         differs = [False if name == best else self._differs(name, best, attribute, column) for name in order.index]
         frame["indistinguishable_from_best"] = [None if d is None else not d for d in differs]
+        frame["small_group"] = [self._small(name, attribute, column) for name in order.index]
         frame.index.name = "model"
         frame.attrs["column"], frame.attrs["attribute"] = column, attribute
         return frame
+
+    def _small(self, name: str, attribute: str, column: str) -> bool:
+        """Whether a small group defines the model's value of ``column`` (its ``report.gaps`` says so)."""
+        gaps = self.reports[name].gaps
+        return bool(gaps is not None and (attribute, column) in gaps.index
+                    and gaps.loc[(attribute, column), "small_group"])
 
     def _differs(self, name: str, best: str, attribute: str, column: str) -> bool | None:
         """Whether the difference of the two models is significant (None: not tested, or cannot be)."""
