@@ -94,6 +94,22 @@ class ModelComparison:
                 return None if value is None else bool(value)
         return None
 
+    def plot_forest(self, column: str = "worst-auc", attribute: str | None = None,
+                    higher_is_better: bool | None = None):
+        """A forest of the models on one summary ``column`` of one ``attribute`` (as :meth:`leaderboard`
+        ranks them, best on top): each value with its paired bootstrap interval (when ``n_boot`` was
+        given), the best in red, the models not distinguishable from it in blue, the others grey,
+        hollow where a small group defines the value.
+
+        Returns
+        -------
+        matplotlib.figure.Figure
+            Save it with ``figure.savefig("forest.png")``. Needs matplotlib (``pip install matplotlib``).
+        """
+        from .comparison_page import forest_figure
+
+        return forest_figure(self, column, attribute, higher_is_better)
+
     def to_json(self, path: Any = None) -> str:
         """The differences, each model's summary and the metadata as JSON (NaN as null)."""
         frame = self.differences.reset_index()
