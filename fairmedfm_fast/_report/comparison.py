@@ -110,6 +110,22 @@ class ModelComparison:
 
         return forest_figure(self, column, attribute, higher_is_better)
 
+    def to_html(self, path: Any = None, column: str = "worst-auc", attribute: str | None = None, *,
+                figures: bool = True, dpi: int = 100) -> str:
+        """One self-contained HTML page, findings first as the report's page: which model leads on
+        ``column`` of ``attribute`` and which are indistinguishable from it (the test and its adjustment
+        named), then the leaderboard, the forest (:meth:`plot_forest`, an inlined PNG; ``figures=False``
+        leaves it out), the differences and the settings. Written to ``path`` when given; returned."""
+        from pathlib import Path
+
+        from .comparison_page import render_page
+
+        text = render_page(self, column, attribute, dpi, figures)
+        if path is not None:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            Path(path).write_text(text, encoding="utf-8")
+        return text
+
     def to_json(self, path: Any = None) -> str:
         """The differences, each model's summary and the metadata as JSON (NaN as null)."""
         frame = self.differences.reset_index()

@@ -85,3 +85,136 @@ def _f(value: Any, digits: int = 4) -> str:
 
 def _yes(value: Any) -> str:
     return "–" if value is None or (isinstance(value, float) and math.isnan(value)) else "yes" if value else "no"
+
+
+def _interval(low: Any, high: Any) -> str:
+    if low is None or high is None or not (math.isfinite(low) and math.isfinite(high)):
+        return ""
+    return f"[{low:.3f}, {high:.3f}]"
+
+
+def _tests(comparison) -> tuple[str, str, str]:
+    """(the p-value column ``significant`` reads, its interval's low and high columns): the paired
+    bootstrap's where it ran, else the analytic one's; ("", "", "") where neither ran."""
+    frame, adjust = comparison.differences, comparison.metadata.get("p_adjust")
+    for test, low, high in (("p_bootstrap", "ci_low", "ci_high"),
+                            ("p_analytic", "ci_low_analytic", "ci_high_analytic")):
+        if test in frame.columns:
+            return (f"{test}_{adjust}" if adjust else test), low, high
+    return "", "", ""
+
+
+def _names(names) -> str:
+    return ", ".join(f"<b>{_e(name)}</b>" for name in names)
+
+
+def findings(comparison, board) -> str:
+    """Which model leads on the leaderboard's column, which are indistinguishable from it (the test and
+    its adjustment named), which differ, which are undecided, and the small groups."""
+    meta = comparison.metadata
+    column, attribute = board.attrs["column"], board.attrs["attribute"]
+    level = float(meta.get("ci", 0.95))
+    best, statuses = board.index[0], dict(zip(board.index, _status(board)))
+    interval = _interval(board["ci_low"].iloc[0], board["ci_high"].iloc[0]) if "ci_low" in board.columns else ""
+    interval = f" ({level:.0%} interval {interval})" if interval else ""
+    parts = ['<section id="findings"><h2>Findings</h2>',
+             f'<p class="headline">On <b>{_e(column)}</b> of <b>{_e(attribute)}</b>, <b>{_e(best)}</b> leads: '
+             f"{_f(board['value'].iloc[0])}{interval}.</p>"]
+    groups = {status: [name for name, s in statuses.items() if s == status] for status in ("same", "differs",
+                                                                                           "untested")}
+    sentences = []
+    if groups["same"]:
+        sentences.append(f"Indistinguishable from it: {_names(groups['same'])}.")
+    if groups["differs"]:
+        sentences.append(f"Shown to differ from it: {_names(groups['differs'])}.")
+    if groups["untested"]:
+        sentences.append(f"Undecided: {_names(groups['untested'])} (no paired test, too few replicates for the "
+                         "adjusted level, or a small group defines a value).")
+    if not (groups["same"] or groups["differs"]):
+        sentences.append("No model is told apart from it.")
+    parts.append(f"<p>{' '.join(sentences)}</p>")
+    test, _, _ = _tests(comparison)
+    adjust = meta.get("p_adjust")
+    if test:
+        kind = "paired bootstrap" if test.startswith("p_bootstrap") else "analytic (DeLong) paired"
+        how = f"{_e(adjust)}-adjusted over {_e(meta.get('family', ''))}" if adjust else "not adjusted (p_adjust=None)"
+        parts.append(f'<p class="note">A model is indistinguishable from the best when their difference is not '
+                     f"significant: significant means the {kind} p-value, {how}, is below {1 - level:g} and the "
+                     f"{level:.0%} interval of the difference excludes 0.</p>")
+    else:
+        parts.append('<p class="note">No paired test was run (n_boot=0, no interval="analytic"): no model is told '
+                     "apart from the best.</p>")
+    small = [name for name, flag in zip(board.index, board["small_group"]) if flag]
+    if small:
+        parts.append(f'<p class="flag">A small group (fewer than 10 positives or negatives) defines the value of '
+                     f"{', '.join(map(_e, small))}: not estimable, never called significant.</p>")
+    parts += [f'<p class="flag">{_e(note)}</p>' for note in meta.get("notes") or ()]
+    parts.append("</section>")
+    return "".join(parts)
+
+
+def leaderboard_table(board) -> str:
+    body = []
+    intervals = "ci_low" in board.columns
+    for name, row in board.iterrows():
+        bounds = f"<td>{_interval(row['ci_low'], row['ci_high'])}</td>" if intervals else ""
+        small = '<span class="flag">small group</span>' if row["small_group"] else ""
+        body.append(f"<tr><td>{int(row['rank'])}</td><th>{_e(name)}</th><td>{_f(row['value'])}</td>{bounds}"
+                    f"<td class='text'>{'(best)' if row['rank'] == 1 else _yes(row['indistinguishable_from_best'])}</td><td class='text'>{small}</td></tr>")
+    head = "<th>interval</th>" if intervals else ""
+    return ("<table class='fit'><thead><tr><th>rank</th><th>model</th><th>value</th>" + head
+            + "<th>indistinguishable from the best</th><th></th></tr></thead><tbody>" + "".join(body)
+            + "</tbody></table>")
+
+
+def differences_table(comparison, column: str, attribute: str) -> str:
+    """The differences of ``attribute``: every column's, or ``column``'s alone when there are more than
+    :data:`DIFFERENCES_LISTED` rows, at most that many; the paired test ``significant`` reads, and the
+    swap test where it ran."""
+    frame = comparison.differences.xs(attribute, level="attribute")
+    chosen = frame.index.get_level_values("column") == column
+    frame = frame[chosen] if len(frame) > DIFFERENCES_LISTED else frame.iloc[np.argsort(~chosen, kind="stable")]
+    shown = frame.head(DIFFERENCES_LISTED)
+    test, low, high = _tests(comparison)
+    swap = "p_swap" in frame.columns
+    body = []
+    for (model, other, name), row in shown.iterrows():
+        bounds = _interval(row[low], row[high]) if test else ""
+        p = _f(row[test], 4) if test else ""
+        cells = f"<td>{_f(row['p_swap'], 4)}</td>" if swap else ""
+        why = f"<span class='flag'>small group: {_e(row['not_estimable'])}</span>" if row["small_group"] else ""
+        body.append(f"<tr><th>{_e(model)}</th><th>{_e(other)}</th><th>{_e(name)}</th><td>{_f(row['value'])}</td>"
+                    f"<td>{_f(row['other_value'])}</td><td>{row['difference']:+.4f}</td><td>{bounds}</td><td>{p}</td>"
+                    f"{cells}<td class='text'>{_yes(row['significant'])}</td><td class='text'>{why}</td></tr>")
+    listed = (f"The first {len(shown)} of {len(frame)} differences of {_e(column)}" if len(shown) < len(frame) else
+              f"{len(shown)} differences") + f" of {_e(attribute)}; comparison.differences holds every one."
+    swap_note = (" p (swap): the swap permutation test, a test that the two models are exchangeable, not that they "
+                 "are equally fair.") if swap else ""
+    head = (f"<th>model</th><th>other</th><th>column</th><th>value</th><th>other's</th><th>difference</th>"
+            f"<th>interval</th><th>{_e(test or 'p-value')}</th>{'<th>p (swap)</th>' if swap else ''}"
+            "<th>significant</th><th></th>")
+    return (f'<p class="note">{listed}{swap_note}</p><div class="wide"><table class="fit"><thead><tr>{head}</tr>'
+            f"</thead><tbody>{''.join(body)}</tbody></table></div>")
+
+
+def render_page(comparison, column: str = "worst-auc", attribute: str | None = None, dpi: int = 100,
+                figures: bool = True) -> str:
+    """The comparison as one self-contained HTML page: findings, leaderboard, forest, differences, settings."""
+    from .._version import __version__
+    from . import html as _html
+    from .page import settings_table
+
+    board = comparison.leaderboard(column, attribute)
+    attribute = board.attrs["attribute"]
+    meta = comparison.metadata
+    parts = _html.head("Model comparison")
+    parts.append(f'<p class="note">Made by fairmedfm_fast {_e(__version__)}; {len(comparison.reports)} models, '
+                 f"{_e(meta.get('n_samples', '?'))} samples.</p>")
+    parts += [findings(comparison, board), "<h2>Leaderboard</h2>", leaderboard_table(board)]
+    if figures:
+        caption = (f"Each model's {column} of {attribute}, best on top; red: the best, blue: not distinguishable "
+                   "from it, grey: shown to differ, orange: undecided, hollow: a small group defines the value.")
+        parts += ["<h2>Figure</h2>", _html.embedded_figure(forest_figure(comparison, column, attribute), caption, dpi)]
+    parts += ["<h2>Differences</h2>", differences_table(comparison, column, attribute)]
+    parts += ["<h2>Settings</h2>", settings_table(meta), "</body>", "</html>"]
+    return "\n".join(parts) + "\n"
