@@ -80,6 +80,13 @@ class ModelComparison:
         frame.attrs["column"], frame.attrs["attribute"] = column, attribute
         return frame
 
+    @property
+    def warnings(self) -> list[str]:
+        """The models' reports' warnings, each once (most are the same for every model), then the
+        comparison's own notes (``metadata["notes"]``)."""
+        seen = dict.fromkeys(warning for report in self.reports.values() for warning in report.warnings)
+        return [*seen, *self.metadata.get("notes", ())]
+
     def _small(self, name: str, attribute: str, column: str) -> bool:
         """Whether a small group defines the model's value of ``column`` (its ``report.gaps`` says so)."""
         gaps = self.reports[name].gaps
