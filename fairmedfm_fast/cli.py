@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 from ._cli.columns import PROG
+from ._cli.compare import render as render_comparison
 from ._cli.score import score
 from ._cli.tasks import render
 
@@ -146,6 +147,10 @@ def _add_task_arguments(score: argparse.ArgumentParser) -> None:
     cls.add_argument("--tasks", action="store_true",
                      help="score several tasks in one call: --label a b --score pa pb, or --label 'y_*' "
                      "--score 'p_*' (paired by what '*' stands for), or one --label for several --score models")
+    cls.add_argument("--compare", nargs="?", const="", metavar="REFERENCE",
+                     help="with --tasks, one --label and several --score models: compare the models on the same "
+                     "samples (paired tests under --bootstrap, --interval analytic, --permutations), every pair or "
+                     "each against REFERENCE; prints a leaderboard per attribute and the differences")
     cls.add_argument("--pos-label", metavar="VALUE",
                      help="the positive class, when the labels are not 0/1 or true/false")
     cls.add_argument("--score-type", choices=["auto", "probability", "logit"], default="auto",
@@ -204,6 +209,9 @@ def _add_more_arguments(score: argparse.ArgumentParser) -> None:
                       help="adjust the --permutations p-values over every gap and attribute (and the "
                       "--interval analytic p-values of --pairwise over every pair); default holm, none: "
                       "each test on its own")
+    more.add_argument("--rank-by", default="worst-auc", metavar="COLUMN",
+                      help="with --compare: the summary column the leaderboards rank by (default worst-auc; gaps "
+                      "lower first)")
     more.add_argument("--plot", type=Path, metavar="FILE.png", help="also save a figure (see --plot-kind)")
     more.add_argument("--plot-kind", choices=["roc", "reliability", "bars", "dice"], metavar="KIND",
                       help="roc, reliability, bars or dice (default: roc for classification, dice for "
@@ -320,12 +328,17 @@ def _run(args) -> int:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the report carries its warnings; stderr gets them once
             report, notes = score(args)
-            text = render(report, args.format, args.pairwise, _render)  # before any output: a failure is one line
+            compared = getattr(args, "compare", None) is not None
+            # before any output: a failure is one line
+            text = render_comparison(report, args.format, args.rank_by) if compared else render(
+                report, args.format, args.pairwise, _render)
             if args.output:
                 _write(report, args.output)
             if args.plot:
-                _write_plot(report, args.plot, args.plot_kind)
-            if args.html:
+                _write_plot(report, args.plot, args.rank_by if compared else args.plot_kind, compared)
+            if args.html and compared:
+                _write_file(args.html, "--html", lambda path: report.to_html(path, args.rank_by))
+            elif args.html:
                 from ._report.html import write_html
 
                 # the page shows the notes before the warnings
@@ -407,16 +420,21 @@ def _render(report, form: str) -> str:
 
 
 def _write(report, path: Path) -> None:
-    if path.suffix.lower() == ".csv":
-        _write_file(path, "--output", report.by_group.to_csv)
+    if path.suffix.lower() == ".csv":  # a comparison's differences, else the per-group table
+        frame = report.differences if hasattr(report, "differences") else report.by_group
+        _write_file(path, "--output", frame.to_csv)
     else:
         _write_file(path, "--output", report.to_json)
 
 
-def _write_plot(report, path: Path, kind) -> None:
-    if kind is None:
-        kind = "dice" if report.task == "seg" else "roc"
-    figure = report.plot(kind)
+def _write_plot(report, path: Path, kind, compared: bool = False) -> None:
+    """``--plot``: the figure of ``kind`` (with --compare, the models' forest on the column ``kind``)."""
+    if compared:
+        figure = report.plot_forest(kind)
+    else:
+        if kind is None:
+            kind = "dice" if report.task == "seg" else "roc"
+        figure = report.plot(kind)
     try:
         _write_file(path, "--plot", figure.savefig)
     finally:

@@ -502,7 +502,8 @@ def test_help_and_version(capsys):
 
 EXTENSIONS = {"--threshold", "--bootstrap", "--permutations", "--seed", "--plot", "--plot-kind", "--html",
               "--engine", "--scheduler", "--min-group-size", "--p-adjust", "--metrics", "--nsd-tolerance", "--percentile",
-              "--spacing", "--score-map", "--roi-mask", "--max-memory", "--tasks", "--pairwise", "--interval"}
+              "--spacing", "--score-map", "--roi-mask", "--max-memory", "--tasks", "--pairwise", "--interval",
+              "--compare", "--rank-by"}
 #: Options that take more values than fairmedfm's (a superset: one value still means the same).
 WIDENED = {("--label", "--label-col"): "+"}
 

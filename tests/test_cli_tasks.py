@@ -111,6 +111,12 @@ def test_pairwise_table_with_intervals(table, capsys):
     (["--label", "y_edema", "y_mass", "--score", "p_edema"], "add --tasks"),
     (["--label", "y_mass", "--score", "p_mass", "--pairwise", "nope"], "--pairwise nope"),
     (["--tasks", "--label", "y_*", "--score", "p_*", "--engine", "dask"], "--engine memory"),
+    (["--label", "y_mass", "--score", "p_mass", "--compare"], "--compare needs --tasks"),
+    (["--tasks", "--label", "y_*", "--score", "p_*", "--compare"], "models scored on one label"),
+    (["--tasks", "--label", "y_mass", "--score", "p_*", "--compare", "zzz"], "--compare zzz: not one of the models"),
+    (["--tasks", "--label", "y_mass", "--score", "p_*", "--compare", "--rank-by", "nope"], "--rank-by nope"),
+    (["--tasks", "--label", "y_mass", "--score", "p_*", "--compare", "--pairwise", "auc"], "--pairwise does not go"),
+    (["--tasks", "--label", "y_mass", "--score", "p_*", "--compare", "--bootstrap", "-1"], "--bootstrap -1"),
 ])
 def test_bad_input_is_one_line_exit_2(table, capsys, argv, message):
     path, _ = table
@@ -118,6 +124,45 @@ def test_bad_input_is_one_line_exit_2(table, capsys, argv, message):
     assert code == 2 and out == ""
     lines = err.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("fairmedfm-fast: error:") and message in lines[0], err
+
+
+def test_compare_equals_compare_models(table, capsys):
+    path, frame = table
+    code, out, err = run_fast(["score", path, "--sensitive", "sex", "site", "--tasks", "--label", "y_edema",
+                               "--score", "p_*", "--compare", "--interval", "analytic", "--rank-by", "auc-gap"], capsys)
+    assert code == 0, err
+    printed = json.loads(out)
+    expected = _quiet(fm.compare_models, frame["y_edema"], {name: frame["p_" + name] for name in FINDINGS},
+                      frame[["sex", "site"]], interval="analytic")
+    assert printed["metadata"]["models"] == list(FINDINGS) and printed["metadata"]["input"] == str(path)
+    rows = {(r["model"], r["other"], r["attribute"], r["column"]): r for r in printed["differences"]}
+    assert len(rows) == len(expected.differences) == 3 * 2 * len(expected.reports["mass"].summary.columns[2:])
+    for key, row in expected.differences.iterrows():
+        assert rows[key]["difference"] == pytest.approx(row["difference"], rel=1e-12, abs=1e-15)
+        assert rows[key]["significant"] == row["significant"]
+        if row["p_analytic_holm"] == row["p_analytic_holm"]:
+            assert rows[key]["p_analytic_holm"] == pytest.approx(row["p_analytic_holm"], rel=1e-9, abs=1e-15)
+    for attribute in ("sex", "site"):
+        board = expected.leaderboard("auc-gap", attribute)
+        models = printed["leaderboards"][attribute]["models"]
+        assert [m["model"] for m in models] == list(board.index)
+        assert [m["indistinguishable_from_best"] for m in models] == board["indistinguishable_from_best"].tolist()
+
+
+def test_compare_against_a_reference_as_tables_and_files(table, capsys, tmp_path):
+    path, _ = table
+    code, out, err = run_fast(["score", path, "--sensitive", "site", "--tasks", "--label", "y_mass", "--score",
+                               "p_*", "--compare", "mass", "--bootstrap", "20", "--seed", "3", "--format", "table",
+                               "--output", tmp_path / "differences.csv", "--html", tmp_path / "page.html",
+                               "--plot", tmp_path / "forest.png"], capsys)
+    assert code == 0, err
+    assert out.startswith("leaderboard: worst-auc of site (best first)") and "paired differences" in out
+    assert "cannot reach the adjusted level" in err  # 20 resamples: the note, once, as a warning
+    differences = pd.read_csv(tmp_path / "differences.csv")
+    assert set(zip(differences["model"], differences["other"])) == {("edema", "mass"), ("nodule", "mass")}
+    page = (tmp_path / "page.html").read_text(encoding="utf-8")
+    assert page.startswith("<!DOCTYPE html>") and "<b>worst-auc</b> of <b>site</b>" in page
+    assert (tmp_path / "forest.png").read_bytes().startswith(b"\x89PNG")
 
 
 def test_task_columns_pairing():

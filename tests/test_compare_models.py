@@ -141,3 +141,24 @@ def test_bad_inputs_name_the_argument():
         fm.compare_models(y, {"A": a, "B": b}, groups, n_boot=-1)
     comparison = fm.compare_models(y, np.column_stack([a, b, a]), groups, reference="model_0")
     assert {key[:2] for key in comparison.differences.index} == {("model_1", "model_0"), ("model_2", "model_0")}
+
+
+def test_a_difference_a_small_group_defines_is_never_significant():
+    # the findings' rule: a group of 3 samples (1 positive) defines B's worst AUC and both models' gaps
+    y, a, b, groups = models(1200, 8)
+    site = groups["site"].to_numpy().astype(object)
+    site[:3], y[:3], a[:3], b[:3] = "tiny", [0, 1, 0], [0.1, 0.9, 0.1], [0.9, 0.1, 0.9]
+    groups = groups.assign(site=site)
+    comparison = fm.compare_models(y, {"A": a, "B": b}, groups, n_boot=100, random_state=1, p_adjust=None,
+                                   progress=False)
+    rows = comparison.differences.loc[("A", "B", "site")]
+    worst = rows.loc["worst-auc"]
+    assert worst["small_group"] and "tiny has 1 positive and 2 negatives" in worst["not_estimable"]
+    assert worst["p_bootstrap"] < 0.05 and worst["significant"] is None  # the test alone would reject
+    assert not rows.loc["overall-auc", "small_group"] and rows.loc["overall-auc", "significant"] is True
+    sex = comparison.differences.loc[("A", "B", "sex")]
+    assert not sex["small_group"].any() and sex["not_estimable"].isna().all()
+    board = comparison.leaderboard("worst-auc", "site")
+    assert list(board.index) == ["A", "B"] and board["small_group"].tolist() == [False, True]  # B ranks on 3 samples
+    assert board.loc["B", "indistinguishable_from_best"] is None
+    assert comparison.leaderboard("worst-auc", "sex")["small_group"].tolist() == [False, False]

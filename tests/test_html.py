@@ -254,3 +254,67 @@ def test_findings_page_fits_1280_px_in_chromium(tmp_path):
     assert headline.startswith(f"Largest AUC gap: {attribute}, {row['value']:.3f} between {row['high_group']}")
     assert f"and {row['low_group']}" in headline
     assert "tiny" in measured["findings"] and "Small groups" in measured["findings"]
+
+
+# ---------------------------------------------------------------------------------------------
+# The page of a model comparison
+# ---------------------------------------------------------------------------------------------
+
+def _comparison():
+    rng = np.random.default_rng(31)
+    n = 3000
+    y = rng.integers(0, 2, n)
+    hard = rng.normal(size=n)
+    strong = 1.8 * y + hard + 0.4 * rng.normal(size=n)
+    scores = {"strong": strong, "close <b>&": strong + 0.05 * rng.normal(size=n),
+              "weak": 0.8 * y + hard + 0.4 * rng.normal(size=n)}
+    site = rng.choice(["north", "south & <east>"], n)
+    return fairmedfm_fast.compare_models(y, scores, {"site": site}, interval="analytic", score_type="logit")
+
+
+@pytest.fixture(scope="module")
+def comparison_page(tmp_path_factory):
+    comparison = _comparison()
+    path = tmp_path_factory.mktemp("comparison") / "sub" / "comparison.html"
+    text = comparison.to_html(path, "overall-auc")
+    assert path.read_text(encoding="utf-8") == text
+    return comparison, path, text
+
+
+def test_comparison_page_leads_with_the_findings(comparison_page):
+    comparison, _, text = comparison_page
+    board = comparison.leaderboard("overall-auc")
+    assert list(board.index) == ["strong", "close <b>&", "weak"]
+    assert board["indistinguishable_from_best"].tolist() == [True, True, False]
+    assert text.startswith("<!DOCTYPE html>") and text.rstrip().endswith("</html>")
+    order = [text.index(mark) for mark in ('id="findings"', "<h2>Leaderboard", "<h2>Figure", "<h2>Differences",
+                                           "<h2>Settings")]
+    assert order == sorted(order)
+    findings = text[text.index('id="findings"'):text.index("</section>")]
+    assert (f"<b>overall-auc</b> of <b>site</b>, <b>strong</b> leads: {board['value'].iloc[0]:.4f}" in findings)
+    assert "Indistinguishable from it: <b>close &lt;b&gt;&amp;</b>." in findings
+    assert "Shown to differ from it: <b>weak</b>." in findings
+    assert "analytic (DeLong) paired p-value, holm-adjusted" in findings
+    assert text.count("<table") == 3  # leaderboard, differences, settings
+    for name, row in board.iterrows():
+        assert f"<th>{html.escape(name)}</th><td>{row['value']:.4f}</td>" in text
+    weak = comparison.differences.loc[("strong", "weak", "site", "overall-auc")]
+    assert f"<td>{weak['difference']:+.4f}</td>" in text and f"<td>{weak['p_analytic_holm']:.4f}</td>" in text
+    assert "<script" not in text and "<b>&" not in text  # the names never become markup
+    images = re.findall(r'<img src="data:image/png;base64,([A-Za-z0-9+/=]+)"', text)
+    assert len(images) == 1 and base64.b64decode(images[0]).startswith(b"\x89PNG\r\n\x1a\n")
+    assert "default-src 'none'" in text and not re.search(r"(src|href)\s*=\s*[\"']?(https?:|//)", text)
+    assert IMG not in comparison.to_html(figures=False)
+
+
+def test_chromium_opens_the_comparison_page_and_it_fits_1280_px(comparison_page, tmp_path):
+    browser = _chromium()
+    if browser is None:
+        pytest.skip("no Chromium binary found (install Debian's chromium to run this test)")
+    _, path, text = comparison_page
+    messages, dom = _console_messages(browser, path, tmp_path / "profile")
+    assert messages == [] and dom.count("data:image/png;base64,") == 1
+    measured = layout_check(browser, text, tmp_path)
+    assert measured["wide"] == [] and measured["broken"] == [] and measured["images"] == 1
+    headline = next(line for line in measured["findings"].splitlines() if line.startswith("On "))
+    assert headline.startswith("On overall-auc of site, strong leads")

@@ -587,3 +587,37 @@ def test_pairwise_heat_map_of_many_groups_stays_bounded_with_its_labels_inside()
     for text in texts:
         box = text.get_window_extent(renderer)
         assert box.x0 >= 0 and box.y0 >= 0 and box.x1 <= figure.bbox.width and box.y1 <= figure.bbox.height
+
+
+def test_comparison_forest_ranks_the_models_with_their_paired_intervals():
+    rng = np.random.default_rng(13)
+    n = 2000
+    y = rng.integers(0, 2, n)
+    hard = rng.normal(size=n)
+    site = rng.choice(["a", "b"], n).astype(object)
+    site[:3] = "tiny"  # a small group: it defines the worst AUC of "noisy" below
+    scores = {name: 1 / (1 + np.exp(-(strength * y + hard + rng.normal(size=n))))
+              for name, strength in (("weak", 0.6), ("strong", 2.0), ("noisy", 1.9))}
+    y[:3], scores["noisy"][:3] = [0, 1, 0], [0.99, 0.01, 0.99]
+    comparison = fairmedfm_fast.compare_models(y, scores, {"site": site}, n_boot=60, random_state=0,
+                                               p_adjust=None, progress=False)
+    board = comparison.leaderboard("worst-auc")
+    figure = comparison.plot_forest("worst-auc")
+    assert isinstance(figure, Figure) and len(figure.axes) == 1
+    ax = figure.axes[0]
+    assert [label.get_text() for label in ax.get_yticklabels()] == list(board.index)  # best on top
+    (points,) = [c for c in ax.collections if c.get_gid() == "comparison:worst-auc:site"]
+    offsets = points.get_offsets()
+    np.testing.assert_allclose(offsets[:, 0], board["value"])
+    assert list(offsets[:, 1]) == [2, 1, 0]
+    (lines,) = [c for c in ax.collections if c.get_gid() == "comparison-interval:worst-auc:site"]
+    ends = np.array([segment[:, 0] for segment in lines.get_segments()])
+    np.testing.assert_allclose(ends, board[["ci_low", "ci_high"]].to_numpy())
+    best = [line for line in ax.get_lines() if line.get_linestyle() == "--"]
+    assert len(best) == 1 and best[0].get_xdata()[0] == board["value"].iloc[0]
+    hollow = points.get_facecolors()[:, :3].min(axis=1) == 1
+    assert list(hollow) == list(board["small_group"]) and board.loc["noisy", "small_group"]
+    assert "hollow: small group" in figure._suptitle.get_text()
+    assert comparison.plot_forest("auc-gap").axes[0].get_title() == "auc-gap of site"
+    with pytest.raises(ValueError, match="not a summary column"):
+        comparison.plot_forest("auc")

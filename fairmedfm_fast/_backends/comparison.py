@@ -14,7 +14,10 @@ column between two models is tested on the *same* resampled patients:
 - the swap permutation test exchanges the two models' scores sample by sample: a test that the two
   models are exchangeable (two models with equal gaps but unequal AUCs are not), reported as such.
 
-The p-values of every comparison form one family, adjusted by ``p_adjust`` (Holm by default).
+The p-values of every comparison form one family, adjusted by ``p_adjust`` (Holm by default). The
+findings' small-group rule holds here too: a difference whose value, for either model, is defined by a
+group with fewer than ``SMALL_CLASS`` positives or negatives (``report.gaps["small_group"]``) is marked
+``small_group`` and never called significant: a tiny group moves by chance alone.
 """
 from __future__ import annotations
 
@@ -110,6 +113,7 @@ def compare_models(y_true: Any, scores: Any, sensitive_features: Any, *, referen
         evaluated = _evaluate(y_true, table, names, sensitive_features, intersectional, {**options, "bins": bins})
     pairs = [(a, reference) for a in names if a != reference] if reference else list(itertools.combinations(names, 2))
     rows = _observed(evaluated, pairs)
+    _small_groups(rows, evaluated)
     replicates: dict[tuple, Any] = {}
     progress = _progress.check(progress)
     seed = _resample.seed_from(random_state) if n_boot or n_permutations else None
@@ -199,6 +203,22 @@ def _observed(reports: dict, pairs: list[tuple[str, str]]) -> dict[tuple, dict[s
                 va, vb = float(left[i, j]), float(right[i, j])
                 rows[(a, b, attribute, column)] = {"value": va, "other_value": vb, "difference": va - vb}
     return rows
+
+
+def _small_groups(rows: dict[tuple, dict[str, Any]], reports: dict) -> None:
+    """The findings' rule: ``small_group`` where either model's value of the column is defined by a small
+    group (its ``report.gaps`` row says so), with ``not_estimable`` saying which group and model."""
+    flagged: dict[str, dict[tuple, str]] = {}
+    for name, report in reports.items():
+        gaps = report.gaps
+        flagged[name] = {} if gaps is None else {
+            key: str(reason) for key, reason, small in zip(gaps.index, gaps["not_estimable"], gaps["small_group"])
+            if small}
+    for (a, b, attribute, column), row in rows.items():
+        reasons = [f"{name}: {flagged[name][(attribute, column)]}" for name in (a, b)
+                   if (attribute, column) in flagged[name]]
+        row["small_group"] = bool(reasons)
+        row["not_estimable"] = "; ".join(reasons) if reasons else None
 
 
 def _strata(attributes: list[_groups.Attribute], n: int) -> np.ndarray:
@@ -357,8 +377,8 @@ def _frame(rows: dict, p_adjust: str | None, ci: float, n_boot: int, notes: list
 
 def _significant(frame: pd.DataFrame, p_adjust: str | None, alpha: float, reachable: bool) -> list[bool | None]:
     """Per row: the adjusted test rejects and the interval excludes 0 (the bootstrap's where it ran,
-    else the analytic one); None where neither ran, or where the bootstrap's replicates cannot reach
-    the adjusted level."""
+    else the analytic one); None where neither ran, where the bootstrap's replicates cannot reach
+    the adjusted level, or where a small group defines either value (the findings' rule)."""
     out = np.full(len(frame), None, object)
     decided = np.zeros(len(frame), bool)
     for test, low, high in (("p_bootstrap", "ci_low", "ci_high"), ("p_analytic", "ci_low_analytic",
@@ -374,4 +394,6 @@ def _significant(frame: pd.DataFrame, p_adjust: str | None, alpha: float, reacha
         excludes = ~((frame[low].to_numpy(np.float64) <= 0) & (0 <= frame[high].to_numpy(np.float64)))
         out[here] = list((p < alpha)[here] & excludes[here])
         decided |= here
+    if "small_group" in frame.columns:
+        out[frame["small_group"].to_numpy(bool)] = None
     return [None if value is None else bool(value) for value in out]

@@ -1,4 +1,5 @@
-"""Command line: ``score --tasks`` (many label/score column pairs in one call) and ``--pairwise``.
+"""Command line: ``score --tasks`` (many label/score column pairs in one call) and ``--pairwise``
+(``--compare``: ``compare.py``).
 
 ``--label a b c --score pa pb pc`` pairs columns by position; ``--label 'y_*' --score 'p_*'`` pairs
 the columns that the two patterns match by what their ``*`` stands for (``y_edema`` with
@@ -19,6 +20,8 @@ def check_tasks(args) -> None:
     ``--label`` as one column)."""
     if args.tasks and args.engine == "dask":
         raise UsageError("--tasks needs --engine memory (the Dask engine scores one task)")
+    if getattr(args, "compare", None) is not None and not args.tasks:
+        raise UsageError("--compare needs --tasks with one --label and several --score columns (the models)")
 
 
 def _matches(pattern: str, columns, option: str) -> dict[str, str]:
@@ -81,6 +84,11 @@ def score_tasks(args, layout, sensitive, bins, notes, read):
         raise UsageError("--score-column does not apply to --tasks: each --score column is a task")
     columns = layout.columns
     names, label_of, score_of = task_columns(args.label or [], args.score or [], columns)
+    compare = getattr(args, "compare", None) is not None
+    if compare:
+        from .compare import check_compare
+
+        check_compare(args, names, label_of)
     used = list(dict.fromkeys([*label_of.values(), *score_of.values()]))
     notes.append(f"tasks: {', '.join(f'{t} ({label_of[t]}, {score_of[t]})' for t in names)}")
     table = read(layout, [*used, *sensitive], [s for s in sensitive if s not in used])
@@ -99,11 +107,15 @@ def score_tasks(args, layout, sensitive, bins, notes, read):
     first = label_of[names[0]]
     y_true = table[first].to_numpy() if shared else {t: table[label_of[t]].to_numpy() for t in names}
     y_score = {t: table[score_of[t]].to_numpy() for t in names}
+    groups, pos_label = attributes(layout, table, sensitive), typed_pos_label(args.pos_label, table[first])
+    if compare:
+        from .compare import compare_tasks
+
+        return compare_tasks(args, y_true, y_score, groups, pos_label, bins)
     from ..evaluation import evaluate
     from ..tasks import evaluate_tasks
 
-    return evaluate_tasks(y_true, y_score, attributes(layout, table, sensitive),
-                          pos_label=typed_pos_label(args.pos_label, table[first]), score_type=args.score_type,
+    return evaluate_tasks(y_true, y_score, groups, pos_label=pos_label, score_type=args.score_type,
                           bins=bins or None, intersectional=args.intersectional,
                           **extensions(args, evaluate, "classification"))
 

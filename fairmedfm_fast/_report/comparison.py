@@ -26,7 +26,10 @@ class ModelComparison:
         models are exchangeable, not that they are equally fair), the p-values adjusted over the
         family of every comparison (``p_adjust``), and ``significant``: the adjusted test rejects *and*
         the interval excludes 0 (None where no test ran or the count of resamples cannot reach the
-        adjusted level).
+        adjusted level, or where ``small_group``). ``small_group``: either model's value is defined by a
+        group with fewer than 10 positives or negatives (the report's ``small_group_below``; its
+        ``gaps["small_group"]``), so the difference is not estimable (``not_estimable`` says which group
+        of which model) and never called significant, as the findings never headline such a gap.
     replicates : dict
         (``"model"`` or ``"difference"``, names...) -> the paired bootstrap's replicate values, behind
         the leaderboard's intervals.
@@ -45,7 +48,9 @@ class ModelComparison:
         first: ``value``, the paired bootstrap interval of the value (when ``n_boot`` was given), and
         ``indistinguishable_from_best``: whether the model's difference from the best is not
         significant (its adjusted test does not reject, or its interval holds 0; None where it was not
-        tested or its resamples cannot reach the adjusted level). ``higher_is_better``
+        tested, its resamples cannot reach the adjusted level, or a small group defines either value), and
+        ``small_group``: the model's value is defined by a small group (not estimable; its rank rests on a
+        few samples). ``higher_is_better``
         defaults from the column: gaps and errors are better lower (``-gap``, ``bce``, ``ece``, ``eo``),
         the rest higher."""
         first = next(iter(self.reports.values()))
@@ -70,9 +75,23 @@ class ModelComparison:
         frame["rank"] = range(1, len(frame) + 1)
         differs = [False if name == best else self._differs(name, best, attribute, column) for name in order.index]
         frame["indistinguishable_from_best"] = [None if d is None else not d for d in differs]
+        frame["small_group"] = [self._small(name, attribute, column) for name in order.index]
         frame.index.name = "model"
         frame.attrs["column"], frame.attrs["attribute"] = column, attribute
         return frame
+
+    @property
+    def warnings(self) -> list[str]:
+        """The models' reports' warnings, each once (most are the same for every model), then the
+        comparison's own notes (``metadata["notes"]``)."""
+        seen = dict.fromkeys(warning for report in self.reports.values() for warning in report.warnings)
+        return [*seen, *self.metadata.get("notes", ())]
+
+    def _small(self, name: str, attribute: str, column: str) -> bool:
+        """Whether a small group defines the model's value of ``column`` (its ``report.gaps`` says so)."""
+        gaps = self.reports[name].gaps
+        return bool(gaps is not None and (attribute, column) in gaps.index
+                    and gaps.loc[(attribute, column), "small_group"])
 
     def _differs(self, name: str, best: str, attribute: str, column: str) -> bool | None:
         """Whether the difference of the two models is significant (None: not tested, or cannot be)."""
@@ -81,6 +100,38 @@ class ModelComparison:
                 value = self.differences.loc[key, "significant"]
                 return None if value is None else bool(value)
         return None
+
+    def plot_forest(self, column: str = "worst-auc", attribute: str | None = None,
+                    higher_is_better: bool | None = None):
+        """A forest of the models on one summary ``column`` of one ``attribute`` (as :meth:`leaderboard`
+        ranks them, best on top): each value with its paired bootstrap interval (when ``n_boot`` was
+        given), the best in red, the models not distinguishable from it in blue, the others grey,
+        hollow where a small group defines the value.
+
+        Returns
+        -------
+        matplotlib.figure.Figure
+            Save it with ``figure.savefig("forest.png")``. Needs matplotlib (``pip install matplotlib``).
+        """
+        from .comparison_page import forest_figure
+
+        return forest_figure(self, column, attribute, higher_is_better)
+
+    def to_html(self, path: Any = None, column: str = "worst-auc", attribute: str | None = None, *,
+                figures: bool = True, dpi: int = 100) -> str:
+        """One self-contained HTML page, findings first as the report's page: which model leads on
+        ``column`` of ``attribute`` and which are indistinguishable from it (the test and its adjustment
+        named), then the leaderboard, the forest (:meth:`plot_forest`, an inlined PNG; ``figures=False``
+        leaves it out), the differences and the settings. Written to ``path`` when given; returned."""
+        from pathlib import Path
+
+        from .comparison_page import render_page
+
+        text = render_page(self, column, attribute, dpi, figures)
+        if path is not None:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+            Path(path).write_text(text, encoding="utf-8")
+        return text
 
     def to_json(self, path: Any = None) -> str:
         """The differences, each model's summary and the metadata as JSON (NaN as null)."""

@@ -72,6 +72,11 @@ def _figure_html(report, kind: str, caption: str, dpi: int) -> str:
         figure = plot(report, kind)
     except ValueError as error:
         return f'<p class="note">{html.escape(kind)}: {html.escape(str(error))}</p>'
+    return embedded_figure(figure, caption, dpi)
+
+
+def embedded_figure(figure, caption: str, dpi: int) -> str:
+    """``figure`` as an inlined PNG with its caption."""
     # No wider than the page shows it (wider ones are scaled down by the browser): fewer pixels to draw,
     # to encode and to send, the same picture.
     dpi = min(dpi, PAGE_WIDTH / float(figure.get_size_inches()[0]))
@@ -100,7 +105,7 @@ def render_html(report, figures: bool | Iterable[str] = True, dpi: int = 100, no
         return _findings_page(report, kinds, dpi, notes)
     task = {"cls": "classification", "seg": "segmentation"}.get(report.task, str(report.task))
     title = f"Fairness report ({task})"
-    parts = [*_head(title),
+    parts = [*head(title),
              f'<p class="note">Made by fairmedfm_fast {html.escape(str(__version__))}; '
              f"{len(report.summary)} attribute(s).</p>"]
     parts += _notes_and_warnings(report, notes)
@@ -144,7 +149,7 @@ def _notes_and_warnings(report, notes: Sequence[str]) -> list[str]:
     return parts
 
 
-def _head(title: str) -> list[str]:
+def head(title: str) -> list[str]:
     return ["<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
             # Nothing on the page may load from anywhere: images are data: URLs, the style is inline.
             '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; img-src data:; '
@@ -160,7 +165,7 @@ def _findings_page(report, kinds: Sequence[str], dpi: int, notes: Sequence[str])
     from .._version import __version__
     from . import page as _page
 
-    parts = _head("Fairness report (classification)")
+    parts = head("Fairness report (classification)")
     parts.append(f'<p class="note">Made by fairmedfm_fast {html.escape(str(__version__))}; '
                  f"{len(report.summary)} attribute(s), {report.metadata.get('n_samples', '?')} samples.</p>")
     parts.append(_page.findings(report))

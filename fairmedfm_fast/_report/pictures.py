@@ -82,7 +82,7 @@ def _axis_labels(ax, xlabel: str | None, ylabel: str | None, below: float = 0.36
         ax.yaxis.set_label_coords(0.0, 0.5, transform=ax.transAxes + ScaledTranslation(-beside, 0, scale))
 
 
-def _text(name: Any) -> str:
+def figure_text(name: Any) -> str:
     """A group or attribute name as literal figure text: ``$`` would start mathtext, and a leading
     ``_`` would hide a legend entry."""
     text = str(name).replace("$", r"\$")
@@ -115,7 +115,7 @@ def _skipped_note(skipped: list[str]) -> str:
     """The groups left out of a panel (one label only), named; "" when none."""
     if not skipped:
         return ""
-    return "skipped (one label): " + ", ".join(_text(name) for name in skipped[:8]) + (
+    return "skipped (one label): " + ", ".join(figure_text(name) for name in skipped[:8]) + (
         ", ..." if len(skipped) > 8 else "")
 
 
@@ -148,7 +148,7 @@ def _curve_figure(report, attributes, prefix: str, draw, axis_labels: tuple[str,
     """One axes per attribute: a curve per group with both labels, then a dashed one for all."""
     curves = classification_curves(report, attributes)
     most = max([len(entry.groups) + 1 for entry in curves], default=0)
-    titles = ["\n".join(filter(None, (_text(entry.attribute), subtitle(entry),
+    titles = ["\n".join(filter(None, (figure_text(entry.attribute), subtitle(entry),
                                        _skipped_note(_skipped_groups(report, entry.attribute)))))
               for entry in curves]
     lines = max([title.count("\n") + 1 for title in titles], default=1)
@@ -177,7 +177,7 @@ def _curve_figure(report, attributes, prefix: str, draw, axis_labels: tuple[str,
 
 def _draw_roc(ax, curve: GroupCurves, style: dict) -> None:
     style = {**style, "markevery": 0.2, "markersize": 4} if "marker" in style else style
-    line, = ax.plot(curve.fpr, curve.tpr, label=f"{_text(curve.name)} (n={curve.n}, AUC {curve.auc:.3f})", **style)
+    line, = ax.plot(curve.fpr, curve.tpr, label=f"{figure_text(curve.name)} (n={curve.n}, AUC {curve.auc:.3f})", **style)
     if not math.isnan(curve.operating_point[0]):
         ax.plot(*curve.operating_point, marker="o", markersize=5, linestyle="none", color=line.get_color(),
                 label="_nolegend_", gid=f"operating:{curve.name}")
@@ -185,7 +185,7 @@ def _draw_roc(ax, curve: GroupCurves, style: dict) -> None:
 
 def _draw_reliability(ax, curve: GroupCurves, style: dict) -> None:
     ax.plot(curve.bin_score, curve.bin_positive, markersize=3.5,
-            label=f"{_text(curve.name)} (ECE {curve.ece:.3f})", **{"marker": "o", **style})
+            label=f"{figure_text(curve.name)} (ECE {curve.ece:.3f})", **{"marker": "o", **style})
 
 
 def plot_roc(report, attributes=None):
@@ -293,7 +293,7 @@ def plot_bars(report, attributes=None):
                     for ends in interval:
                         ax.hlines(ends, x - 0.12, x + 0.12, colors="black", linewidth=1.2)
                 many = len(groups) > 8
-                ax.set_xticks(np.arange(len(groups)), [_text(g) for g in groups],
+                ax.set_xticks(np.arange(len(groups)), [figure_text(g) for g in groups],
                               rotation=90 if many else 30 if len(groups) > 3 else 0,
                               ha="center" if many or len(groups) <= 3 else "right", fontsize=6 if many else 8)
                 if shown[metric] == "dots":
@@ -307,7 +307,7 @@ def plot_bars(report, attributes=None):
             if r == 0:
                 ax.set_title(metric, fontsize=10)
             if c == 0:
-                ax.set_ylabel(_text(name))
+                ax.set_ylabel(figure_text(name))
             ax.tick_params(axis="y", labelsize=8)
     ci = getattr(report, "ci", None)
     level = ci.get("level") if isinstance(ci, dict) else None
@@ -342,11 +342,11 @@ def _forest_rows(blocks: list, rows: int) -> tuple[list[str], list[int], list]:
     labels, positions, layout = [], [], []
     y = rows - 1
     for name, table in blocks:
-        labels.append(_text(name))
+        labels.append(figure_text(name))
         positions.append(y)
         layout.append((name, table, np.arange(y - 1, y - 1 - len(table), -1)))
         for group in table.index:
-            labels.append("  " + _text(group))
+            labels.append("  " + figure_text(group))
         positions.extend(range(y - 1, y - 1 - len(table), -1))
         y -= len(table) + 1
     return labels, positions, layout
@@ -442,7 +442,7 @@ def plot_dice(report, attributes=None, metric="dice"):
     for ax, (name, groups) in zip(axes, data):
         if not groups:
             _empty(ax, "no group has Dice scores")
-            ax.set_title(_text(name), fontsize=10)
+            ax.set_title(figure_text(name), fontsize=10)
             continue
         positions = np.arange(1, len(groups) + 1)
         parts = ax.boxplot([values for _, values in groups], positions=positions, widths=0.6,
@@ -454,12 +454,12 @@ def plot_dice(report, attributes=None, metric="dice"):
         means = [float(values.mean()) for _, values in groups]
         ax.plot(positions, means, marker="D", markersize=5, linestyle="none", color="black", label="group mean",
                 gid="dice-mean")
-        ax.set_xticks(positions, [f"{_text(g)}\n(n={len(v)})" for g, v in groups], fontsize=8)
+        ax.set_xticks(positions, [f"{figure_text(g)}\n(n={len(v)})" for g, v in groups], fontsize=8)
         ax.set_ylabel(label)
         if entry is not None and entry.limits is not None:  # a fixed range from the registry (Dice, NSD)
             low, high = entry.limits
             ax.set_ylim(low - 0.03 * (high - low), high + 0.03 * (high - low))
-        ax.set_title(_text(name), fontsize=10)
+        ax.set_title(figure_text(name), fontsize=10)
         ax.legend(loc="lower right", fontsize=7)
     figure.suptitle(f"{label} per group (boxes: quartiles, diamonds: means)")
     return figure
@@ -517,7 +517,7 @@ def pairwise_layout(groups: Sequence[Sequence[str]], detailed: bool) -> dict[str
     :data:`FIGURE_WIDTH_MAX`), ``cell`` and ``side`` (inches), ``ticks`` (point size of the group
     names) and ``labels`` (inches of room for them)."""
     most = max((len(names) for names in groups), default=2)
-    longest = max((len(_text(g)) for names in groups for g in names), default=1)
+    longest = max((len(figure_text(g)) for names in groups for g in names), default=1)
     labels = 0.25 + longest * 8 * 0.7 / 72  # about 0.6 of a point size a character
     room = FIGURE_WIDTH_MAX - (labels + 0.15) - COLOUR_BAR
     cell = min(CELL[detailed], room / most)
@@ -569,7 +569,7 @@ def plot_pairwise(report, attributes=None, metric: str | None = None):
     limit = limit if math.isfinite(limit) and limit > 0 else 1.0
     image = None
     for ax, key in zip(axes, names):
-        _title(ax, _text(": ".join(map(str, key))))
+        _title(ax, figure_text(": ".join(map(str, key))))
         if key not in present:
             _empty(ax, "fewer than two evaluable groups")
             continue
@@ -582,8 +582,8 @@ def plot_pairwise(report, attributes=None, metric: str | None = None):
         matrix = square("difference")
         image = ax.imshow(matrix, cmap="RdBu_r", vmin=-limit, vmax=limit)
         ticks = np.arange(len(order))
-        ax.set_xticks(ticks, [_text(g) for g in order], rotation=90, fontsize=ticks_size)
-        ax.set_yticks(ticks, [_text(g) for g in order], fontsize=ticks_size)
+        ax.set_xticks(ticks, [figure_text(g) for g in order], rotation=90, fontsize=ticks_size)
+        ax.set_yticks(ticks, [figure_text(g) for g in order], fontsize=ticks_size)
         if not layout["text"]:
             continue
         lo, hi = (square(c) for c in interval) if interval is not None else (None, None)
