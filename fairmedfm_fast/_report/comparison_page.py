@@ -160,10 +160,10 @@ def leaderboard_table(board) -> str:
         bounds = f"<td>{_interval(row['ci_low'], row['ci_high'])}</td>" if intervals else ""
         small = '<span class="flag">small group</span>' if row["small_group"] else ""
         body.append(f"<tr><td>{int(row['rank'])}</td><th>{_e(name)}</th><td>{_f(row['value'])}</td>{bounds}"
-                    f"<td class='text'>{'(best)' if row['rank'] == 1 else _yes(row['indistinguishable_from_best'])}</td><td class='text'>{small}</td></tr>")
+                    f"<td class='text'>{'(best)' if row['rank'] == 1 else _yes(row['indistinguishable_from_best'])}</td><td class='text note'>{small}</td></tr>")
     head = "<th>interval</th>" if intervals else ""
-    return ("<table class='fit'><thead><tr><th>rank</th><th>model</th><th>value</th>" + head
-            + "<th>indistinguishable from the best</th><th></th></tr></thead><tbody>" + "".join(body)
+    return ("<table class='fit models'><thead><tr><th>rank</th><th>model</th><th>value</th>" + head
+            + "<th>indistinguishable from the best</th><th>note</th></tr></thead><tbody>" + "".join(body)
             + "</tbody></table>")
 
 
@@ -185,15 +185,15 @@ def differences_table(comparison, column: str, attribute: str) -> str:
         why = f"<span class='flag'>small group: {_e(row['not_estimable'])}</span>" if row["small_group"] else ""
         body.append(f"<tr><th>{_e(model)}</th><th>{_e(other)}</th><th>{_e(name)}</th><td>{_f(row['value'])}</td>"
                     f"<td>{_f(row['other_value'])}</td><td>{row['difference']:+.4f}</td><td>{bounds}</td><td>{p}</td>"
-                    f"{cells}<td class='text'>{_yes(row['significant'])}</td><td class='text'>{why}</td></tr>")
+                    f"{cells}<td class='text'>{_yes(row['significant'])}</td><td class='text note'>{why}</td></tr>")
     listed = (f"The first {len(shown)} of {len(frame)} differences of {_e(column)}" if len(shown) < len(frame) else
               f"{len(shown)} differences") + f" of {_e(attribute)}; comparison.differences holds every one."
     swap_note = (" p (swap): the swap permutation test, a test that the two models are exchangeable, not that they "
                  "are equally fair.") if swap else ""
     head = (f"<th>model</th><th>other</th><th>column</th><th>value</th><th>other's</th><th>difference</th>"
             f"<th>interval</th><th>{_e(test or 'p-value')}</th>{'<th>p (swap)</th>' if swap else ''}"
-            "<th>significant</th><th></th>")
-    return (f'<p class="note">{listed}{swap_note}</p><div class="wide"><table class="fit"><thead><tr>{head}</tr>'
+            "<th>significant</th><th>note</th>")
+    return (f'<p class="note">{listed}{swap_note}</p><div class="wide"><table class="fit models"><thead><tr>{head}</tr>'
             f"</thead><tbody>{''.join(body)}</tbody></table></div>")
 
 

@@ -40,6 +40,8 @@ figure { margin: 1em 0; } figure img { max-width: 100%; height: auto; border: 1p
 figcaption { font-size: 0.85em; color: #555; }
 .note { color: #555; font-style: italic; } .wide { overflow-x: auto; }
 table.fit { max-width: 100%; } table.fit td, table.fit th { overflow-wrap: anywhere; }
+table.models td, table.models th { white-space: nowrap; overflow-wrap: normal; }
+table.models td.note { white-space: normal; min-width: 14em; }
 td.text { text-align: left; } td.nowrap { white-space: nowrap; } .flag { color: #8a4b00; } .headline { font-size: 1.1em; }
 li, p { overflow-wrap: anywhere; } section#findings ul { margin-top: 0.2em; }
 """
