@@ -65,6 +65,23 @@ def test_text_codes_against_factorize(values, large, skip, capacity):
     assert array.take(pa.array(firsts, pa.int64())).to_pylist() == list(uniques)
 
 
+short_texts = st.sampled_from(["", "a", "b", "ab", "ba", "F", "M", "g0", "abc", "\x00", "é"])  # at most 3 bytes
+
+
+@settings(max_examples=60, deadline=None)
+@given(head=st.lists(short_texts, min_size=64, max_size=90), tail=st.lists(texts, max_size=60),
+       large=st.booleans())
+def test_text_codes_of_a_column_that_starts_with_short_strings(head, tail, large):
+    # the first 64 strings all of at most 3 bytes: those are packed by the loop over their bytes, every
+    # longer one (met later) by the loads, and both kinds still get one code per distinct string
+    values = head + tail
+    array = pa.array(values, pa.large_string() if large else pa.string())
+    codes, firsts = coding.text_codes(*_buffers(array), 1024)
+    expected, uniques = pd.factorize(np.array(values, dtype=object))
+    np.testing.assert_array_equal(codes, expected)
+    assert array.take(pa.array(firsts, pa.int64())).to_pylist() == list(uniques)
+
+
 def test_large_arrow_string_column():
     rng = np.random.default_rng(1)
     names = np.array(["white", "black", "asian", "a much longer group name", "other"], dtype=object)
