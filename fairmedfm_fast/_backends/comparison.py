@@ -208,9 +208,13 @@ def _observed(reports: dict, pairs: list[tuple[str, str]]) -> dict[tuple, dict[s
 def _small_groups(rows: dict[tuple, dict[str, Any]], reports: dict) -> None:
     """The findings' rule: ``small_group`` where either model's value of the column is defined by a small
     group (its ``report.gaps`` row says so), with ``not_estimable`` saying which group and model."""
+    # Which groups are small depends on the labels and groups alone, the same for every model: where no
+    # attribute has one, no model's report.gaps (a frame per model, the slow part at many models) is read.
+    by_group = next(iter(reports.values())).by_group
+    any_small = "small_group" in by_group.columns and bool(by_group["small_group"].to_numpy(bool).any())
     flagged: dict[str, dict[tuple, str]] = {}
     for name, report in reports.items():
-        gaps = report.gaps
+        gaps = report.gaps if any_small else None
         flagged[name] = {} if gaps is None else {
             key: str(reason) for key, reason, small in zip(gaps.index, gaps["not_estimable"], gaps["small_group"])
             if small}
