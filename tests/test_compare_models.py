@@ -162,3 +162,36 @@ def test_a_difference_a_small_group_defines_is_never_significant():
     assert list(board.index) == ["A", "B"] and board["small_group"].tolist() == [False, True]  # B ranks on 3 samples
     assert board.loc["B", "indistinguishable_from_best"] is None
     assert comparison.leaderboard("worst-auc", "sex")["small_group"].tolist() == [False, False]
+
+
+@pytest.mark.parametrize("options", [
+    {},
+    {"threshold": 0.45, "metrics": ["ap", "brier", "fpr"]},
+    {"min_group_size": 150, "intersectional": True},
+    {"logits": True, "missing": True},
+])
+def test_a_replicate_measured_from_draw_counts_is_evaluate_of_the_drawn_rows(options):
+    # the paired bootstrap measures each model's sorted samples once, weighted by the draw counts; the slow,
+    # obviously right way evaluates the drawn rows as samples (and sorts them again)
+    from fairmedfm_fast._backends import comparison as backend
+    from fairmedfm_fast._inputs import groups as coder
+
+    options = dict(options)
+    y, a, b, groups = models(1200, 9)
+    if options.pop("logits", False):
+        a, b = np.log(a / (1 - a)), np.log(b / (1 - b))
+    if options.pop("missing", False):
+        groups.loc[::17, "site"] = None
+    intersectional = options.pop("intersectional", False)
+    scores = {"A": a, "B": b}
+    attributes = coder.encode_attributes(groups, len(y))
+    draws = backend._Draws(backend._strata(attributes, len(y)))
+    rng = np.random.default_rng(4)
+    sorted_once = backend.SortedModels(y, scores, ["A", "B"], attributes, intersectional, options)
+    for _ in range(3):
+        drawn = draws(rng)
+        want = backend._drawn_values(np.asarray(y), scores, ["A", "B"], attributes, intersectional, options, drawn)
+        got = sorted_once.replicate(np.bincount(drawn, minlength=len(y)).astype(np.float64))
+        assert set(got) == set(want)
+        for key, value in want.items():
+            assert got[key] == pytest.approx(value, rel=1e-12, abs=1e-12, nan_ok=True), key

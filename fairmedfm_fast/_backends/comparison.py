@@ -7,7 +7,10 @@ column between two models is tested on the *same* resampled patients:
 
 - the paired bootstrap draws the samples once per replicate (within each cell of the attributes'
   groups, so every group keeps its size) and evaluates every model on them: the percentile interval
-  of the difference and a two-sided bootstrap p-value of "no difference";
+  of the difference and a two-sided bootstrap p-value of "no difference". Each model's samples are
+  sorted once (:class:`SortedModels`); a replicate is every sample's draw count, taken into each
+  model's sorted order and used as weights, which gives the numbers of evaluating the drawn rows
+  without sorting them again (with ``sample_weight`` the drawn rows are evaluated as samples);
 - ``interval="analytic"``: DeLong's covariance of correlated AUCs (``_statistics/paired.py``) gives
   the standard error of the difference of the overall AUCs, of the worst-group AUCs and of the AUC
   gaps (each model's worst and best groups as observed);
@@ -25,17 +28,23 @@ import itertools
 import math
 import warnings
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 import numpy as np
 
+from .._engine import classification as _classification
 from .._engine import resample as _resample
+from .._engine import sorting as _sorting
 from .._inputs import arrays as _inputs
 from .._inputs import groups as _groups
+from .._registry import metrics as _metric_registry
 from .._report.comparison import ModelComparison
 from .._statistics import paired as _paired
 from .._util import progress as _progress
 from .._util.lazy_pandas import pd
+from .._util.threads import on_threads, resolve_n_jobs
+from .assess import attribute_result, prepare, with_default
 from .tasks import evaluate_tasks
 
 __all__ = ["compare_models"]
@@ -233,32 +242,44 @@ def _strata(attributes: list[_groups.Attribute], n: int) -> np.ndarray:
     return np.unique(keys, return_inverse=True)[1].ravel()
 
 
-def _draws(strata: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """One bootstrap sample: as many draws with replacement within each stratum as it holds."""
-    order = np.argsort(strata, kind="stable")
-    sizes = np.bincount(strata)
-    starts = np.concatenate(([0], np.cumsum(sizes)[:-1]))
-    offsets = np.floor(rng.random(len(strata)) * np.repeat(sizes, sizes)).astype(np.int64)
-    return order[np.repeat(starts, sizes) + offsets]
+class _Draws:
+    """Bootstrap samples: as many draws with replacement within each stratum as it holds (the strata's
+    members and sizes found once)."""
+
+    def __init__(self, strata: np.ndarray):
+        self.members = np.argsort(strata, kind="stable")
+        sizes = np.bincount(strata)
+        self.first = np.repeat(np.concatenate(([0], np.cumsum(sizes)[:-1])), sizes)  # each slot's stratum start
+        self.size = np.repeat(sizes, sizes).astype(np.float64)  # ... and size
+
+    def __call__(self, rng: np.random.Generator) -> np.ndarray:
+        """The drawn samples of one replicate."""
+        offsets = np.floor(rng.random(len(self.members)) * self.size).astype(np.int64)
+        return self.members.take(self.first + offsets)
 
 
 def _bootstrap(rows, replicates, y_true, models, names, attributes, intersectional, options, n_boot, ci, seed,
                pairs, progress) -> None:
     labels = _inputs.to_numpy(y_true, "y_true")
-    strata = _strata(attributes, len(labels))
+    draws = _Draws(_strata(attributes, len(labels)))
     rng = np.random.default_rng(seed)
+    compared = list(dict.fromkeys((attribute, column) for _, _, attribute, column in rows))
     collected: dict[tuple, list[float]] = {}
+    if options.get("sample_weight") is None:  # each model sorted once; a replicate is draw counts
+        sorted_once = SortedModels(y_true, models, names, attributes, intersectional, options)
+
+        def replicate(drawn: np.ndarray) -> dict[tuple, float]:
+            return sorted_once.replicate(np.bincount(drawn, minlength=len(labels)).astype(np.float64))
+    else:  # weights: the drawn rows evaluated as samples (every model sorted again)
+        def replicate(drawn: np.ndarray) -> dict[tuple, float]:
+            return _drawn_values(labels, models, names, attributes, intersectional, options, drawn)
     with _progress.Progress(n_boot, "paired bootstrap", progress, unit="replicate") as bar:
         for _ in range(n_boot):
-            rows_drawn = _draws(strata, rng)
-            with warnings.catch_warnings():  # each replicate's notes are the observed report's
-                warnings.simplefilter("ignore")
-                drawn = {name: models[name][rows_drawn] for name in names}
-                reports = _evaluate(labels[rows_drawn], drawn, names, _coded(attributes, rows_drawn),
-                                    intersectional, options)
-            for name, report in reports.items():
-                for (attribute, column), value in report.summary.stack().items():
-                    collected.setdefault(("model", name, attribute, column), []).append(float(value))
+            values = replicate(draws(rng))
+            for name in names:  # NaN where a replicate's summary has no value (fewer than two groups)
+                for attribute, column in compared:
+                    key = ("model", name, attribute, column)
+                    collected.setdefault(key, []).append(values.get(key, math.nan))
             bar.update(1)
     for key, values in collected.items():
         replicates[key] = np.array(values)
@@ -274,6 +295,70 @@ def _bootstrap(rows, replicates, y_true, models, names, attributes, intersection
         below = (1 + np.count_nonzero(finite <= 0)) / (len(finite) + 1)
         above = (1 + np.count_nonzero(finite >= 0)) / (len(finite) + 1)
         row["p_bootstrap"] = min(1.0, 2 * min(below, above))
+
+
+def _drawn_values(labels, models, names, attributes, intersectional, options, drawn) -> dict[tuple, float]:
+    """One replicate's summary values of every model: ``evaluate`` of the drawn rows."""
+    with warnings.catch_warnings():  # each replicate's notes are the observed report's
+        warnings.simplefilter("ignore")
+        reports = _evaluate(labels[drawn], {name: models[name][drawn] for name in names}, names,
+                            _coded(attributes, drawn), intersectional, options)
+    return {("model", name, attribute, column): float(value) for name, report in reports.items()
+            for (attribute, column), value in report.summary.stack().items()}
+
+
+class SortedModels:
+    """Each model's samples sorted once (scores, labels and group codes side by side), so that a paired
+    bootstrap replicate, given as every sample's draw count, is measured on each model's sorted samples
+    with the counts as weights: the numbers of ``evaluate`` on the drawn rows, with no sort."""
+
+    def __init__(self, y_true, models: dict, names: list[str], attributes: list[_groups.Attribute],
+                 intersectional: bool, options: dict):
+        self.groupings = list(attributes)
+        if intersectional and len(attributes) > 1:
+            self.groupings.append(_groups.combine(attributes))
+        self.names, self.min_group_size = names, options.get("min_group_size")
+        self.wanted = with_default(_metric_registry.optional_keys(_metric_registry.check_metrics(options.get("metrics"))))
+        sizes = np.array([g.n_groups for g in self.groupings], np.int64)
+        code_type = _sorting.code_dtype(int(sizes.max(initial=1)))
+        self.n = len(next(iter(models.values())))
+        self.sorted: dict[str, tuple] = {}
+        for name in names:
+            prepared, _ = prepare(y_true, models[name], np.zeros(self.n), options.get("pos_label"),
+                                  options.get("score_type", "auto"), options.get("score_column"), [], None,
+                                  options.get("threshold"))
+            order, scores = _sorting.sort_scores(prepared.scores)
+            codes = np.empty((len(self.groupings), self.n), code_type)
+            for k, grouping in enumerate(self.groupings):
+                grouping.codes.astype(code_type, copy=False).take(order, out=codes[k])
+            arranged = _classification.Arranged(scores, prepared.labels.take(order), codes, sizes, None, True)
+            self.sorted[name] = (order, arranged, arranged.log_loss_terms(), prepared.threshold)
+
+    def replicate(self, counts: np.ndarray) -> dict[tuple, float]:
+        """Every model's summary values of one replicate (``counts``: each sample's draws as float64, in
+        sample order)."""
+        values: dict[tuple, float] = {}
+        for found in on_threads([partial(self._one, name, counts) for name in self.names], resolve_n_jobs()):
+            values.update(found)
+        return values
+
+    def _one(self, name: str, counts: np.ndarray) -> dict[tuple, float]:
+        order, arranged, log_loss, threshold = self.sorted[name]
+        weights = counts.take(order)  # in the model's score order
+        drawn = np.flatnonzero(weights)
+        codes = np.empty((len(arranged.codes), len(drawn)), arranged.codes.dtype)  # rows contiguous
+        for row, out in zip(arranged.codes, codes):
+            row.take(drawn, out=out)
+        part = _classification.Arranged(arranged.scores.take(drawn), arranged.labels.take(drawn), codes,
+                                        arranged.sizes, None, True, log_loss.take(drawn))
+        measured = _classification.measure(part, self.wanted, fixed_best=threshold, weights=weights.take(drawn),
+                                           sample_counts=False, parallel=False)
+        out = {}
+        for attribute, grouping in zip(self.groupings, measured):
+            result = attribute_result(attribute, grouping, self.n, [], self.min_group_size)
+            out.update({("model", name, attribute.name, column): float(value)
+                        for column, value in result.summary.items()})
+        return out
 
 
 def _analytic(rows, y_true, models, names, attributes, reports, pairs, options, ci, intersectional) -> None:
