@@ -4,11 +4,12 @@
 the differences and the settings."""
 from __future__ import annotations
 
-import html
 import math
 from typing import Any
 
 import numpy as np
+
+from .page import escaped, interval_text, number, settings_table
 
 #: The most rows of differences the page lists (``comparison.differences`` holds every one).
 DIFFERENCES_LISTED = 200
@@ -73,24 +74,8 @@ def forest_figure(comparison, column: str = "worst-auc", attribute: str | None =
     return figure
 
 
-def _e(value: Any) -> str:
-    return html.escape(str(value))
-
-
-def _f(value: Any, digits: int = 4) -> str:
-    if value is None or (isinstance(value, (float, np.floating)) and not math.isfinite(value)):
-        return "–"
-    return f"{float(value):.{digits}f}"
-
-
 def _yes(value: Any) -> str:
     return "–" if value is None or (isinstance(value, float) and math.isnan(value)) else "yes" if value else "no"
-
-
-def _interval(low: Any, high: Any) -> str:
-    if low is None or high is None or not (math.isfinite(low) and math.isfinite(high)):
-        return ""
-    return f"[{low:.3f}, {high:.3f}]"
 
 
 def _tests(comparison) -> tuple[str, str, str]:
@@ -105,7 +90,7 @@ def _tests(comparison) -> tuple[str, str, str]:
 
 
 def _names(names) -> str:
-    return ", ".join(f"<b>{_e(name)}</b>" for name in names)
+    return ", ".join(f"<b>{escaped(name)}</b>" for name in names)
 
 
 def findings(comparison, board) -> str:
@@ -115,11 +100,11 @@ def findings(comparison, board) -> str:
     column, attribute = board.attrs["column"], board.attrs["attribute"]
     level = float(meta.get("ci", 0.95))
     best, statuses = board.index[0], dict(zip(board.index, _status(board)))
-    interval = _interval(board["ci_low"].iloc[0], board["ci_high"].iloc[0]) if "ci_low" in board.columns else ""
+    interval = interval_text(board["ci_low"].iloc[0], board["ci_high"].iloc[0]) if "ci_low" in board.columns else ""
     interval = f" ({level:.0%} interval {interval})" if interval else ""
     parts = ['<section id="findings"><h2>Findings</h2>',
-             f'<p class="headline">On <b>{_e(column)}</b> of <b>{_e(attribute)}</b>, <b>{_e(best)}</b> leads: '
-             f"{_f(board['value'].iloc[0])}{interval}.</p>"]
+             f'<p class="headline">On <b>{escaped(column)}</b> of <b>{escaped(attribute)}</b>, <b>{escaped(best)}</b> leads: '
+             f"{number(board['value'].iloc[0], 4)}{interval}.</p>"]
     groups = {status: [name for name, s in statuses.items() if s == status] for status in ("same", "differs",
                                                                                            "untested")}
     sentences = []
@@ -137,7 +122,7 @@ def findings(comparison, board) -> str:
     adjust = meta.get("p_adjust")
     if test:
         kind = "paired bootstrap" if test.startswith("p_bootstrap") else "analytic (DeLong) paired"
-        how = f"{_e(adjust)}-adjusted over {_e(meta.get('family', ''))}" if adjust else "not adjusted (p_adjust=None)"
+        how = f"{escaped(adjust)}-adjusted over {escaped(meta.get('family', ''))}" if adjust else "not adjusted (p_adjust=None)"
         parts.append(f'<p class="note">A model is indistinguishable from the best when their difference is not '
                      f"significant: significant means the {kind} p-value, {how}, is below {1 - level:g} and the "
                      f"{level:.0%} interval of the difference excludes 0.</p>")
@@ -147,8 +132,8 @@ def findings(comparison, board) -> str:
     small = [name for name, flag in zip(board.index, board["small_group"]) if flag]
     if small:
         parts.append(f'<p class="flag">A small group (fewer than 10 positives or negatives) defines the value of '
-                     f"{', '.join(map(_e, small))}: not estimable, never called significant.</p>")
-    parts += [f'<p class="flag">{_e(note)}</p>' for note in meta.get("notes") or ()]
+                     f"{', '.join(map(escaped, small))}: not estimable, never called significant.</p>")
+    parts += [f'<p class="flag">{escaped(note)}</p>' for note in meta.get("notes") or ()]
     parts.append("</section>")
     return "".join(parts)
 
@@ -157,9 +142,9 @@ def leaderboard_table(board) -> str:
     body = []
     intervals = "ci_low" in board.columns
     for name, row in board.iterrows():
-        bounds = f"<td>{_interval(row['ci_low'], row['ci_high'])}</td>" if intervals else ""
+        bounds = f"<td>{interval_text(row['ci_low'], row['ci_high'])}</td>" if intervals else ""
         small = '<span class="flag">small group</span>' if row["small_group"] else ""
-        body.append(f"<tr><td>{int(row['rank'])}</td><th>{_e(name)}</th><td>{_f(row['value'])}</td>{bounds}"
+        body.append(f"<tr><td>{int(row['rank'])}</td><th>{escaped(name)}</th><td>{number(row['value'], 4)}</td>{bounds}"
                     f"<td class='text'>{'(best)' if row['rank'] == 1 else _yes(row['indistinguishable_from_best'])}</td><td class='text note'>{small}</td></tr>")
     head = "<th>interval</th>" if intervals else ""
     return ("<table class='fit models'><thead><tr><th>rank</th><th>model</th><th>value</th>" + head
@@ -179,19 +164,19 @@ def differences_table(comparison, column: str, attribute: str) -> str:
     swap = "p_swap" in frame.columns
     body = []
     for (model, other, name), row in shown.iterrows():
-        bounds = _interval(row[low], row[high]) if test else ""
-        p = _f(row[test], 4) if test else ""
-        cells = f"<td>{_f(row['p_swap'], 4)}</td>" if swap else ""
-        why = f"<span class='flag'>small group: {_e(row['not_estimable'])}</span>" if row["small_group"] else ""
-        body.append(f"<tr><th>{_e(model)}</th><th>{_e(other)}</th><th>{_e(name)}</th><td>{_f(row['value'])}</td>"
-                    f"<td>{_f(row['other_value'])}</td><td>{row['difference']:+.4f}</td><td>{bounds}</td><td>{p}</td>"
+        bounds = interval_text(row[low], row[high]) if test else ""
+        p = number(row[test], 4) if test else ""
+        cells = f"<td>{number(row['p_swap'], 4)}</td>" if swap else ""
+        why = f"<span class='flag'>small group: {escaped(row['not_estimable'])}</span>" if row["small_group"] else ""
+        body.append(f"<tr><th>{escaped(model)}</th><th>{escaped(other)}</th><th>{escaped(name)}</th><td>{number(row['value'], 4)}</td>"
+                    f"<td>{number(row['other_value'], 4)}</td><td>{row['difference']:+.4f}</td><td>{bounds}</td><td>{p}</td>"
                     f"{cells}<td class='text'>{_yes(row['significant'])}</td><td class='text note'>{why}</td></tr>")
-    listed = (f"The first {len(shown)} of {len(frame)} differences of {_e(column)}" if len(shown) < len(frame) else
-              f"{len(shown)} differences") + f" of {_e(attribute)}; comparison.differences holds every one."
+    listed = (f"The first {len(shown)} of {len(frame)} differences of {escaped(column)}" if len(shown) < len(frame) else
+              f"{len(shown)} differences") + f" of {escaped(attribute)}; comparison.differences holds every one."
     swap_note = (" p (swap): the swap permutation test, a test that the two models are exchangeable, not that they "
                  "are equally fair.") if swap else ""
     head = (f"<th>model</th><th>other</th><th>column</th><th>value</th><th>other's</th><th>difference</th>"
-            f"<th>interval</th><th>{_e(test or 'p-value')}</th>{'<th>p (swap)</th>' if swap else ''}"
+            f"<th>interval</th><th>{escaped(test or 'p-value')}</th>{'<th>p (swap)</th>' if swap else ''}"
             "<th>significant</th><th>note</th>")
     return (f'<p class="note">{listed}{swap_note}</p><div class="wide"><table class="fit models"><thead><tr>{head}</tr>'
             f"</thead><tbody>{''.join(body)}</tbody></table></div>")
@@ -202,14 +187,13 @@ def render_page(comparison, column: str = "worst-auc", attribute: str | None = N
     """The comparison as one self-contained HTML page: findings, leaderboard, forest, differences, settings."""
     from .._version import __version__
     from . import html as _html
-    from .page import settings_table
 
     board = comparison.leaderboard(column, attribute)
     attribute = board.attrs["attribute"]
     meta = comparison.metadata
     parts = _html.head("Model comparison")
-    parts.append(f'<p class="note">Made by fairmedfm_fast {_e(__version__)}; {len(comparison.reports)} models, '
-                 f"{_e(meta.get('n_samples', '?'))} samples.</p>")
+    parts.append(f'<p class="note">Made by fairmedfm_fast {escaped(__version__)}; {len(comparison.reports)} models, '
+                 f"{escaped(meta.get('n_samples', '?'))} samples.</p>")
     parts += [findings(comparison, board), "<h2>Leaderboard</h2>", leaderboard_table(board)]
     if figures:
         caption = (f"Each model's {column} of {attribute}, best on top; red: the best, blue: not distinguishable "

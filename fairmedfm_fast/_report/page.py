@@ -51,18 +51,22 @@ def opt_in_keys(columns) -> list[str]:
     return [m.shown_key for m in REGISTRY.per_group if m.optional and m.shown_key in columns]
 
 
-def _f(value: Any, digits: int = 3) -> str:
-    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+def number(value: Any, digits: int = 3) -> str:
+    """A number as the pages show it (``digits`` decimals; a dash where there is none)."""
+    if value is None or (isinstance(value, (float, np.floating)) and not math.isfinite(value)):
         return "–"
     return f"{float(value):.{digits}f}"
 
 
-def _e(value: Any) -> str:
+def escaped(value: Any) -> str:
     return html.escape(str(value))
 
 
-def _interval(lo: float, hi: float) -> str:
-    return "" if not (math.isfinite(lo) and math.isfinite(hi)) else f"[{lo:.3f}, {hi:.3f}]"
+def interval_text(lo: Any, hi: Any) -> str:
+    """``[lo, hi]`` to 3 decimals; empty where either end is missing."""
+    if lo is None or hi is None or not (math.isfinite(lo) and math.isfinite(hi)):
+        return ""
+    return f"[{lo:.3f}, {hi:.3f}]"
 
 
 def _p(row) -> str:
@@ -102,7 +106,7 @@ def family_note(report) -> str:
     tests = _findings.tests_in_family(raw)
     n_permutations = int(report.metadata.get("n_permutations") or 0)
     if method:
-        family = (f"p-value, {_e(method)}-adjusted over the report's {tests} gap tests (every attribute's gaps "
+        family = (f"p-value, {escaped(method)}-adjusted over the report's {tests} gap tests (every attribute's gaps "
                   "are one family; the pairwise differences of the heat map are a family of their own),")
     else:
         family = f"p-value, not adjusted (p_adjust=None: each of the {tests} gap tests on its own),"
@@ -129,9 +133,9 @@ def findings(report) -> str:
         parts.append("<p>No attribute has two groups that can be compared (small groups left out).</p>")
     else:
         attribute, row = top
-        parts.append(f'<p class="headline">Largest AUC gap: <b>{_e(attribute)}</b>, {_f(row["value"])} between '
-                     f'<b>{_e(row["high_group"])}</b> (AUC {_f(row["high"])}) and <b>{_e(row["low_group"])}</b> '
-                     f'(AUC {_f(row["low"])}){_verdict(row, level)}.</p>')
+        parts.append(f'<p class="headline">Largest AUC gap: <b>{escaped(attribute)}</b>, {number(row["value"])} between '
+                     f'<b>{escaped(row["high_group"])}</b> (AUC {number(row["high"])}) and <b>{escaped(row["low_group"])}</b> '
+                     f'(AUC {number(row["low"])}){_verdict(row, level)}.</p>')
     parts.append(family_note(report))
     for name in dict.fromkeys(gaps.index.get_level_values("attribute")):
         rows = gaps.loc[name]
@@ -144,14 +148,14 @@ def findings(report) -> str:
             what = NAMES.get(column, column)
             if math.isfinite(gap["value"]):
                 if column == "eod":
-                    items.append(f"<li>{what} {_f(gap['value'])} (1 is equal; {_eod_ranges(report, name)})"
+                    items.append(f"<li>{what} {number(gap['value'])} (1 is equal; {_eod_ranges(report, name)})"
                                  f"{_verdict(gap, level)}</li>")
                 else:
-                    items.append(f"<li>{what} {_f(gap['value'])}: {_e(gap['high_group'])} {_f(gap['high'])} vs "
-                                 f"{_e(gap['low_group'])} {_f(gap['low'])}{_verdict(gap, level)}</li>")
+                    items.append(f"<li>{what} {number(gap['value'])}: {escaped(gap['high_group'])} {number(gap['high'])} vs "
+                                 f"{escaped(gap['low_group'])} {number(gap['low'])}{_verdict(gap, level)}</li>")
             if gap["small_group"]:
-                apart.append(f"<li>{what} {_f(gap['value_all_groups'])} between {_e(gap['high_group_all'])} and "
-                             f"{_e(gap['low_group_all'])}: not estimable, {_e(gap['not_estimable'])}</li>")
+                apart.append(f"<li>{what} {number(gap['value_all_groups'])} between {escaped(gap['high_group_all'])} and "
+                             f"{escaped(gap['low_group_all'])}: not estimable, {escaped(gap['not_estimable'])}</li>")
         small = [str(g) for g, flag in report.by_group.loc[name, "small_group"].items() if flag] \
             if "small_group" in report.by_group.columns else []
         note = ""
@@ -160,14 +164,14 @@ def findings(report) -> str:
                      f"values):</p><ul>{''.join(apart)}</ul>")
         if small:
             note += (f'<p class="flag">Small groups (values rest on few positives or negatives; left out of the gaps '
-                     f'above): {_e(", ".join(small))}.</p>')
+                     f'above): {escaped(", ".join(small))}.</p>')
         worst_text = ""
         if worst is not None and math.isfinite(worst["value"]):
-            worst_text = f" Worst AUC {_f(worst['value'])} in {_e(worst['low_group'])}."
+            worst_text = f" Worst AUC {number(worst['value'])} in {escaped(worst['low_group'])}."
         if worst is not None and worst["small_group"]:
-            worst_text += (f" (Lowest of all: {_f(worst['value_all_groups'])} in {_e(worst['low_group_all'])}, "
-                           f"not estimable: {_e(worst['not_estimable'])}.)")
-        parts.append(f"<h3>{_e(name)}</h3><p>{worst_text}</p><ul>{''.join(items)}</ul>{note}")
+            worst_text += (f" (Lowest of all: {number(worst['value_all_groups'])} in {escaped(worst['low_group_all'])}, "
+                           f"not estimable: {escaped(worst['not_estimable'])}.)")
+        parts.append(f"<h3>{escaped(name)}</h3><p>{worst_text}</p><ul>{''.join(items)}</ul>{note}")
     parts.append("</section>")
     return "".join(parts)
 
@@ -185,8 +189,8 @@ def _eod_ranges(report, attribute) -> str:
         if column not in table.columns or table[column].isna().all():
             continue
         values = (1 - table[column]) if flip else table[column]
-        words.append(f"{label} from {_f(values.min())} in {_e(values.idxmin())} to {_f(values.max())} in "
-                     f"{_e(values.idxmax())}")
+        words.append(f"{label} from {number(values.min())} in {escaped(values.idxmin())} to {number(values.max())} in "
+                     f"{escaped(values.idxmax())}")
     return ", ".join(words) + ("; eod = 1 - (TPR range + FPR range) / 2" if len(words) == 2 else "")
 
 
@@ -207,7 +211,7 @@ def _verdict(row, level: float) -> str:
     """The interval, p-value and verdict of a row of ``report.gaps``: "significant" only when the
     adjusted test and the interval (when there is one) agree; their disagreement said in words."""
     bits = []
-    interval = _interval(row["lo"], row["hi"])
+    interval = interval_text(row["lo"], row["hi"])
     if interval:
         bits.append(f"{level:.0%} interval {interval}")
     p = _p(row)
@@ -240,7 +244,7 @@ def glossary(report=None) -> str:
             if entry is not None and entry.optional:
                 what, better = KIND_WORDS[entry.kind]
                 entries.append((column, f"{what} {', '.join(entry.reads)}", better))
-    rows = "".join(f"<tr><th>{_e(name)}</th><td class='text'>{_e(what)}</td><td class='text nowrap'>{_e(better)}</td>"
+    rows = "".join(f"<tr><th>{escaped(name)}</th><td class='text'>{escaped(what)}</td><td class='text nowrap'>{escaped(better)}</td>"
                    "</tr>"
                    for name, what, better in entries)
     return ('<section id="glossary"><h2>Glossary</h2><table class="fit"><thead><tr><th>name</th>'
@@ -285,20 +289,20 @@ def summary_table(report) -> str:
                 lo, hi = float(ci.loc[attribute, f"{column}_lo"]), float(ci.loc[attribute, f"{column}_hi"])
             p = ""
             if p_values is not None and column in p_values.columns and attribute in p_values.index:
-                p = _f(p_values.loc[attribute, column], 4)
+                p = number(p_values.loc[attribute, column], 4)
                 if suffix and f"{column}_{suffix}" in p_values.columns:
-                    p += f" ({_f(p_values.loc[attribute, f'{column}_{suffix}'], 4)})"
+                    p += f" ({number(p_values.loc[attribute, f'{column}_{suffix}'], 4)})"
             mark, shown = _mark(gap), f"{value:.4f}"
             if gap is not None and gap["small_group"]:
-                others = _f(gap["value"], 4)
+                others = number(gap["value"], 4)
                 shown += f"<br><small class='flag'>small group; the others: {others}</small>"
                 mark = ("small group " + mark).strip()
-            body.append(f"<tr><th>{_e(attribute)}</th><td>{size}</td><td>{groups}</td><th>{_e(column)}</th>"
-                        f"<td>{shown}</td><td>{_interval(lo, hi)}</td><td>{p}</td><td class='text'>{mark}</td></tr>")
-    p_head = "p-value" + (f" ({_e(suffix)})" if suffix else "")
+            body.append(f"<tr><th>{escaped(attribute)}</th><td>{size}</td><td>{groups}</td><th>{escaped(column)}</th>"
+                        f"<td>{shown}</td><td>{interval_text(lo, hi)}</td><td>{p}</td><td class='text'>{mark}</td></tr>")
+    p_head = "p-value" + (f" ({escaped(suffix)})" if suffix else "")
     return ('<table class="fit"><thead><tr><th>attribute</th><th>n</th><th>groups</th><th>metric</th><th>value</th>'
             f'<th>interval</th><th>{p_head}</th><th>mark</th></tr></thead><tbody>' + "".join(body)
-            + f'</tbody></table><p class="note">{_e(MARKS)}</p>')
+            + f'</tbody></table><p class="note">{escaped(MARKS)}</p>')
 
 
 def group_tables(report) -> str:
@@ -309,26 +313,26 @@ def group_tables(report) -> str:
     out = []
     for attribute in dict.fromkeys(frame.index.get_level_values(0)):
         rows = frame.loc[attribute]
-        head = "".join(f"<th>{_e(m)}</th>" for m in metrics)
+        head = "".join(f"<th>{escaped(m)}</th>" for m in metrics)
         body = []
         for group, row in rows.iterrows():
             cells = []
             for metric in metrics:
                 value = row[metric]
-                text = _f(value, 4)
+                text = number(value, 4)
                 if ci is not None and f"{metric}_lo" in ci.columns and (attribute, group) in ci.index:
                     lo, hi = ci.loc[(attribute, group), f"{metric}_lo"], ci.loc[(attribute, group), f"{metric}_hi"]
                     if math.isfinite(lo):
-                        text += f"<br><small>{_interval(float(lo), float(hi))}</small>"
+                        text += f"<br><small>{interval_text(float(lo), float(hi))}</small>"
                 cells.append(f"<td>{text}</td>")
             flag = []
             if row.get("small_group") is True or row.get("small_group") is np.True_:
                 flag.append('<span class="flag">small group</span>')
             if isinstance(row.get("skipped"), str):
-                flag.append(f"skipped: {_e(row['skipped'])}")
-            body.append(f"<tr><th>{_e(group)}</th><td>{int(row['n'])}</td>{''.join(cells)}"
+                flag.append(f"skipped: {escaped(row['skipped'])}")
+            body.append(f"<tr><th>{escaped(group)}</th><td>{int(row['n'])}</td>{''.join(cells)}"
                         f"<td class='text'>{' '.join(flag)}</td></tr>")
-        out.append(f"<h3>{_e(attribute)}</h3><table class='fit'><thead><tr><th>group</th><th>n</th>{head}"
+        out.append(f"<h3>{escaped(attribute)}</h3><table class='fit'><thead><tr><th>group</th><th>n</th>{head}"
                    f"<th>flags</th></tr></thead><tbody>{''.join(body)}</tbody></table>")
     return "".join(out)
 
@@ -336,7 +340,7 @@ def group_tables(report) -> str:
 def settings_table(metadata: dict[str, Any]) -> str:
     """The settings as a table of rounded values: a mapping as "key value" pairs, a list of records one
     a line, an empty list as "none" (no JSON)."""
-    rows = "".join(f"<tr><th>{_e(key)}</th><td class='text'>{_shown(value)}</td></tr>"
+    rows = "".join(f"<tr><th>{escaped(key)}</th><td class='text'>{_shown(value)}</td></tr>"
                    for key, value in metadata.items())
     return f"<table class='fit'><tbody>{rows}</tbody></table>"
 
@@ -346,18 +350,18 @@ def _shown(value: Any) -> str:
     if isinstance(value, dict):
         if not value:
             return "none"
-        return "<br>".join(f"{_e(key)}: {_shown(item)}" for key, item in value.items())
+        return "<br>".join(f"{escaped(key)}: {_shown(item)}" for key, item in value.items())
     if isinstance(value, (list, tuple)):
         if not value:
             return "none"
         if all(isinstance(item, dict) for item in value):
-            return "<br>".join(", ".join(f"{_e(k)} {_shown(v)}" for k, v in item.items()) for item in value)
+            return "<br>".join(", ".join(f"{escaped(k)} {_shown(v)}" for k, v in item.items()) for item in value)
         return ", ".join(_shown(item) for item in value)
     if isinstance(value, (float, np.floating)):
-        return _e(f"{float(value):.4g}")
+        return escaped(f"{float(value):.4g}")
     if value is None:
         return "none"
-    return _e(value)
+    return escaped(value)
 
 
 #: ``overall`` keys the page's "All samples" table leaves out when they equal the key without the suffix
@@ -409,15 +413,15 @@ def pairwise_numbers(report) -> str:
     body = []
     for _, row in order.iterrows():
         small = bool(row.get("small_group", False))
-        bounds = "" if interval is None or small else _interval(float(row[interval[0]]), float(row[interval[1]]))
-        p = _f(row[p_column], 4) if p_column else ""
+        bounds = "" if interval is None or small else interval_text(float(row[interval[0]]), float(row[interval[1]]))
+        p = number(row[p_column], 4) if p_column else ""
         star = "*" if p_column and math.isfinite(row[p_column]) and row[p_column] <= 0.05 else ""
-        body.append(f"<tr><th>{_e(row['attribute'])}</th><th>{_e(row['group'])}</th><th>{_e(row['other'])}</th>"
+        body.append(f"<tr><th>{escaped(row['attribute'])}</th><th>{escaped(row['group'])}</th><th>{escaped(row['other'])}</th>"
                     f"<td>{row['difference']:+.4f}{star}</td><td>{bounds}</td><td>{p}</td>"
                     f"<td class='text'>{'small group' if small else ''}</td></tr>")
     shown = f"the first {len(order)} of {len(once)}" if len(once) > len(order) else f"all {len(once)}"
-    p_head = _e(p_column or "p-value")
-    return (f'<p class="note">The heat map of {_e(", ".join(map(str, crowded)))} has too many groups for numbers '
+    p_head = escaped(p_column or "p-value")
+    return (f'<p class="note">The heat map of {escaped(", ".join(map(str, crowded)))} has too many groups for numbers '
             f"in its cells: {shown} pairs, smallest p-values first (report.pairwise() holds every pair).</p>"
             "<table class='fit'><thead><tr><th>attribute</th><th>group</th><th>other</th><th>difference</th>"
             f"<th>interval</th><th>{p_head}</th><th></th></tr></thead><tbody>{''.join(body)}</tbody></table>")
