@@ -53,15 +53,14 @@ def render(comparison, form: str, column: str) -> str:
     """Stdout of ``score --compare``: JSON (the comparison's :meth:`to_json` and ``"leaderboards"``) or
     tables (each attribute's leaderboard, then the paired differences)."""
     import json
-    import math
+
+    from .._report.frame import jsonable
 
     boards = leaderboards(comparison, column)
     if form == "json":
         out = json.loads(comparison.to_json())
         out["leaderboards"] = {attribute: {"column": column, "models": [
-            {"model": str(name), **{key: (None if isinstance(value, float) and math.isnan(value) else
-                                          value.item() if hasattr(value, "item") else value)
-                                    for key, value in row.items()}} for name, row in board.iterrows()]}
+            {"model": str(name), **jsonable(row.to_dict())} for name, row in board.iterrows()]}
             for attribute, board in boards.items()}
         return json.dumps(out, indent=2, default=str) + "\n"
     parts = [f"leaderboard: {column} of {attribute} (best first)\n" + board.to_string(float_format=_four) + "\n"

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._util.lazy_pandas import pd
-from .frame import FairnessReport
+from .frame import FairnessReport, jsonable
 
 
 @dataclass
@@ -137,8 +137,8 @@ class ModelComparison:
         """The differences, each model's summary and the metadata as JSON (NaN as null)."""
         frame = self.differences.reset_index()
         out = {"metadata": self.metadata,
-               "differences": [{key: _plain(value) for key, value in row.items()} for row in frame.to_dict("records")],
-               "summaries": {name: {str(a): {c: _plain(v) for c, v in row.items()}
+               "differences": [{key: jsonable(value) for key, value in row.items()} for row in frame.to_dict("records")],
+               "summaries": {name: {str(a): {c: jsonable(v) for c, v in row.items()}
                                     for a, row in report.summary.to_dict("index").items()}
                              for name, report in self.reports.items()}}
         text = json.dumps(out, indent=2, default=str)
@@ -162,12 +162,3 @@ def _percentiles(draws, level: float) -> tuple[float, float]:
     tail = (1 - level) / 2 * 100
     low, high = np.percentile(finite, [tail, 100 - tail])
     return float(low), float(high)
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, float) and math.isnan(value):
-        return None
-    if hasattr(value, "item"):
-        value = value.item()
-        return None if isinstance(value, float) and math.isnan(value) else value
-    return value
