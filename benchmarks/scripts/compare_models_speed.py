@@ -5,7 +5,10 @@ side in one process (issue 43: at most 15x one evaluate, no slower than evaluate
 
 M models on one label, 3 categorical attributes (2, 5 and 4 groups); best of ``repeats`` wall times.
 With ``--boot=200``, also (once each) ``compare_models(n_boot=200)``, the paired bootstrap, beside M
-separate ``evaluate(n_boot=200)`` calls, one per model (the issue's second figure).
+separate ``evaluate(n_boot=200)`` calls, one per model (the issue's second figure). Beside them, NumPy's
+SIMD level and two floors for the M models: ``np.sort`` of each model's scores, and a streaming pass
+(``benchmarks/benchmarks/_baselines.streaming_pass``: one Numba loop over each model's scores, the
+labels and the group codes), which favours no CPU's vector extensions.
 """
 import os
 import sys
@@ -16,6 +19,9 @@ import numpy as np
 import pandas as pd
 
 import fairmedfm_fast as fm
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))  # benchmarks/: the suite's helpers
+from benchmarks import _baselines  # noqa: E402
 
 warnings.simplefilter("ignore")
 args = [a for a in sys.argv[1:] if not a.startswith("--")]
@@ -48,7 +54,16 @@ one_cpu = (time.process_time() - cpu_start) / repeats  # all threads: a single e
 cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
 tasks = best(lambda: fm.evaluate_tasks(y, scores, groups))
 compared = best(lambda: fm.compare_models(y, scores, groups))
-print(f"{n:,} samples, {M} models, 3 categorical attributes; best of {repeats}")
+codes = np.vstack([groups[name].cat.codes.to_numpy() for name in groups]).astype(np.int8)
+n_groups = np.array([len(groups[name].cat.categories) for name in groups], np.int64)
+columns = [scores[name].to_numpy() for name in scores]
+labels = y.astype(np.int64)
+_baselines.streaming_pass(columns[0], labels, codes, n_groups)  # compiled before it is timed
+sort_floor = best(lambda: [_baselines.sort_scores(column) for column in columns])
+stream_floor = best(lambda: [_baselines.streaming_pass(column, labels, codes, n_groups) for column in columns])
+print(f"{n:,} samples, {M} models, 3 categorical attributes; best of {repeats}; NumPy SIMD {_baselines.simd_level()}")
+print(f"floors for the {M} models: np.sort of each model's scores {sort_floor * 1e3:.1f} ms, a streaming pass "
+      f"{stream_floor * 1e3:.1f} ms")
 print(f"one evaluate          {one * 1e3:9.1f} ms   (CPU {one_cpu * 1e3:.1f} ms: {M} such on {cores} cores take at "
       f"least {M * one_cpu / cores / one:.1f}x one evaluate's wall time)")
 print(f"evaluate_tasks        {tasks * 1e3:9.1f} ms   {tasks / one:5.1f}x one evaluate")
