@@ -64,8 +64,8 @@ stream_floor = best(lambda: [_baselines.streaming_pass(column, labels, codes, n_
 print(f"{n:,} samples, {M} models, 3 categorical attributes; best of {repeats}; NumPy SIMD {_baselines.simd_level()}")
 print(f"floors for the {M} models: np.sort of each model's scores {sort_floor * 1e3:.1f} ms, a streaming pass "
       f"{stream_floor * 1e3:.1f} ms")
-print(f"one evaluate          {one * 1e3:9.1f} ms   (CPU {one_cpu * 1e3:.1f} ms: {M} such on {cores} cores take at "
-      f"least {M * one_cpu / cores / one:.1f}x one evaluate's wall time)")
+print(f"one evaluate          {one * 1e3:9.1f} ms   (CPU {one_cpu * 1e3:.1f} ms: {one_cpu / one:.1f} of the {cores} cores "
+      f"busy; {M} models' CPU spread over {cores} cores would be {M * one_cpu / cores / one:.1f}x its wall time)")
 print(f"evaluate_tasks        {tasks * 1e3:9.1f} ms   {tasks / one:5.1f}x one evaluate")
 print(f"compare_models        {compared * 1e3:9.1f} ms   {compared / one:5.1f}x one evaluate, "
       f"{compared / tasks:.2f}x evaluate_tasks")
