@@ -517,11 +517,12 @@ def _unpack_buckets(words, first, begin_bucket, end_bucket, low, shift, pay_bits
             out_bits[start + t] = _float_bits(top + (source[t] >> pay_bits), wide)
 
 
-def bucket_words(score_bits, pay_bits, n_threads, scatter, first_bits=_BITS):
+def bucket_words(score_bits, pay_bits, n_threads, scatter, first_bits=_BITS, words=None):
     """The samples of ``score_bits`` scattered into buckets of 64-bit words by a first digit of their
     keys, each piece of the samples on a thread: the keys' range, the digit's counts per piece, then
     ``scatter(start, stop, low, shift, bits, starts, words)`` for each piece (a kernel such as
-    :func:`_scatter_payload`: the key's ``shift`` bits below the digit above ``pay_bits`` bits).
+    :func:`_scatter_payload`: the key's ``shift`` bits below the digit above ``pay_bits`` bits), into
+    ``words`` (uint64, (n,)) when given, else a new array.
 
     Returns
     -------
@@ -546,10 +547,15 @@ def bucket_words(score_bits, pay_bits, n_threads, scatter, first_bits=_BITS):
     first = np.zeros(radix + 1, np.int64)
     np.cumsum(counts.sum(axis=0), out=first[1:])
     starts = first[:-1] + np.cumsum(counts, axis=0) - counts  # each piece's place in each bucket
-    words = np.empty(n, np.uint64)
+    words = np.empty(n, np.uint64) if words is None else words
     run_tasks([(scatter, start, stop, low_key, at, bits, starts[j], words) for j, (start, stop) in enumerate(parts)])
     cuts = [0, *np.searchsorted(first, [n * j // n_threads for j in range(1, n_threads)]), radix]
     return words, first, low_key, shift, [(int(cuts[j]), int(max(cuts[j], cuts[j + 1]))) for j in range(n_threads)]
+
+
+#: Bytes per sample of :func:`sort_carrying`'s ``memory``: a word, then the payloads or the outputs
+#: (a label and up to seven codes).
+MEMORY_BYTES = 16
 
 
 def _payload_type(pay_bits):
@@ -557,7 +563,7 @@ def _payload_type(pay_bits):
     return np.uint16 if pay_bits <= 16 else np.uint32 if pay_bits <= 32 else np.uint64
 
 
-def _sort_words(score_bits, labels, codes, n_threads):
+def _sort_words(score_bits, labels, codes, n_threads, memory=None):
     """:func:`sort_carrying` by 64-bit words (see :func:`sort_bucket`), or None when a word cannot hold
     a sample's label and codes beside its key's bits below the first digit."""
     n = score_bits.shape[0]
@@ -571,14 +577,16 @@ def _sort_words(score_bits, labels, codes, n_threads):
         return None
     # The payloads are dead once scattered: their bytes then hold the sorted labels and codes.
     pay_type = np.dtype(_payload_type(pay_bits))
-    carried = np.empty(max(n * pay_type.itemsize, n * (1 + n_groupings)), np.uint8)
+    size = max(n * pay_type.itemsize, n * (1 + n_groupings))
+    carried = np.empty(size, np.uint8) if memory is None else memory[8 * n:8 * n + size]
     pays = carried[:n * pay_type.itemsize].view(pay_type)
 
     def scatter(start, stop, low, shift, bits, starts, words):
         pack_payload(labels, codes, code_shifts, start, stop, pays)
         _scatter_payload(score_bits, pays, start, stop, low, shift, bits, np.uint64(pay_bits), starts, words)
 
-    scattered = bucket_words(score_bits, pay_bits, n_threads, scatter)
+    scattered = bucket_words(score_bits, pay_bits, n_threads, scatter,
+                             words=None if memory is None else memory[:8 * n].view(np.uint64))
     if scattered is None:
         return None
     words, first, low_key, shift, cuts = scattered
@@ -591,7 +599,7 @@ def _sort_words(score_bits, labels, codes, n_threads):
     return out_bits, out_labels, out_codes
 
 
-def sort_carrying(score_bits, labels, codes, n_threads=1):
+def sort_carrying(score_bits, labels, codes, n_threads=1, memory=None):
     """Sort the scores ascending, carrying each sample's label and int8 codes with it.
 
     Parameters
@@ -602,6 +610,10 @@ def sort_carrying(score_bits, labels, codes, n_threads=1):
     codes : int8 array of shape (K, n), K <= 7
     n_threads : int, default 1
         Threads that share each step (a piece of the samples, or of the buckets, each).
+    memory : uint8 array of at least ``MEMORY_BYTES * n`` bytes, optional
+        Memory for the sort's words and its outputs, which are then views of it (where a sample
+        travels as one word): a caller that sorts many score columns in turn reuses it rather than
+        page-faulting fresh arrays for each.
 
     Returns
     -------
@@ -614,7 +626,7 @@ def sort_carrying(score_bits, labels, codes, n_threads=1):
     ``code + 1`` in as many bits as the row's largest code needs) when that fits; otherwise as a key
     and a separate payload, the outputs then sharing one buffer that served the sort as scratch.
     """
-    sorted_words = _sort_words(score_bits, labels, codes, _threads_for(score_bits.shape[0], n_threads))
+    sorted_words = _sort_words(score_bits, labels, codes, _threads_for(score_bits.shape[0], n_threads), memory)
     if sorted_words is not None:
         return sorted_words
     n = score_bits.shape[0]

@@ -22,6 +22,11 @@ def _check(scores, labels, codes, n_threads=1):
     assert not np.signbit(sorted_scores[sorted_scores == 0]).any()  # -0.0 comes out as 0.0
     np.testing.assert_array_equal(sorted_labels, labels[expected])
     np.testing.assert_array_equal(sorted_codes, codes[:, expected])
+    # the same into memory held from an earlier call (full of old bytes): outputs there, equal
+    memory = np.full(sorting.MEMORY_BYTES * len(scores) + 3, 0xA5, np.uint8)
+    into = sorting.sort_carrying(_bits(scores), labels, codes, n_threads, memory)
+    for got, want in zip(into, (sorted_bits, sorted_labels, sorted_codes)):
+        np.testing.assert_array_equal(got, want)
     order, order_bits = sorting.sort_order(_bits(scores), n_threads)
     np.testing.assert_array_equal(order, expected)
     np.testing.assert_array_equal(order_bits, sorted_bits)

@@ -227,3 +227,38 @@ def test_pairwise_intervals_and_p_values_come_from_the_resamples():
     observed = table.loc[("site", "a", "b"), "difference"]
     assert table.loc[("site", "a", "b"), "p_value"] == pytest.approx(
         (1 + np.count_nonzero(np.abs(null) >= abs(observed) - 1e-12)) / (1 + len(null)))
+
+
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_tasks_reusing_memory_equal_evaluate_and_share_none(n_jobs):
+    # Large enough for the carrying sort: each worker reuses its sort's and its BCE terms' memory for
+    # its next task. Every report is read after all ran (with resamples, which read the sorted arrays
+    # during their task), and none may share memory with another.
+    labels, scores, groups = _data(40_000, seed=3)
+    report = _quiet(fm.evaluate_tasks, labels["mass"], scores, groups, n_boot=20, random_state=0, n_jobs=n_jobs)
+    for task in scores:
+        single = _quiet(fm.evaluate, labels["mass"], scores[task], groups, n_boot=20, random_state=0)
+        _assert_task_equals(report, task, single)
+        assert_close(report.tasks[task].gaps, single.gaps, f"{task}.gaps")
+        assert_close(report.ci["summary"].loc[task], single.ci["summary"], f"{task}.ci")
+
+
+def test_lend_never_hands_out_memory_a_live_array_shares():
+    from fairmedfm_fast._engine import memory
+
+    assert memory.lend("x", 64) is None  # outside reusing: allocate as usual
+    held: dict = {}
+    with memory.reusing(held):
+        first = memory.lend("x", 64)
+        view = first[8:].view(np.float64)
+        del first
+        second = memory.lend("x", 64)  # the view keeps the first alive: new memory
+        assert not np.shares_memory(second, view)
+        del view
+        third = memory.lend("x", 32)  # the first is free again: reused
+        assert np.shares_memory(third, held["x"][0])
+        del second, third
+        assert len(held["x"]) == 2
+        larger = memory.lend("x", 1000)
+        assert larger.nbytes == 1000 and len(held["x"]) == 3
+    assert memory.lend("x", 64) is None

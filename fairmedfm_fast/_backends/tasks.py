@@ -8,18 +8,20 @@ joined into one :class:`~fairmedfm_fast.FairnessReport` whose tables have a lead
 """
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from .._engine.memory import reusing
 from .._inputs import arrays as _inputs
 from .._inputs import groups as _groups
 from .._report.assembly import PER_TASK as PER_TASK
 from .._report.assembly import stack_tasks as combine
 from .._report.frame import FairnessReport
-from .._util.threads import resolve_n_jobs
+from .._util.threads import cores_shared, resolve_n_jobs
 from .in_memory import evaluate
 
 __all__ = ["evaluate_tasks"]
@@ -46,6 +48,8 @@ def evaluate_tasks(y_true: Any, y_score: Any, sensitive_features: Any, *, pos_la
         As in ``evaluate``.
     n_jobs : int, optional
         Threads that evaluate tasks side by side (default: ``$FAIRMEDFM_FAST_N_JOBS``, else all cores).
+        Each task's own threads (its sort, its resamples) are its share of them: ``n_jobs`` divided by
+        the tasks run at once.
     **options
         Every other keyword of ``evaluate`` (``score_type``, ``threshold``, ``sample_weight``,
         ``n_boot``, ``ci``, ``n_permutations``, ``random_state``, ...), applied to each task.
@@ -63,6 +67,16 @@ def evaluate_tasks(y_true: Any, y_score: Any, sensitive_features: Any, *, pos_la
         ``{task: value}`` for ``best_f1_threshold``, ``samples_dropped`` and any setting that
         differs between tasks.
     """
+    return combine(*each_task(y_true, y_score, sensitive_features, pos_label=pos_label, bins=bins,
+                              intersectional=intersectional, n_jobs=n_jobs, **options))
+
+
+def each_task(y_true: Any, y_score: Any, sensitive_features: Any, *, pos_label: Any = None,
+              bins: _groups.Bins | None = None, intersectional: bool = False, n_jobs: int | None = None,
+              **options: Any) -> tuple[dict[str, FairnessReport], dict[str, str], list[str], int]:
+    """:func:`evaluate_tasks` before its reports are joined: ``(reports, skipped, notes, n_samples)``,
+    each task's report by name, the skipped tasks' reasons, the notes on how the inputs were paired
+    (``compare_models`` reads the reports alone)."""
     if "score_column" in options:
         raise ValueError("score_column does not apply to evaluate_tasks: each column of y_score is a task; "
                          "select the columns to evaluate before the call")
@@ -92,13 +106,17 @@ def evaluate_tasks(y_true: Any, y_score: Any, sensitive_features: Any, *, pos_la
     def one(task: tuple[str, Any, Any]) -> FairnessReport:
         name, labels, scores = task
         try:
-            report = evaluate(labels, scores, coded, pos_label=pos_label, **options)
+            with cores_shared(inner), reusing(held.setdefault(threading.get_ident(), {})):
+                report = evaluate(labels, scores, coded, pos_label=pos_label, **options)
         except ValueError as error:
             raise ValueError(f"task {name!r}: {error}") from None
         report.metadata["intersectional"] = bool(intersectional)  # it was handed the coded intersections
         return report
 
-    workers = min(resolve_n_jobs(n_jobs), max(len(runnable), 1))
+    cores = resolve_n_jobs(n_jobs)
+    workers = min(cores, max(len(runnable), 1))
+    inner = max(1, cores // workers)  # each task's own threads: the tasks share the cores
+    held: dict[int, dict] = {}  # each worker's large arrays, reused by its next task (freed on return)
     if workers > 1:
         from concurrent.futures import ThreadPoolExecutor
 
@@ -107,8 +125,7 @@ def evaluate_tasks(y_true: Any, y_score: Any, sensitive_features: Any, *, pos_la
             reports = list(pool.map(one, runnable))
     else:
         reports = [one(task) for task in runnable]
-    tasks = {name: report for (name, _, _), report in zip(runnable, reports)}
-    return combine(tasks, skipped, notes, n)
+    return {name: report for (name, _, _), report in zip(runnable, reports)}, skipped, notes, n
 
 
 def _columns(values: Any, name: str) -> tuple[list[str] | None, list[Any]]:

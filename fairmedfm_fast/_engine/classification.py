@@ -17,6 +17,7 @@ from .._util.threads import on_threads
 from .groupings import Curves, Grouping, from_counts, optional_sums
 from .groupings import term_values as term_values
 from .loaded import kernel_modules, sweep_kernels
+from .memory import lend
 from .one_grouping import ECE_BINS as ECE_BINS
 from .sorting import (
     RADIX_FROM,
@@ -63,7 +64,8 @@ class Arranged:
         if self.log_loss is None:
             calibration = kernel_modules()[1]
             n = len(self.scores)
-            self.log_loss = np.empty(n)
+            held = lend("log_loss", 8 * n)  # within memory.reusing: kept from an earlier call
+            self.log_loss = np.empty(n) if held is None else held.view(np.float64)
             if n_threads(n) == 1:
                 calibration.log_loss_into(self.scores, self.labels, self.log_loss)
                 return self.log_loss

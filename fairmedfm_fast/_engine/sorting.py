@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .memory import lend
+
 _CODE_TYPES = ((127, np.dtype(np.int8)), (32767, np.dtype(np.int16)), (2147483647, np.dtype(np.int32)))
 
 
@@ -99,12 +101,15 @@ def sort_carrying(scores: np.ndarray, labels: np.ndarray, code_rows: list[np.nda
     sample's label and codes with its score (``kernels.sorting.sort_carrying``)."""
     from ..kernels import sorting
 
-    codes = np.empty((len(code_rows), len(scores)), np.int8)
+    n = len(scores)
+    shape = (len(code_rows), n)
+    held = lend("codes", shape[0] * n)  # within memory.reusing: kept from an earlier call
+    codes = np.empty(shape, np.int8) if held is None else held.view(np.int8).reshape(shape)
     for k, row in enumerate(code_rows):
         codes[k] = row
     scores = np.ascontiguousarray(scores)
-    sorted_bits, sorted_labels, sorted_codes = sorting.sort_carrying(key_bits(scores), labels, codes,
-                                                                     n_threads(len(scores)))
+    sorted_bits, sorted_labels, sorted_codes = sorting.sort_carrying(
+        key_bits(scores), labels, codes, n_threads(n), lend("sort", sorting.MEMORY_BYTES * n))
     return sorted_bits.view(scores.dtype), sorted_labels, sorted_codes
 
 
