@@ -249,6 +249,42 @@ def test_bytes_moved_are_the_records(client):
     assert_same_report(got, fm.evaluate(frame["y"], frame["p"], frame[["sex", "race", "site"]], intersectional=True))
 
 
+def _spilled(client):
+    """Bytes the workers have written to their disks so far (spilled), from their own counters."""
+    return sum(client.run(lambda dask_worker: sum(
+        value for key, value in dask_worker.digests_total.items()
+        if isinstance(key, tuple) and key[-1] == "bytes" and key[-2] == "disk-write")).values())
+
+
+def test_data_larger_than_half_a_worker_s_memory_is_not_spilled(tmp_path):
+    # 4e7 rows in 16 Parquet files (577 MiB as Arrow columns) on 2 workers of 1 GiB each: what the
+    # call holds fits, and what pyarrow's allocator keeps after reading is handed back, so nothing
+    # spills. Without that (dask_memory.release_reader_memory a no-op on the workers) the second call
+    # spilled 585 MB.
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(31)
+    n, files = 2_500_000, 16
+    y = (rng.random(n) < 0.3).astype(np.int8)
+    for i in range(files):
+        p = np.clip(0.2 * y + 0.8 * rng.random(n), 0, 1).astype(np.float32)
+        table = pa.table({"y": y, "p": p, "sex": pa.array(rng.choice(["F", "M"], n)).dictionary_encode(),
+                          "race": pa.array(rng.choice(list("ABWO"), n)).dictionary_encode(),
+                          "site": rng.integers(0, 10, n).astype(np.int16)})
+        pq.write_table(table, tmp_path / f"part-{i:02d}.parquet")
+    assert table.nbytes * files > 2**29  # more than half of a worker's limit
+    _warm_kernels()
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                                  memory_limit="1GiB") as cluster, distributed.Client(cluster) as client:
+        ddf = fdask.read_parquet(tmp_path)
+        before = _spilled(client)
+        for _ in range(2):  # the second starts with what the first left in the workers
+            report = fdask.evaluate(ddf, label="y", score="p", sensitive=["sex", "race", "site"], intersectional=True)
+        assert _spilled(client) - before == 0
+    assert report.metadata["n_samples"] == n * files
+
+
 def test_parquet_dataset(client, tmp_path):
     frame = tied_frame(3000, 4)
     frame["ward"] = np.where(frame["site"] > 1, "b", "a")

@@ -222,7 +222,9 @@ def _pack(local: _survey.LocalColumns, *, plan: _survey.Plan, layout: _records.L
     range (the words, or the keys and payloads), each sent whole to the task that sorts its range,
     then the partition's counts: per range and slot its negatives and positives (R, n_slots, 2), and
     per slot the lowest and highest score's key (n_slots, 2; see ``kernels.records``)."""
-    return _records.route(*_rows(local, plan), layout, bounds, sizes)
+    routed = _records.route(*_rows(local, plan), layout, bounds, sizes)
+    _memory.release_reader_memory()  # the last partition's reading, once the sort no longer needs it
+    return routed
 
 
 def _counted(counts: list[tuple[np.ndarray, np.ndarray]], *, dtype: np.dtype) -> tuple[np.ndarray, ...]:

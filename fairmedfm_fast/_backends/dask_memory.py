@@ -18,6 +18,7 @@ no ``R`` helps: the call warns that Dask will spill (to the workers' disk), and 
 from __future__ import annotations
 
 import math
+import sys
 import warnings
 from dataclasses import dataclass
 from typing import Any
@@ -84,3 +85,17 @@ def ranges_for_memory(rows: int, sizes: RowBytes, cluster: tuple[int, int, int] 
                       "the workers' disk (slower, still exact). Add workers or memory (LocalCluster("
                       "memory_limit=...)) to keep the rows in memory", RuntimeWarning, stacklevel=5)
     return max(at_least, min(at_most, needed))
+
+
+def release_reader_memory() -> None:
+    """Hand back to the system the memory pyarrow's allocator keeps after a partition is read.
+
+    pyarrow's default pool (mimalloc, or jemalloc) keeps freed pages for reuse: after a call on
+    1e8 rows in 10 files, each of 2 workers held 0.6-0.8 GiB that no array used, beside no managed
+    memory (``release_unused`` brought the processes from 0.88-1.11 GiB back to 0.29), and under
+    a 3 GiB limit that pushed the workers past distributed's spill threshold (70% of the process
+    memory). Called after each partition's columns are taken (and once its records are packed):
+    about 2 ms, and nothing when the pool holds nothing."""
+    pa = sys.modules.get("pyarrow")  # not imported for it: a partition read without Arrow left nothing
+    if pa is not None:
+        pa.default_memory_pool().release_unused()

@@ -17,6 +17,7 @@ from .._inputs import arrays as _inputs
 from .._inputs import groups as _groups
 from .._inputs import value_codes as _codes
 from .assess import range_conversion
+from .dask_memory import release_reader_memory
 
 #: Label values each partition reports (enough to validate labels and tell two classes from more).
 LABEL_VALUES = 64
@@ -91,6 +92,7 @@ def local_columns(part: pd.DataFrame, columns: Columns) -> LocalColumns:
             codes, names = item
             item = (codes.astype(_engine.code_dtype(len(names)), copy=False), names)
         encoded.append(item)
+    release_reader_memory()  # what reading the earlier partitions left in pyarrow's pool
     return raw, scores, encoded, categories
 
 
