@@ -114,3 +114,18 @@ def test_float32_wide_payload_two_words_and_negative_scores():
     sizes = [2**20, 2**12, 3]  # 1 + 21 + 13 + 2 bits: a second word
     _check(scores, *_payload(len(scores), sizes, 6, np.int32), sizes, np.array([-1.0, 0.0, 0.0, 2.5], np.float32),
            two_words=True)
+
+
+@settings(deadline=None, max_examples=60)
+@given(values=st.lists(st.one_of(SPECIAL_FLOAT64, st.floats(allow_nan=False, width=64)), min_size=1, max_size=400),
+       picks=st.lists(st.integers(0, 10_000), min_size=1, max_size=300), seed=st.integers(0, 2**16))
+def test_many_bounds_over_wide_and_narrow_key_spans(values, picks, seed):
+    # Up to 300 bounds, many of them equal to scores (a key exactly on a bound), over spans from a few
+    # keys to every float (the directory's buckets from one key to 2**52): the range of each sample
+    # is np.searchsorted's.
+    scores = np.array(values, np.float64)
+    bounds = scores[[p % len(scores) for p in picks]]
+    labels, codes = _payload(len(scores), [3], seed, np.int32)
+    _check(scores, labels, codes, [3], bounds, two_words=True)
+    narrow = (0.5 + np.arange(len(scores)) % 7 * np.float32(2**-24)).astype(np.float32)  # 7 adjacent keys
+    _check(narrow, labels, codes.astype(np.int8), [3], narrow[[p % len(narrow) for p in picks]], two_words=False)
