@@ -21,7 +21,7 @@ distributed = pytest.importorskip("distributed")
 import fairmedfm_fast as fm  # noqa: E402
 from fairmedfm_fast import dask as fdask  # noqa: E402
 from fairmedfm_fast._backends import dask as dask_backend  # noqa: E402
-from fairmedfm_fast._backends import dask_memory, dask_survey  # noqa: E402
+from fairmedfm_fast._backends import dask_memory, dask_routing, dask_survey  # noqa: E402
 from fairmedfm_fast._cli import dask as _cli_dask  # noqa: E402
 
 
@@ -623,14 +623,58 @@ def test_command_line_masks_on_a_cluster(client, tmp_path):
 
 
 def test_more_sorted_partitions_than_input_partitions(sync, monkeypatch):
-    original, sizes = dask_backend._range_sums, []
+    original, sizes = dask_routing.range_sums, []
 
     def spy(part, *args):
         sizes.append(len(part[0]))
         return original(part, *args)
 
-    monkeypatch.setattr(dask_backend, "_range_sums", spy)
+    monkeypatch.setattr(dask_routing, "range_sums", spy)
     frame = tied_frame(3000, 19, levels=100_000)
     both(dd.from_pandas(frame, npartitions=1), "y", "p", ["sex"], npartitions=150)
     assert len(sizes) > 120 and max(sizes) < 60  # the sketch was fine enough for 150 partitions
 
+
+
+@pytest.mark.parametrize("float32", [True, False])
+def test_rows_read_in_passes_give_the_same_report(sync, monkeypatch, float32):
+    # Where the rows cannot all be held, the files are read again per pass, each pass sorting a share of
+    # the score ranges (one-word and two-word records, ties on range bounds, an intersection).
+    monkeypatch.setattr(dask_memory, "passes_for_memory", lambda *arguments: 3)
+    frame = tied_frame(3000, 41, levels=40)
+    if float32:
+        frame["p"] = frame["p"].astype(np.float32)
+    with pytest.warns(RuntimeWarning, match="read 3 more times"):
+        both(dd.from_pandas(frame, npartitions=4), "y", "p", ["sex", "site"], intersectional=True)
+
+
+def test_passes_over_the_files_only_where_the_rows_do_not_fit(tmp_path):
+    sizes = dask_memory.row_bytes(4, 8, 1, 3, 4)  # float32 scores, three attributes: 8 bytes a row held
+    assert dask_memory.passes_for_memory(10**9, sizes, (2, 1, 12 * 2**30)) == 1  # 4 GB each within 5.7 GiB
+    assert dask_memory.passes_for_memory(10**9, sizes, (2, 1, 6 * 2**30)) == 2  # 4 GB each, 2.7 GiB of room
+    assert dask_memory.passes_for_memory(None, sizes, (2, 1, 6 * 2**30)) == 1  # rows unknown
+    assert dask_memory.passes_for_memory(10**9, sizes, None) == 1  # no limits
+    frame = tied_frame(1000, 3)
+    frame.to_parquet(tmp_path / "rows.parquet")
+    assert dask_backend._row_count(fdask.read_parquet(tmp_path)[["y", "p"]]) == 1000  # the files' metadata
+    assert dask_backend._row_count(dd.from_pandas(frame, npartitions=3)) == 1000
+    filtered = dd.from_pandas(frame, npartitions=3)
+    assert dask_backend._row_count(filtered[filtered["y"] > 0]) is None  # not known without reading
+
+
+def test_passes_on_a_cluster_spill_nothing(client, monkeypatch, tmp_path):
+    # On the workers: a planned process of 500 MiB leaves 12 MiB of room in 1 GiB, so 4e6 float32 rows
+    # (16 MB a worker) take 2 passes over the files; the report is the in-memory one, nothing spilled.
+    monkeypatch.setattr(dask_memory, "PROCESS_BYTES", 500 * 2**20)
+    n = 4_000_000
+    rng = np.random.default_rng(43)
+    frame = pd.DataFrame({"y": rng.integers(0, 2, n).astype(np.int8), "p": rng.random(n).astype(np.float32),
+                          "sex": rng.choice(["F", "M"], n), "site": rng.integers(0, 10, n)})
+    for i in range(4):
+        frame.iloc[i * n // 4:(i + 1) * n // 4].to_parquet(tmp_path / f"part-{i}.parquet", index=False)
+    before = _spilled(client)
+    with pytest.warns(RuntimeWarning, match="read 2 more times"):
+        got = fdask.evaluate(fdask.read_parquet(tmp_path), label="y", score="p", sensitive=["sex", "site"],
+                             intersectional=True)
+    assert _spilled(client) == before
+    assert_same_report(got, fm.evaluate(frame["y"], frame["p"], frame[["sex", "site"]], intersectional=True))

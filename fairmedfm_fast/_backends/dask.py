@@ -6,7 +6,9 @@ collecting the rows into one process:
 
 1. A survey pass (one small summary per partition): label values, score range, the group values of
    each attribute (and their combinations), a score sketch for the range boundaries. The columns it
-   reads stay in the workers' memory (``dask.persist``) for the sort: the files are read once.
+   reads stay in the workers' memory (``dask.persist``) for the sort: the files are read once. Where
+   the rows would not fit (``dask_memory.passes_for_memory``), the files are read again in passes
+   instead, each sorting a share of the score ranges (``dask_routing.routed`` with ``keep``).
 2. One distributed sort by score, of compact records (``kernels.records``): each partition packs its
    rows (the score's order-preserving key, the label and the global group codes: one 64-bit word for
    float32 scores, two for float64) and splits them by score ranges whose bounds are scores, so
@@ -32,9 +34,7 @@ import functools
 import glob
 import logging
 import math
-import operator
 import os
-import uuid
 import warnings
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -46,7 +46,6 @@ from .._engine import classification as _engine
 from .._engine import ranges as _ranges
 from .._engine import records as _records
 from .._engine import resample as _resample
-from .._inputs import arrays as _inputs
 from .._inputs import groups as _groups
 from .._registry import metrics as _metric_registry
 from .._report.assembly import asked, assemble, with_gaps
@@ -55,6 +54,7 @@ from .._statistics import analytic as _analytic
 from .._statistics import findings as _findings
 from .._util.progress import Progress, check
 from . import dask_memory as _memory
+from . import dask_routing as _routing
 from . import dask_survey as _survey
 from .assess import as_python, attribute_result, transform_note
 from .checks import check_interval, check_threshold
@@ -102,64 +102,13 @@ def _code_names(plan: _survey.Plan) -> list[str]:
     return [f"c{j}" for j in range(k)]
 
 
-def _rows(local: _survey.LocalColumns, plan: _survey.Plan) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
-    """One partition as kernel inputs: probabilities, 0/1 labels and one global code row per grouping."""
-    columns = plan.columns
-    raw, numbers, encoded, _ = local
-    n = len(raw)
-    if columns.pos_label is not None:
-        labels = np.asarray(raw == columns.pos_label).astype(np.uint8)
-    else:
-        labels = raw.astype(np.uint8)
-    if n:
-        scores = _inputs.positive_scores(numbers, plan.score_type)[0].astype(plan.score_dtype, copy=False)
-    else:
-        scores = np.empty(0, plan.score_dtype)
-    rows = []
-    for (codes, local_names), names in zip(encoded, plan.groups):
-        position = {group: i for i, group in enumerate(names)}
-        # in the narrow type of the records' codes: a gather into int64 wrote 8 bytes a row
-        lookup = np.array([position[group] for group in local_names] + [-1], plan.code_dtype)
-        rows.append(lookup[codes])
-    if plan.combined:
-        rows.append(_combined_codes(rows, plan))
-    if plan.all_samples:
-        rows.append(np.zeros(n, plan.code_dtype))
-    return scores, labels, rows
-
-
 def _prepare(part: pd.DataFrame, plan: _survey.Plan) -> pd.DataFrame:
     """One partition as a frame of kernel inputs (the sort of frames, where records cannot hold the codes)."""
-    scores, labels, rows = _rows(_survey.local_columns(part, plan.columns), plan)
+    scores, labels, rows = _routing.rows_of(_survey.local_columns(part, plan.columns), plan)
     frame = {_SCORE: scores, _LABEL: labels}
     for name, row in zip(_code_names(plan), rows):
         frame[name] = row.astype(plan.code_dtype)
     return pd.DataFrame(frame)
-
-
-def _combined_codes(rows: list[np.ndarray], plan: _survey.Plan) -> np.ndarray:
-    """Codes of the intersectional attribute: the index of each row's combination among those present."""
-    widths = [len(names) + 1 for names in plan.groups]  # code + 1: 0 for a missing value
-    space = math.prod(widths)
-    key = np.zeros(len(rows[0]), np.int32 if space < 2**31 else np.int64)
-    for row, width in zip(rows, widths):  # in place: no temporary array per step
-        key *= width
-        key += row
-        key += 1
-    cells = np.zeros(len(plan.combined), np.int64)  # ascending, as the combinations are
-    for i, cell in enumerate(plan.combined):
-        value = 0
-        for code, width in zip(cell, widths):
-            value = value * width + code + 1
-        cells[i] = value
-    if space <= _survey.DENSE_CELLS:  # one gather from a table of every combination
-        table = np.full(space, -1, plan.code_dtype)
-        table[cells] = np.arange(len(cells))
-        return table[key]
-    codes = np.searchsorted(cells, key)
-    found = codes < len(cells)
-    found[found] = cells[codes[found]] == key[found]
-    return np.where(found, codes, -1)
 
 
 def _boundaries(surveys: list[dict], plan: _survey.Plan, npartitions: int) -> list[float]:
@@ -217,31 +166,8 @@ def _row_bytes(plan: _survey.Plan, layout: _records.Layout, sizes: np.ndarray) -
                              len(sizes))
 
 
-def _pack(local: _survey.LocalColumns, *, plan: _survey.Plan, layout: _records.Layout, bounds: np.ndarray, sizes: np.ndarray) -> tuple:
-    """One partition's rows (:func:`_survey.local_columns`) as records, split by score range: a tuple of one piece per
-    range (the words, or the keys and payloads), each sent whole to the task that sorts its range,
-    then the partition's counts: per range and slot its negatives and positives (R, n_slots, 2), and
-    per slot the lowest and highest score's key (n_slots, 2; see ``kernels.records``)."""
-    routed = _records.route(*_rows(local, plan), layout, bounds, sizes)
-    _memory.release_reader_memory()  # the last partition's reading, once the sort no longer needs it
-    return routed
-
-
-def _counted(counts: list[tuple[np.ndarray, np.ndarray]], *, dtype: np.dtype) -> tuple[np.ndarray, ...]:
-    """Per range and slot the samples and positives (R, n_slots), per slot the lowest and highest
-    score (NaN where empty), from the partitions' counts (:func:`_pack`)."""
-    tally = sum(c[0] for c in counts)
-    low = np.minimum.reduce([c[1][:, 0] for c in counts])
-    high = np.maximum.reduce([c[1][:, 1] for c in counts])
-    count = tally[:, :, 0] + tally[:, :, 1]
-    empty = count.sum(axis=0) == 0
-    low, high = _records.key_scores(low, dtype), _records.key_scores(high, dtype)
-    low[empty] = high[empty] = np.nan
-    return count, tally[:, :, 1], low, high
-
-
 def _summed(summaries: list[tuple[np.ndarray, ...]]) -> tuple[np.ndarray, ...]:
-    """:func:`_counted` from each sorted range's ``_ranges.range_summary`` (the sort of frames)."""
+    """``dask_routing.counted`` from each sorted range's ``_ranges.range_summary`` (the sort of frames)."""
     count, positives, low, high = (np.stack(values) for values in zip(*summaries))
     return count, positives, np.fmin.reduce(low, axis=0), np.fmax.reduce(high, axis=0)
 
@@ -249,24 +175,6 @@ def _summed(summaries: list[tuple[np.ndarray, ...]]) -> tuple[np.ndarray, ...]:
 def _range_plan(counted: tuple[np.ndarray, ...], *, sizes: np.ndarray, n: int, thresholds: list[float], sweep: bool,
                 extra: tuple[str, ...], analytic: bool, entries: tuple) -> _ranges.RangePlan:
     return _ranges.range_plan(*counted, sizes, n, thresholds, sweep, extra, analytic, entries)
-
-
-def _sorted_range(pieces: list, layout: _records.Layout, sizes: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The records of one score range (a piece from each partition) as the sorted kernel inputs: scores,
-    labels and codes (K, n). One word a row: a sort of the words (NumPy's, SIMD where the CPU has it)
-    is the sort by score, then by label and codes; two words: the in-memory sort
-    (``_engine.arrange``) of the unpacked rows."""
-    two = layout.pay_dtype is not None
-    words = np.concatenate([piece[0] if two else piece for piece in pieces]) if pieces else np.empty(0, np.uint64)
-    pays = np.concatenate([piece[1] for piece in pieces]) if two and pieces else np.empty(0, layout.pay_dtype or
-                                                                                       np.uint64)
-    if not two:
-        words.sort()  # a fresh array (concatenate copies): the pieces stay as they were
-    scores, labels, codes = _records.unpack(words, pays, layout, len(sizes))
-    if two:
-        arranged = _engine.arrange(scores, labels, list(codes), sizes.tolist())
-        scores, labels, codes = arranged.scores, arranged.labels, arranged.codes
-    return scores, labels, codes
 
 
 # ---------------------------------------------------------------------------------------------
@@ -283,66 +191,6 @@ def _arrays(part: pd.DataFrame, names: list[str]) -> tuple[np.ndarray, np.ndarra
         order = np.argsort(scores, kind="stable")
         scores, labels, codes = scores[order], labels[order], np.ascontiguousarray(codes[:, order])
     return scores, labels, codes
-
-
-def _range_sums(rows: tuple[np.ndarray, np.ndarray, np.ndarray], plan: _ranges.RangePlan, index: int
-                ) -> dict[str, Any]:
-    """The engine's sums of one sorted range (``_ranges.range_sums``), with its first and last score."""
-    scores, labels, codes = rows
-    sums = _ranges.range_sums(scores, labels, codes, plan, index)
-    sums["first"] = float(scores[0]) if len(scores) else math.nan
-    sums["last"] = float(scores[-1]) if len(scores) else math.nan
-    return sums
-
-
-def _sorted_sums(pieces: list, plan: _ranges.RangePlan, index: int, *, layout: _records.Layout) -> dict[str, Any]:
-    """One range's records sorted (:func:`_sorted_range`) and summed (:func:`_range_sums`) in one task:
-    its sorted arrays live only as long as the task."""
-    return _range_sums(_sorted_range(pieces, layout, plan.sizes), plan, index)
-
-
-def _routed(local: list, holders: list[str | None], plan: _survey.Plan, layout: _records.Layout, bounds: np.ndarray,
-            sizes: np.ndarray, make_plan: Callable[[tuple], _ranges.RangePlan]) -> tuple[Any, list[Any]]:
-    """The sort of records and the ranges' sums as one graph over the persisted columns ``local``: per
-    partition a routing task (:func:`_pack`) and a selection of each of its pieces, both on the worker
-    that holds the partition (``holders``; else the scheduler may send the whole tuple to an idle
-    worker), the range plan from the routing counts, and a sort-and-sum task per range
-    (:func:`_sorted_sums`). Returns the plan's Delayed and the ranges'.
-
-    The graph is written as a mapping: built as Delayed objects (one per piece), the P x R
-    selections kept the client busy merging graphs, 1.3 to 1.8 s at 50 partitions and 50 ranges,
-    while the workers waited."""
-    from dask.delayed import Delayed
-    from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
-
-    token = uuid.uuid4().hex  # keys "fairmedfm-pack-<token>" etc.: the dashboard shows the kind
-    pack_name, piece_name, sums_name = (f"fairmedfm-{kind}-{token}" for kind in ("pack", "piece", "sums"))
-    n_ranges, n_parts = len(bounds) + 1, len(local)
-    pack = functools.partial(_pack, plan=plan, layout=layout, bounds=bounds, sizes=sizes)
-    per_worker: dict[str | None, tuple[dict, list]] = {}
-    for p, (item, holder) in enumerate(zip(local, holders)):
-        tasks, items = per_worker.setdefault(holder, ({}, []))
-        tasks[(pack_name, p)] = (pack, item.key)
-        for r in range(n_ranges + 1):  # the last: the partition's counts
-            tasks[(piece_name, p, r)] = (operator.getitem, (pack_name, p), r)
-        items.append(item)
-    routed = []
-    for j, (holder, (tasks, items)) in enumerate(per_worker.items()):
-        annotations = None if holder is None else {"workers": [holder], "allow_other_workers": True}
-        layer = f"fairmedfm-route-{j}-{token}"
-        graph = HighLevelGraph.from_collections(layer, MaterializedLayer(tasks, annotations=annotations),
-                                                dependencies=items)
-        routed.append(Delayed(next(iter(tasks)), graph, layer=layer))
-    counted_key, plan_key = (f"fairmedfm-counted-{token}", 0), (f"fairmedfm-range-plan-{token}", 0)
-    tasks = {counted_key: (functools.partial(_counted, dtype=plan.score_dtype),
-                           [(piece_name, p, n_ranges) for p in range(n_parts)]),
-             plan_key: (make_plan, counted_key)}
-    sums = functools.partial(_sorted_sums, layout=layout)
-    for r in range(n_ranges):
-        tasks[(sums_name, r)] = (sums, [(piece_name, p, r) for p in range(n_parts)], plan_key, r)
-    graph = HighLevelGraph.from_collections(sums_name, MaterializedLayer(tasks), dependencies=routed)
-    return (Delayed(plan_key, graph, layer=sums_name),
-            [Delayed((sums_name, r), graph, layer=sums_name) for r in range(n_ranges)])
 
 
 def _groupings(sums: list[dict[str, Any]], plan: _ranges.RangePlan, fixed_best: float | None
@@ -550,33 +398,33 @@ def _evaluate(dask: Any, ddf: Any, label: str, score: str, names: list[str], bin
     target = npartitions or ddf.npartitions
     columns = _survey.Columns(label, score, names, bins, intersectional, pos_label,
                        min(10_000, max(_survey.SKETCH, -(-4 * target // ddf.npartitions))))
-    # each partition read once: kept in its worker's memory for the survey and the sort
-    local = dask.persist(*[dask.delayed(_survey.local_columns)(part, columns) for part in ddf.to_delayed()])
-    holders = _holders(local)
-    surveys = []
-    for item, holder in zip(local, holders):
-        with _on(dask, holder):
-            surveys.append(dask.delayed(_survey.survey)(item, columns))
-    surveys = _computed(dask, surveys, bar)
+    passes = 1 if npartitions else _memory.passes_for_memory(_row_count(ddf), _guessed_bytes(meta, score, names),
+                                                           _memory.workers_memory(_client()))
+    local, holders, surveys = _surveyed(dask, ddf, columns, passes, bar)
     plan, metadata = _survey.global_plan(list(surveys), columns, meta, score_type)
 
     sizes = np.array([len(g) for g in plan.groups] + ([len(plan.combined)] if plan.combined else [])
                      + ([1] if plan.all_samples else []), np.int64)
     layout = _layout(plan, sizes)
     if npartitions is None and layout is not None:  # enough ranges that sorting one fits in a worker's memory
-        target = _memory.ranges_for_memory(metadata["n_samples"], _row_bytes(plan, layout, sizes),
-                                           _memory.workers_memory(_client()), target,
-                                           max(target, columns.sketch * ddf.npartitions // 4))
-        bar.grow(target - ddf.npartitions)
+        most = max(target, columns.sketch * ddf.npartitions // 4)
+        target = passes * _memory.ranges_for_memory(-(-metadata["n_samples"] // passes), _row_bytes(plan, layout, sizes),
+                                                    _memory.workers_memory(_client()), -(-target // passes),
+                                                    max(1, most // passes))
+        bar.grow(target - ddf.npartitions + passes - 1)
     divisions = _boundaries(list(surveys), plan, target)
     extra = _metric_registry.optional_keys(metrics)
     make_plan = functools.partial(_range_plan, sizes=sizes, n=metadata["n_samples"],
                                   thresholds=[0.5] if threshold is None else [0.5, threshold], sweep=threshold is None,
                                   extra=tuple(extra), analytic=analytic is not None,
                                   entries=_ranges.sum_entries(tuple(extra)))
+    if layout is not None and local is None:  # passes over the files, each sorting a share of the ranges
+        bounds = _records.bits(np.array(divisions[1:-1], plan.score_dtype))
+        return _finish(plan, *_in_passes(dask, ddf, columns, passes, holders, plan, layout, bounds, sizes, make_plan,
+                                         bar), sizes, threshold, metadata, metrics, analytic, p_adjust)
     if layout is not None:  # records routed by score range, each range sorted where it lands
         bounds = _records.bits(np.array(divisions[1:-1], plan.score_dtype))
-        ranged, sums = _routed(local, holders, plan, layout, bounds, sizes, make_plan)
+        ranged, sums = _routing.routed(local, holders, plan, layout, bounds, sizes, make_plan)
         # Submitted, the graph keeps each partition's columns only until its records are packed: this
         # function lets go of them (on a distributed cluster; Dask's local schedulers run it here).
         pending = _submitted(dask, [ranged, *sums])
@@ -593,9 +441,65 @@ def _evaluate(dask: Any, ddf: Any, label: str, score: str, names: list[str], bin
         counted = dask.delayed(_summed)([dask.delayed(_ranges.range_summary)(rows[0], rows[1], rows[2], sizes)
                                          for rows in ranges])
         ranged = dask.delayed(make_plan)(counted)
-        sums = [dask.delayed(_range_sums)(rows, ranged, r) for r, rows in enumerate(ranges)]
+        sums = [dask.delayed(_routing.range_sums)(rows, ranged, r) for r, rows in enumerate(ranges)]
     done = _computed(dask, [ranged, *sums], bar)
     return _finish(plan, done[0], list(done[1:]), sizes, threshold, metadata, metrics, analytic, p_adjust)
+
+
+def _surveyed(dask: Any, ddf: Any, columns: _survey.Columns, passes: int, bar: Progress
+              ) -> tuple[tuple | None, list[str | None], list[dict]]:
+    """The partitions' surveys, beside their columns kept in the workers' memory for the sort and the
+    worker that holds each (in one pass); in several passes, the columns are read for the survey and
+    again by each pass (None, and no holders)."""
+    if passes == 1:  # each partition read once: kept in its worker's memory for the survey and the sort
+        local = dask.persist(*[dask.delayed(_survey.local_columns)(part, columns) for part in ddf.to_delayed()])
+        holders = _holders(local)
+        surveys = []
+        for item, holder in zip(local, holders):
+            with _on(dask, holder):
+                surveys.append(dask.delayed(_survey.survey)(item, columns))
+        return local, holders, _computed(dask, surveys, bar)
+    surveys = [dask.delayed(_survey.survey)(dask.delayed(_survey.local_columns)(part, columns), columns)
+               for part in ddf.to_delayed()]
+    return None, [None] * ddf.npartitions, _computed(dask, surveys, bar)
+
+
+def _row_count(ddf: Any) -> int | None:
+    """The rows of ``ddf`` where its graph knows them without reading (Parquet metadata, pandas), else None."""
+    try:
+        lengths = ddf.expr.simplify()._get_lengths()
+    except Exception:  # another source, or a dask without expressions: unknown
+        return None
+    return int(sum(lengths)) if lengths is not None and None not in lengths else None
+
+
+def _guessed_bytes(meta: pd.DataFrame, score: str, names: list[str]) -> _memory.RowBytes:
+    """Bytes a row takes (:mod:`.dask_memory`) as far as the frame's dtypes tell before the survey:
+    float32 scores travel in one word, others in two; a byte per attribute's codes."""
+    width = 4 if meta[score].dtype == np.float32 else 8
+    return _memory.row_bytes(width, 8 if width == 4 else 16, 1, len(names), len(names) + 1)
+
+
+def _in_passes(dask: Any, ddf: Any, columns: _survey.Columns, passes: int, holders: list, plan: _survey.Plan,
+               layout: _records.Layout, bounds: np.ndarray, sizes: np.ndarray, make_plan: Callable, bar: Progress
+               ) -> tuple[_ranges.RangePlan, list[dict[str, Any]]]:
+    """The sort of records in ``passes`` passes over the files, each reading every partition again and
+    packing, sorting and summing the rows of a share of the score ranges (consecutive, about as many
+    each): a worker holds a pass's records, not all of them."""
+    n_ranges = len(bounds) + 1
+    cuts = [n_ranges * j // passes for j in range(passes + 1)]
+    warnings.warn(f"fairmedfm_fast.dask: the rows do not fit in the workers' memory at once; the files are read "
+                  f"{passes} more times, each pass sorting a share of the score ranges (slower than one pass, "
+                  "exact, nothing spilled). More workers or memory (LocalCluster(memory_limit=...)) sort them in one",
+                  RuntimeWarning, stacklevel=4)
+    ranged, sums = None, []
+    for first, stop in zip(cuts[:-1], cuts[1:]):
+        local = [dask.delayed(_survey.local_columns)(part, columns) for part in ddf.to_delayed()]
+        plan_of, kept = _routing.routed(local, holders, plan, layout, bounds, sizes, make_plan, range(first, stop))
+        done = _collected(dask, _submitted(dask, [plan_of, *kept]), bar)
+        ranged = done[0] if ranged is None else ranged  # every pass counts every range: the same plan
+        sums += done[1:]
+    return ranged, sums
 
 
 def _finish(plan: _survey.Plan, ranged: _ranges.RangePlan, sums: list[dict[str, Any]], sizes: np.ndarray,
