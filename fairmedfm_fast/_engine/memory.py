@@ -21,6 +21,18 @@ _local = threading.local()
 KEPT = 4
 
 
+def _references_of_a_free_array() -> int:
+    """What ``sys.getrefcount`` says of an array that only the kept list holds, read as :func:`lend`
+    reads it (an element of a list, bound to a local name): measured, not assumed, since interpreters
+    differ in the references they count (3 on CPython 3.11: the list, the name, the argument)."""
+    kept = [np.empty(1, np.uint8)]
+    array = kept[0]
+    return sys.getrefcount(array)
+
+
+_FREE = _references_of_a_free_array()
+
+
 @contextmanager
 def reusing(held: dict[str, list[np.ndarray]]) -> Iterator[None]:
     """Within the block, :func:`lend` on this thread reuses the arrays of ``held`` (name -> arrays),
@@ -43,8 +55,7 @@ def lend(name: str, n_bytes: int) -> np.ndarray | None:
     free = None
     for j in range(len(kept)):  # not enumerate: its tuple would hold one more reference
         array = kept[j]
-        # references: the list, ``array`` and getrefcount's argument; a live view adds one
-        if sys.getrefcount(array) <= 3:
+        if sys.getrefcount(array) <= _FREE:  # a live view (or any other holder) adds one
             if array.nbytes >= n_bytes:
                 return array[:n_bytes]
             free = j
