@@ -109,14 +109,19 @@ SIGNATURES: dict[str, list[tuple]] = {
         (A(T.uint32), T.int64),
         (A(T.uint64), T.int64),
     ],
+    'coding.remap_codes': [
+        (A(T.int32), A(T.int16, readonly=True), A(T.int16)),
+        (A(T.int8), A(T.int8, readonly=True), A(T.int8)),
+    ],
     'coding.row_codes': [
-        (A(T.uint32, 2, readonly=True), T.int64),
-        (A(T.uint64, 2, readonly=True), T.int64),
-        (A(T.uint8, 2, readonly=True), T.int64),
+        (A(T.uint32, 2, readonly=True), T.int64, A(T.int32)),
+        (A(T.uint32, 2, readonly=True), T.int64, A(T.int8)),
+        (A(T.uint64, 2, readonly=True), T.int64, A(T.int8)),
+        (A(T.uint8, 2, readonly=True), T.int64, A(T.int8)),
     ],
     'coding.text_codes': [
-        (A(T.int32), A(T.uint8), T.int64),
-        (A(T.int64), A(T.uint8), T.int64),
+        (A(T.int32), A(T.uint8), T.int64, A(T.int8)),
+        (A(T.int64), A(T.uint8), T.int64, A(T.int8)),
     ],
     'delong.placement_sums': [
         (A(T.float32), A(T.uint8), A(T.int8, 2), A(T.int64), T.int64, T.int64, T.boolean),

@@ -35,23 +35,33 @@ def code_counts(codes, n_codes):
 
 
 @kernel
-def text_codes(offsets, data, capacity):
-    """Codes of strings given as Arrow's ``offsets`` (n + 1 positions into ``data``) and ``data``
-    (their UTF-8 bytes): equal bytes, equal code; codes in order of first occurrence.
+def text_codes(offsets, data, capacity, codes):
+    """Code strings given as Arrow's ``offsets`` (n + 1 positions into ``data``) and ``data`` (their
+    UTF-8 bytes) into ``codes``: equal bytes, equal code; codes in order of first occurrence.
 
-    A hash table of ``capacity`` entries (a power of two; a number between is rounded up to one).
-    Strings of up to 8 bytes are told apart by their length and their bytes packed in one word;
-    longer ones by comparing their bytes. The word comes from two aligned loads and a mask chosen by
-    the length from a table, with no branch on the length (attributes such as "Asian", "Hispanic"
-    or "18-39", "80+" mix lengths at random: a branch on them is mispredicted once in a few samples),
-    except in a column whose first 64 strings all have at most 3 bytes ("F", "g0"), where a loop
-    over the bytes is faster and, the lengths being alike, predicted.
+    A hash table of ``capacity`` slots (a power of two; a number between is rounded up to one), each
+    slot holding its string's code, length and first 8 bytes (packed in one word), so that a string
+    met before is found by one probe of three arrays at one index. Strings of up to 8 bytes are told
+    apart by length and word alone; longer ones are then compared byte by byte. The word comes from
+    two aligned loads and a mask chosen by the length from a table, with no branch on the length
+    (attributes such as "Asian", "Hispanic" or "18-39", "80+" mix lengths at random: a branch on them
+    is mispredicted once in a few samples).
+
+    Parameters
+    ----------
+    offsets : int32 or int64 array of shape (n + 1,)
+        Positions into ``data``; they need not start at 0 (a slice of a column's offsets codes that
+        piece of it).
+    data : uint8 array
+    capacity : int
+    codes : int8 or int32 array of shape (n,), written
+        int8 codes hold at most 127 distinct strings.
 
     Returns
     -------
-    codes : int32 array of shape (n,)
-    firsts : int64 array of shape (n_distinct,), the first sample of each code; an empty array
-        when there are more than ``capacity // 2`` distinct strings (the caller codes otherwise).
+    firsts : int64 array of shape (n_distinct,), the first sample of each code; an empty array when
+        there are more distinct strings than ``capacity // 2`` or than ``codes`` can hold (the caller
+        codes again with a larger table or wider codes).
     """
     n = offsets.shape[0] - 1
     bits = 1  # log2(capacity), rounded up: the slot is the mixed hash's top bits
@@ -59,39 +69,31 @@ def text_codes(offsets, data, capacity):
         bits += 1
     capacity = 1 << bits
     shift = np.uint64(64 - bits)
-    codes = np.empty(n, np.int32)
-    table = np.full(capacity, -1, np.int64)  # code at each slot
+    slot_code = np.full(capacity, -1, codes.dtype)
+    slot_word = np.zeros(capacity, np.uint64)  # a code's first 8 bytes
+    slot_length = np.full(capacity, -1, np.int64)
     most = capacity // 2
+    if codes.itemsize == 1:
+        most = min(most, 127)
     firsts = np.empty(most, np.int64)
-    packed = np.empty(most, np.uint64)  # each code's first 8 bytes
-    lengths = np.empty(most, np.int64)
     n_distinct = 0
     mask = np.uint64(capacity - 1)
-    n_words = data.shape[0] // 8
+    n_words = np.uint64(data.shape[0] // 8)
     words = data[:n_words * 8].view(np.uint64)  # the first 8 bytes of a string from two aligned loads
-    end = offsets[0] if n >= 0 else 0
-    short = 3  # strings of up to this many bytes packed by the loop over their bytes (-1: none)
-    for i in range(min(n, 64)):
-        if offsets[i + 1] - offsets[i] > 3:
-            short = -1
-            break
     masks = np.empty(9, np.uint64)  # the low `length` bytes of a word
     masks[0] = np.uint64(0)
     for k in range(1, 9):
         masks[k] = ((np.uint64(1) << np.uint64(8 * k - 1)) << np.uint64(1)) - np.uint64(1)
+    end = np.int64(offsets[0]) if n >= 0 else 0
     for i in range(n):
         start = end
-        end = offsets[i + 1]
+        end = np.int64(offsets[i + 1])
         length = end - start
-        q = start >> 3
-        if length <= short:  # (packed otherwise than by the loads: a string is equal only to one of its length)
-            word = np.uint64(0)
-            for b in range(start, end):
-                word = (word << np.uint64(8)) | np.uint64(data[b])
-        elif q + 1 < n_words:  # byte b of the string is bits 8b.. of the word (little-endian, as the loop below)
-            at = np.uint64(8 * (start & 7))
-            word = (words[q] >> at) | ((words[q + 1] << np.uint64(1)) << (np.uint64(63) - at))
-            word &= masks[min(length, 8)]
+        q = np.uint64(start) >> np.uint64(3)  # unsigned indices: no wraparound check
+        if q + np.uint64(1) < n_words:  # byte b of the string is bits 8b.. of the word (little-endian)
+            at = np.uint64(8) * (np.uint64(start) & np.uint64(7))
+            word = (words[q] >> at) | ((words[q + np.uint64(1)] << np.uint64(1)) << (np.uint64(63) - at))
+            word &= masks[np.uint64(min(length, 8))]
         else:  # near the end of the bytes
             word = np.uint64(0)
             for b in range(start, start + min(length, 8)):
@@ -99,24 +101,23 @@ def text_codes(offsets, data, capacity):
         h = word ^ np.uint64(length)
         for b in range(start + 8, end):  # the bytes after the eighth: FNV-1a
             h = (h ^ np.uint64(data[b])) * np.uint64(1099511628211)
-        slot = np.intp((h * np.uint64(0x9E3779B97F4A7C15)) >> shift)
-        code = table[slot]
-        if code >= 0 and length <= 8 and packed[code] == word and lengths[code] == length:
-            codes[i] = code  # the usual case, a short string met before at its first slot: no loop
+        slot = (h * np.uint64(0x9E3779B97F4A7C15)) >> shift
+        if slot_word[slot] == word and slot_length[slot] == length and length <= 8:
+            codes[i] = slot_code[slot]  # the usual case, a short string met before at its first slot
             continue
         while True:
-            code = table[slot]
+            code = slot_code[slot]
             if code < 0:
                 if n_distinct == most:
-                    return codes, firsts[:0]
-                table[slot] = n_distinct
+                    return firsts[:0]
+                slot_code[slot] = n_distinct
+                slot_word[slot] = word
+                slot_length[slot] = length
                 firsts[n_distinct] = i
-                packed[n_distinct] = word
-                lengths[n_distinct] = length
                 codes[i] = n_distinct
                 n_distinct += 1
                 break
-            if lengths[code] == length and packed[code] == word:
+            if slot_length[slot] == length and slot_word[slot] == word:
                 same = True
                 other = offsets[firsts[code]]
                 for b in range(8, length):
@@ -126,32 +127,34 @@ def text_codes(offsets, data, capacity):
                 if same:
                     codes[i] = code
                     break
-            slot = (slot + 1) & np.intp(mask)
-    return codes, firsts[:n_distinct]
+            slot = (slot + np.uint64(1)) & mask
+    return firsts[:n_distinct]
 
 
 @kernel
-def row_codes(rows, capacity):
-    """Codes of the rows of a 2-D array of unsigned words (fixed-width text: a NumPy ``U`` or ``S``
-    array viewed as uint64, uint32 or uint8 words): equal rows, equal code; codes in order of first
-    occurrence.
+def row_codes(rows, capacity, codes):
+    """Code the rows of a 2-D array of unsigned words (fixed-width text: a NumPy ``U`` or ``S`` array
+    viewed as uint64, uint32 or uint8 words; Arrow's 16-byte string views) into ``codes``: equal rows,
+    equal code; codes in order of first occurrence.
 
-    A hash table of ``capacity`` entries (a power of two). Each row's words are folded into one
-    64-bit key, each word shifted ``64 // width`` bits past the one before: where every word is
-    below ``2 ** (64 // width)`` (short text of small code points: "F", "18-39", "Hispanic" as
-    bytes) the key is the row itself, exactly, and rows of such keys are told apart by their keys
-    alone; other rows are compared word by word.
+    A hash table of ``capacity`` slots (a power of two; a number between is rounded up to one), each
+    holding its row's code and 64-bit key. Rows of one or two words are their key (two words: the
+    second kept beside it), exactly. Wider rows fold their words into the key, each shifted
+    ``64 // width`` bits past the one before: where every word is below ``2 ** (64 // width)`` (short
+    text of small code points: "F", "18-39", "Hispanic" as bytes) the key is still the row itself and
+    rows of such keys are told apart by their keys alone; other rows are compared word by word.
 
     Parameters
     ----------
     rows : uint8, uint32 or uint64 array of shape (n, width), C-contiguous, width >= 1
-    capacity : int, a power of two (a number between is rounded up to one), at least 2
+    capacity : int, at least 2
+    codes : int8 or int32 array of shape (n,), written
+        int8 codes hold at most 127 distinct rows.
 
     Returns
     -------
-    codes : int32 array of shape (n,)
     firsts : int64 array of shape (n_distinct,), the first row of each code; an empty array when
-        there are more than ``capacity // 2`` distinct rows (call again with a larger table).
+        there are more distinct rows than ``capacity // 2`` or than ``codes`` can hold.
     """
     n = rows.shape[0]
     width = rows.shape[1]
@@ -160,22 +163,28 @@ def row_codes(rows, capacity):
         bits += 1
     capacity = 1 << bits
     shift = np.uint64(64 - bits)
-    codes = np.empty(n, np.int32)
-    table = np.full(capacity, -1, np.int32)  # code at each slot
+    slot_code = np.full(capacity, -1, codes.dtype)
+    slot_key = np.zeros(capacity, np.uint64)
+    slot_second = np.zeros(capacity, np.uint64)  # rows of two words: the second
+    slot_exact = np.zeros(capacity, np.bool_)  # whether the slot's key is its row
     most = capacity // 2
+    if codes.itemsize == 1:
+        most = min(most, 127)
     firsts = np.empty(most, np.int64)
-    keys = np.empty(most, np.uint64)
-    exact = np.empty(most, np.bool_)  # whether the code's key is its row
     copies = np.empty((most, width), rows.dtype)  # each code's row (no gather from its first sample)
     n_distinct = 0
-    mask = capacity - 1
-    step = np.uint64(64 // width if width > 1 else 0)  # bits between words (a rotation: no bit is lost)
+    mask = np.uint64(capacity - 1)
+    step = np.uint64(64 // width if width > 2 else 0)  # bits between words (a rotation: no bit is lost)
     back = np.uint64(64) - step
     limit = np.uint64(1) << step
     for i in range(n):
-        if width == 1:
+        second = np.uint64(0)
+        if width <= 2:
             key = np.uint64(rows[i, 0])
+            if width == 2:
+                second = np.uint64(rows[i, 1])
             is_exact = True
+            mixed = (key ^ ((second << np.uint64(32)) | (second >> np.uint64(32)))) * np.uint64(0x9E3779B97F4A7C15)
         else:
             key = np.uint64(0)
             seen = np.uint64(0)
@@ -184,24 +193,28 @@ def row_codes(rows, capacity):
                 seen |= word
                 key = ((key << step) | (key >> back)) ^ word
             is_exact = seen < limit
-        mixed = (key ^ (key >> np.uint64(29))) * np.uint64(0x9E3779B97F4A7C15)  # a bijection
-        slot = np.intp(mixed >> shift)
+            mixed = (key ^ (key >> np.uint64(29))) * np.uint64(0x9E3779B97F4A7C15)
+        slot = mixed >> shift
+        if is_exact and slot_key[slot] == key and slot_second[slot] == second and slot_exact[slot]:
+            codes[i] = slot_code[slot]  # the usual case: a row met before, at its first slot
+            continue
         while True:
-            code = table[slot]
+            code = slot_code[slot]
             if code < 0:
                 if n_distinct == most:
-                    return codes, firsts[:0]
-                table[slot] = n_distinct
+                    return firsts[:0]
+                slot_code[slot] = n_distinct
+                slot_key[slot] = key
+                slot_second[slot] = second
+                slot_exact[slot] = is_exact
                 firsts[n_distinct] = i
-                keys[n_distinct] = key
-                exact[n_distinct] = is_exact
                 for j in range(width):
                     copies[n_distinct, j] = rows[i, j]
                 codes[i] = n_distinct
                 n_distinct += 1
                 break
-            if keys[code] == key:
-                if is_exact and exact[code]:
+            if slot_key[slot] == key and slot_second[slot] == second:
+                if is_exact and slot_exact[slot]:
                     codes[i] = code
                     break
                 same = True
@@ -212,8 +225,22 @@ def row_codes(rows, capacity):
                 if same:
                     codes[i] = code
                     break
-            slot = (slot + 1) & mask
-    return codes, firsts[:n_distinct]
+            slot = (slot + np.uint64(1)) & mask
+    return firsts[:n_distinct]
+
+
+@kernel
+def remap_codes(codes, lookup, out):
+    """``out[i] = lookup[codes[i]]``: codes in order of first occurrence as codes in report order.
+
+    Parameters
+    ----------
+    codes : int8 or int32 array of shape (n,), each in ``0 .. len(lookup) - 1``
+    lookup : int8, int16 or int32 array
+    out : array of shape (n,) and the type of ``lookup``, written; may be ``codes`` itself
+    """
+    for i in range(codes.shape[0]):
+        out[i] = lookup[np.uint32(codes[i])]
 
 
 @kernel

@@ -3,6 +3,7 @@ columns that uses it."""
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
@@ -46,19 +47,31 @@ def _buffers(array):
     return offsets[array.offset:array.offset + len(array) + 1], data
 
 
+def _coded(kernel, *arguments, dtype=np.int32):
+    """(codes, firsts) of a coding kernel that writes its codes into an array of ``dtype``."""
+    codes = np.full(len(arguments[0]) - (kernel is coding.text_codes), 99, dtype)
+    return codes, kernel(*arguments, codes)
+
+
+def _most(capacity: int, dtype) -> int:
+    """The distinct values a kernel's table of ``capacity`` slots codes into ``dtype`` codes."""
+    return min(capacity // 2, 127) if np.dtype(dtype).itemsize == 1 else capacity // 2
+
+
 texts = st.one_of(st.sampled_from(["", "a", "b", "ab", "ba", "12345678", "123456789", "123456780", "F", "M",
                                    "éà", "\x00", "\x00\x00", "x" * 30, "x" * 29 + "y"]), st.text(max_size=12))
 
 
 @settings(max_examples=80, deadline=None)
-@given(values=st.lists(texts, max_size=120), large=st.booleans(), skip=st.integers(0, 3), capacity=st.sampled_from([4, 64]))
-def test_text_codes_against_factorize(values, large, skip, capacity):
+@given(values=st.lists(texts, max_size=120), large=st.booleans(), skip=st.integers(0, 3),
+       capacity=st.sampled_from([4, 64, 256]), dtype=st.sampled_from([np.int8, np.int32]))
+def test_text_codes_against_factorize(values, large, skip, capacity, dtype):
     # strings of up to 8 bytes are compared as packed words, longer ones byte by byte; a sliced array
-    # starts at an offset into its buffers
+    # starts at an offset into its buffers; int8 codes hold 127 strings at most
     array = pa.array(["pad"] * skip + values, pa.large_string() if large else pa.string()).slice(skip)
-    codes, firsts = coding.text_codes(*_buffers(array), capacity)
+    codes, firsts = _coded(coding.text_codes, *_buffers(array), capacity, dtype=dtype)
     expected, uniques = pd.factorize(np.array(values, dtype=object))
-    if len(uniques) > capacity // 2:
+    if len(uniques) > _most(capacity, dtype):
         assert len(firsts) == 0
         return
     np.testing.assert_array_equal(codes, expected)
@@ -72,11 +85,11 @@ short_texts = st.sampled_from(["", "a", "b", "ab", "ba", "F", "M", "g0", "abc", 
 @given(head=st.lists(short_texts, min_size=64, max_size=90), tail=st.lists(texts, max_size=60),
        large=st.booleans())
 def test_text_codes_of_a_column_that_starts_with_short_strings(head, tail, large):
-    # the first 64 strings all of at most 3 bytes: those are packed by the loop over their bytes, every
-    # longer one (met later) by the loads, and both kinds still get one code per distinct string
+    # short strings (empty, one NUL, non-ASCII) first, longer ones later: every string's word comes
+    # from the same loads, and each distinct string still gets one code
     values = head + tail
     array = pa.array(values, pa.large_string() if large else pa.string())
-    codes, firsts = coding.text_codes(*_buffers(array), 1024)
+    codes, firsts = _coded(coding.text_codes, *_buffers(array), 1024)
     expected, uniques = pd.factorize(np.array(values, dtype=object))
     np.testing.assert_array_equal(codes, expected)
     assert array.take(pa.array(firsts, pa.int64())).to_pylist() == list(uniques)
@@ -150,16 +163,17 @@ def _rows(values: np.ndarray) -> np.ndarray:
 
 
 @settings(max_examples=80, deadline=None)
-@given(values=st.lists(texts, min_size=1, max_size=120), as_bytes=st.booleans(), capacity=st.sampled_from([2, 4, 64]))
-def test_row_codes_against_factorize(values, as_bytes, capacity):
+@given(values=st.lists(texts, min_size=1, max_size=120), as_bytes=st.booleans(), capacity=st.sampled_from([2, 4, 64]),
+       dtype=st.sampled_from([np.int8, np.int32]))
+def test_row_codes_against_factorize(values, as_bytes, capacity, dtype):
     # NumPy text arrays as rows of code points (U) or of 1-, 4- or 8-byte words (S): short text of
     # small code points is told apart by its folded key alone, other rows word by word
     array = np.array(values)
     if as_bytes:
         array = np.char.encode(array, "utf-8")
-    codes, firsts = coding.row_codes(_rows(array), capacity)
+    codes, firsts = _coded(coding.row_codes, _rows(array), capacity, dtype=dtype)
     expected, uniques = pd.factorize(array.astype(object))
-    if len(uniques) > capacity // 2:
+    if len(uniques) > _most(capacity, dtype):
         assert len(firsts) == 0
         return
     np.testing.assert_array_equal(codes, expected)
@@ -174,7 +188,7 @@ def test_row_codes_of_any_words(data, dtype, width):
     distinct = data.draw(hnp.arrays(dtype, (data.draw(st.integers(1, 6)), width), elements=st.integers(0, high)))
     rows = distinct[data.draw(st.lists(st.integers(0, len(distinct) - 1), min_size=1, max_size=80))]
     rows.flags.writeable = False
-    codes, firsts = coding.row_codes(rows, 16)
+    codes, firsts = _coded(coding.row_codes, rows, 16)
     keys = [row.tobytes() for row in rows]
     expected, _ = pd.factorize(np.array(keys, dtype=object))
     np.testing.assert_array_equal(codes, expected)
@@ -210,9 +224,69 @@ def test_tables_of_any_size_are_rounded_up():
     # a capacity between powers of two is rounded up (a table of 10 slots would be written past)
     rows = np.arange(40, dtype=np.uint32).reshape(40, 1)
     rows.flags.writeable = False
-    codes, firsts = coding.row_codes(rows[:8], 10)
+    codes, firsts = _coded(coding.row_codes, rows[:8], 10)
     np.testing.assert_array_equal(codes, np.arange(8))
-    assert len(coding.row_codes(rows, 10)[1]) == 0  # 40 values: more than 16 // 2
+    assert len(_coded(coding.row_codes, rows, 10)[1]) == 0  # 40 values: more than 16 // 2
     array = pa.array([str(i) for i in range(8)], pa.large_string())
-    codes, firsts = coding.text_codes(*_buffers(array), 10)
+    codes, firsts = _coded(coding.text_codes, *_buffers(array), 10)
     np.testing.assert_array_equal(codes, np.arange(8))
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.data(), code_type=st.sampled_from([np.int8, np.int32]), out_type=st.sampled_from([np.int8, np.int16,
+                                                                                                 np.int32]))
+def test_remap_codes_against_take(data, code_type, out_type):
+    # codes in order of first occurrence to report order, into a new array or (same types) in place
+    n_codes = data.draw(st.integers(1, 127))
+    codes = data.draw(hnp.arrays(code_type, st.integers(0, 200), elements=st.integers(0, n_codes - 1)))
+    lookup = data.draw(hnp.arrays(out_type, n_codes, elements=st.integers(-1, 127)))
+    want = np.take(lookup, codes)
+    out = np.empty(len(codes), out_type)
+    coding.remap_codes(codes, lookup, out)
+    np.testing.assert_array_equal(out, want)
+    if code_type == out_type:
+        coding.remap_codes(codes, lookup, codes)
+        np.testing.assert_array_equal(codes, want)
+
+
+@settings(max_examples=30, deadline=None)
+@given(data=st.data(), n_jobs=st.integers(1, 4), form=st.sampled_from(["U", "S", "arrow", "polars", "polars category"]))
+def test_text_coded_in_pieces(data, n_jobs, form):
+    # long columns are coded in pieces on threads: a value met only in a later piece, pieces that meet
+    # the values in other orders, and more than 127 values in all (int8 codes in each piece, wider in
+    # the whole; or a piece of more than 127: int32 codes) give the codes and names of one table
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_codes, "PIECES_FROM", 16)
+        patch.setenv("FAIRMEDFM_FAST_N_JOBS", str(n_jobs))
+        _check_pieces(data, form)
+
+
+def _check_pieces(data, form):
+    pool = data.draw(st.lists(st.text(max_size=10), min_size=1, max_size=300, unique=True))
+    picks = data.draw(st.lists(st.integers(0, len(pool) - 1), min_size=1, max_size=600))
+    # the values, then again in reverse (later pieces meet them in another order), then one never met before
+    late = max(pool, key=len) + "\u2603"
+    values = np.array([pool[i] for i in picks + picks[::-1]] + [late], dtype=object)
+    expected, expected_names = _codes.encode_values(values)  # an object array: pandas' hash table
+    if form in ("U", "S"):
+        column = values.astype(str)
+        if form == "S":
+            column = np.char.encode(column, "utf-8")
+            expected_names = None
+        if any(value.endswith("\x00") for value in values):  # NumPy strips trailing NULs: another column
+            return
+    elif form == "arrow":
+        column = pd.Series(values, dtype="string[pyarrow]")
+    else:
+        pl = pytest.importorskip("polars")
+        column = pl.Series(values.tolist(), dtype=pl.Categorical if form == "polars category" else pl.String)
+        column = _codes.column_values(column, "a")
+    codes, names = _codes.encode_values(column)
+    if expected_names is None:  # S arrays: bytes, named as pandas names them
+        assert sorted(names) == sorted(str(value.encode()) for value in set(values))
+        np.testing.assert_array_equal(np.asarray(names, dtype=object)[codes],
+                                      [str(value.encode()) for value in values])
+        return
+    assert names == expected_names
+    np.testing.assert_array_equal(codes, expected)
+    assert codes.dtype == np.dtype(np.int8 if len(names) <= 127 else np.int16)

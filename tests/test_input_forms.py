@@ -133,10 +133,12 @@ def _names(report) -> list[tuple[str, str]]:
 @pytest.fixture(params=["as they are", "small tables, threads"])
 def coder_sizes(request, monkeypatch):
     """The coders at their sizes, or with a hash table of 2 slots (which fills at once: the table with
-    room for every value) and the coding threads from 8 samples (settings that hold for every example:
-    the fixture is set once per test, as hypothesis warns, on purpose)."""
+    room for every value), the coding threads from 8 samples and text columns in pieces from 8
+    (settings that hold for every example: the fixture is set once per test, as hypothesis warns, on
+    purpose)."""
     if request.param != "as they are":
         monkeypatch.setattr(_codes, "TEXT_TABLE_SLOTS", 2)
+        monkeypatch.setattr(_codes, "PIECES_FROM", 8)
         monkeypatch.setattr(_groups, "PARALLEL_FROM", 8)
     return request.param
 

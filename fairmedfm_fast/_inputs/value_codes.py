@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from .._util.lazy_pandas import is_na, is_pandas, pd
+from .._util.threads import on_threads, resolve_n_jobs
 from .arrays import is_arrow, is_polars, to_numpy
 
 #: Columns shorter than this count their codes with ``np.bincount``; longer ones with a kernel.
@@ -115,7 +116,7 @@ def _polars_arrow(values: Any) -> Any:
 
 
 def _polars_category_codes(values: Any) -> tuple[np.ndarray, list[str]] | None:
-    """Codes in order of first occurrence and the names of a polars Categorical or Enum Series without
+    """Codes in report order and the group names of a polars Categorical or Enum Series without
     nulls, from its physical codes (no copy) by ``kernels.coding.row_codes``, its categories named by
     their first samples (as ``to_arrow``'s dictionary, whose entries are sorted all the same, would
     name them, at a third of the time); None for any other Series, or where polars lacks these."""
@@ -130,20 +131,23 @@ def _polars_category_codes(values: Any) -> tuple[np.ndarray, list[str]] | None:
         rows = np.ascontiguousarray(physical).reshape(len(physical), 1)
         rows = rows.view(np.uint32) if rows.dtype.itemsize == 4 else rows.astype(np.uint32)
         rows.flags.writeable = False  # the signature of text rows
-        codes, firsts = _row_codes(rows)
-        names = values.gather(firsts).cast(str).to_list()
+
+        def names_at(firsts: list[int]) -> list:
+            return values.gather(firsts).cast(str).to_list()
+
+        coded = _kernel_codes(len(rows), _rows_coder(rows), names_at)
     except (AttributeError, TypeError, ValueError):  # a polars of other names or types
         return None
-    if any(not isinstance(name, str) for name in names):
+    if any(not isinstance(name, str) for name in coded[1]):
         return None
-    return codes, names
+    return coded
 
 
 def _view_codes(array: Any) -> tuple[np.ndarray, list[str]] | None:
-    """Codes in order of first occurrence and the distinct strings of an Arrow string_view array, from
-    its 16-byte views by ``kernels.coding.row_codes``: when it has no null and every string is at
-    most 12 bytes long, the view holds the length and the bytes (padded with zeros: were they not,
-    two views of one string would name one group twice, which :func:`coded_text` merges); else None."""
+    """Codes in report order and the group names of an Arrow string_view array, from its 16-byte
+    views by ``kernels.coding.row_codes``: when it has no null and every string is at most 12 bytes
+    long, the view holds the length and the bytes (padded with zeros: were they not, two views of one
+    string would name one group twice, which :func:`_kernel_codes` merges); else None."""
     n = len(array)
     if not n or array.null_count:
         return None
@@ -155,34 +159,34 @@ def _view_codes(array: Any) -> tuple[np.ndarray, list[str]] | None:
             return None
     views = np.frombuffer(buffer, np.uint64).reshape(-1, 2)[array.offset:array.offset + n]
     views.flags.writeable = False  # (Arrow's buffers read as writable): the signature of bytes rows
-    codes, firsts = _row_codes(views)
-    return codes, [array[i].as_py() for i in firsts.tolist()]  # (pyarrow has no take of views)
+
+    def names_at(firsts: list[int]) -> list[str]:
+        return [array[i].as_py() for i in firsts]  # (pyarrow has no take of views)
+
+    return _kernel_codes(n, _rows_coder(views), names_at)
 
 
 def list_codes(values: list) -> tuple[np.ndarray, list[str]] | None:
-    """Codes in order of first occurrence and the distinct strings of a list of str, by pandas' string
-    hash table (:func:`_string_codes`); None for a list that NumPy reads otherwise than as these
-    strings (what ``to_numpy`` gives, and fairmedfm 0.4.2 reads): values other than str (NumPy makes
-    text of numbers; None is missing), or a string that ends in NUL (NumPy strips trailing NULs)."""
+    """Codes in report order and the group names of a list of str, by pandas' string hash table
+    (:func:`_string_codes`); None for a list that NumPy reads otherwise than as these strings (what
+    ``to_numpy`` gives, and fairmedfm 0.4.2 reads): values other than str (NumPy makes text of
+    numbers; None is missing), or a string that ends in NUL (NumPy strips trailing NULs)."""
     if not values or not isinstance(values[0], str):
         return None
     array = np.fromiter(values, object, len(values))  # faster than np.array(values, dtype=object)
     coded = _string_codes(array)
     if coded is None or any(value.endswith("\x00") for value in coded[1]):
         return None
-    return coded
+    return _in_report_order(*coded, None)
 
 
-def coded_text(codes: np.ndarray, uniques: list) -> pd.Categorical:
-    """A categorical of the strings ``uniques`` (which may repeat) and codes into them, its categories
-    the distinct names in report order: what encode_values makes of the same strings."""
-    ordered = sorted(set(uniques), key=_name_order)
-    position = {name: i for i, name in enumerate(ordered)}
-    lookup = narrowest(np.array([position[name] for name in uniques], np.intp), len(ordered))
+def coded_text(codes: np.ndarray, ordered: list[str]) -> pd.Categorical:
+    """A categorical of codes into the group names ``ordered`` (distinct, in report order): what
+    encode_values makes of the same strings."""
     try:  # the codes are valid by construction: no pass to check them (pandas 2.1 on)
-        return pd.Categorical.from_codes(np.take(lookup, codes), categories=ordered, validate=False)
+        return pd.Categorical.from_codes(codes, categories=ordered, validate=False)
     except TypeError:
-        return pd.Categorical.from_codes(np.take(lookup, codes), categories=ordered)
+        return pd.Categorical.from_codes(codes, categories=ordered)
 
 
 def _string_codes(array: np.ndarray) -> tuple[np.ndarray, list[str]] | None:
@@ -231,39 +235,91 @@ def _small_range(low: int, high: int, n: int) -> bool:
     return high - low <= max(1 << 16, 2 * n)
 
 
-#: Slots of the hash table that codes text (NumPy, Arrow) at first; one with room for every value is
-#: made when more than half of them fill.
-TEXT_TABLE_SLOTS = 1024
+#: Slots of the hash table that codes text (NumPy, Arrow) at first, into int8 codes; when more than
+#: 127 values (or half the slots) fill it, the column is coded again into int32 codes by a table with
+#: room for every value.
+TEXT_TABLE_SLOTS = 256
+#: Text columns of this many values and more are coded in pieces side by side on threads.
+PIECES_FROM = 1 << 18
 
 
 def _text_array_codes(array: np.ndarray) -> tuple[np.ndarray, list]:
-    """Codes in order of first occurrence (int32) and the distinct values (``str`` for a ``U`` array,
-    ``bytes`` for an ``S`` array) of a NumPy text array, by ``kernels.coding.row_codes`` on its
-    buffer: each value is a fixed-width row of code points (``U``) or bytes (``S``), padded with
-    zeros, so equal values are equal rows (NumPy strips trailing NULs from both) and no Python object
-    is made but for the distinct values."""
+    """Codes in report order and the group names of a NumPy text array, by
+    ``kernels.coding.row_codes`` on its buffer: each value is a fixed-width row of code points
+    (``U``) or bytes (``S``), padded with zeros, so equal values are equal rows (NumPy strips
+    trailing NULs from both) and no Python object is made but for the distinct values (``str`` of a
+    ``U`` array; of an ``S`` array, ``bytes`` named as pandas names them: "b'F'")."""
     array = np.ascontiguousarray(array)
     n, size = len(array), array.dtype.itemsize
     if size == 0:  # U0 / S0: every value is empty
-        return np.zeros(n, np.int32), array[:1].tolist()
+        return np.zeros(n, np.int8), [group_name(value) for value in array[:1].tolist()]
     # code points as they are (short text of small code points then folds into one exact key); bytes
     # in the widest words that tile the value
     word = np.dtype(np.uint32) if array.dtype.kind == "U" else next(
         np.dtype(word) for word in (np.uint64, np.uint32, np.uint8) if size % np.dtype(word).itemsize == 0)
     rows = array.view(word).reshape(n, size // word.itemsize)
     rows.flags.writeable = False  # one signature, whether the user's array is read-only or not
-    codes, firsts = _row_codes(rows)
-    return codes, array[firsts].tolist()
+
+    def names_at(firsts: list[int]) -> list:
+        return [group_name(value) for value in array[firsts].tolist()]
+
+    return _kernel_codes(n, _rows_coder(rows), names_at)
 
 
-def _row_codes(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``kernels.coding.row_codes`` of read-only ``rows``: a table of :data:`TEXT_TABLE_SLOTS`, and one
-    with room for every row when more than half its slots fill."""
+def _rows_coder(rows: np.ndarray):
+    """:func:`_kernel_codes`' coder of a piece of ``rows`` (read-only) by ``kernels.coding.row_codes``."""
     coding = _kernels()
-    codes, firsts = coding.row_codes(rows, TEXT_TABLE_SLOTS)
-    if len(rows) and not len(firsts):
-        codes, firsts = coding.row_codes(rows, _room_for(len(rows)))
-    return codes, firsts
+    return lambda start, stop, capacity, codes: coding.row_codes(rows[start:stop], capacity, codes)
+
+
+def _kernel_codes(n: int, code_piece, names_at) -> tuple[np.ndarray, list[str]]:
+    """Codes in report order (the narrowest type) and the group names of ``n`` text values coded by a
+    kernel of ``kernels.coding``: ``code_piece(start, stop, capacity, codes)`` codes values
+    ``start:stop`` into ``codes`` (their codes in order of first occurrence) by a table of ``capacity``
+    slots and returns the first value of each code (from ``start``), or nothing when the table filled;
+    ``names_at(positions)`` names the values at those positions (equal names merge into one group).
+
+    Long columns are coded in pieces on threads, each piece by a table of its own (the kernels
+    release the GIL); every piece's codes are then mapped to report order, the position of their
+    names among all the pieces' names sorted, by ``kernels.coding.remap_codes`` (in place where the
+    types allow)."""
+    n_pieces = max(1, min(resolve_n_jobs(), n // (PIECES_FROM // 2))) if n >= PIECES_FROM else 1
+    bounds = [n * j // n_pieces for j in range(n_pieces + 1)]
+    parts = list(zip(bounds[:-1], bounds[1:]))
+    for wide in (False, True):  # int8 codes; when they do not hold the values, int32
+        codes = np.empty(n, np.int32 if wide else np.int8)
+        tasks = [lambda a=a, b=b, wide=wide, codes=codes: code_piece(
+                     a, b, _room_for(b - a) if wide else TEXT_TABLE_SLOTS, codes[a:b]) for a, b in parts]
+        firsts = on_threads(tasks, len(tasks)) if len(tasks) > 1 else [tasks[0]()]
+        if all(len(first) or a == b for first, (a, b) in zip(firsts, parts)):
+            break
+    names: list = []  # the pieces' names one after the other (a name met by several pieces repeats)
+    starts = []
+    for first, (a, _) in zip(firsts, parts):
+        starts.append(len(names))
+        names.extend(names_at((first + a).tolist() if a else first.tolist()))
+    if len(names) <= _REMEMBERED_NAMES:  # the same names again (batches, repeated calls)
+        ordered, lookup = _sorted_lookup(tuple(names))
+        ordered = list(ordered)
+    else:
+        ordered = _sorted_names(names)
+        lookup = _lookup(names, ordered)
+    out_type = np.dtype(_narrowest_type(len(ordered)))
+    if lookup is None:  # every name at its own position: one piece (or pieces of disjoint names)
+        if len(parts) == 1 and out_type == codes.dtype:
+            return codes, ordered  # first occurrence is report order already
+        lookup = np.arange(len(names), dtype=out_type)
+        lookup.flags.writeable = False  # as the remembered lookups: one kernel signature
+    out = codes if out_type == codes.dtype else np.empty(n, out_type)
+    coding = _kernels()
+    for start, (a, b) in zip(starts, parts):  # each piece's codes index its names among all of them
+        coding.remap_codes(codes[a:b], lookup[start:], out[a:b])
+    return out, ordered
+
+
+def _room_for(n: int) -> int:
+    """Slots of a hash table that holds ``n`` distinct values (at most half full): a power of two."""
+    return max(TEXT_TABLE_SLOTS, 1 << (2 * n - 1).bit_length())
 
 
 def more_distinct_than(values: np.ndarray, limit: int) -> bool:
@@ -273,11 +329,6 @@ def more_distinct_than(values: np.ndarray, limit: int) -> bool:
     of a sort)."""
     return bool(_kernels().more_distinct_than(values.view(np.uint32 if values.dtype.itemsize == 4 else np.uint64),
                                               limit))
-
-
-def _room_for(n: int) -> int:
-    """Slots of a hash table that holds ``n`` distinct values (at most half full): a power of two."""
-    return max(TEXT_TABLE_SLOTS, 1 << (2 * n - 1).bit_length())
 
 
 def _integer_codes(array: np.ndarray, low: int, high: int, max_distinct: int | None
@@ -323,30 +374,44 @@ def _code_counts(codes: np.ndarray, n_codes: int) -> np.ndarray:
     return _kernels().code_counts(np.ascontiguousarray(codes), n_codes)
 
 
-def _arrow_text_codes(values: Column) -> tuple[np.ndarray, list[str]] | None:
-    """Codes and distinct strings (in order of first occurrence, as ``pandas.factorize``) of an
-    Arrow-backed string column without missing values, by ``kernels.coding.text_codes`` on its
-    offsets and bytes (Arrow's dictionary encoding takes about three times as long on large columns,
-    and pandas' wrapping of it costs ten times the work on small ones); None for any other column."""
+def arrow_text(values: Any) -> Any:
+    """The pyarrow string array (one chunk) of an Arrow-backed pandas column or Series, or of a pyarrow
+    string array, without a missing value; None for anything else."""
     array = getattr(values, "_pa_array", None)  # pandas' Arrow-backed array (a Series' array below)
     if array is None:
         array = getattr(getattr(values, "array", None), "_pa_array", None)
         if array is None:
-            return None
-    offset_type = (_TEXT_OFFSETS or _text_offsets()).get(array.type.id)
-    if offset_type is None or array.null_count:
+            if not is_arrow(values) or not hasattr(values, "type"):
+                return None
+            array = values
+    if array.type.id not in (_TEXT_OFFSETS or _text_offsets()) or array.null_count:
         return None
-    coding = _kernels()
     if getattr(array, "num_chunks", None) is not None:  # a ChunkedArray
         array = array.chunk(0) if array.num_chunks == 1 else array.combine_chunks()
+    return array
+
+
+def _arrow_text_codes(values: Column) -> tuple[np.ndarray, list[str]] | None:
+    """Codes in report order and the group names of an Arrow-backed string column without missing
+    values, by ``kernels.coding.text_codes`` on its offsets and bytes (Arrow's dictionary encoding
+    takes about three times as long on large columns, and pandas' wrapping of it costs ten times the
+    work on small ones); None for any other column."""
+    array = arrow_text(values)
+    if array is None:
+        return None
+    coding = _kernels()
     _, offsets, data = array.buffers()
+    offset_type = _TEXT_OFFSETS[array.type.id]
     offsets = np.frombuffer(offsets, offset_type)[array.offset:array.offset + len(array) + 1]
     data = np.frombuffer(data, np.uint8) if data is not None else np.empty(0, np.uint8)
-    codes, firsts = coding.text_codes(offsets, data, TEXT_TABLE_SLOTS)
-    if len(offsets) > 1 and not len(firsts):  # more than half the slots: a table with room for every value
-        codes, firsts = coding.text_codes(offsets, data, _room_for(len(offsets) - 1))
-    # each distinct string from its first sample's bytes (valid UTF-8, as Arrow holds them)
-    return codes, [data[offsets[i]:offsets[i + 1]].tobytes().decode() for i in firsts.tolist()]
+
+    def code_piece(start: int, stop: int, capacity: int, codes: np.ndarray) -> np.ndarray:
+        return coding.text_codes(offsets[start:stop + 1], data, capacity, codes)
+
+    def names_at(firsts: list[int]) -> list[str]:  # the first sample's bytes (valid UTF-8, as Arrow holds them)
+        return [data[offsets[i]:offsets[i + 1]].tobytes().decode() for i in firsts]
+
+    return _kernel_codes(len(offsets) - 1, code_piece, names_at)
 
 
 _coding = None
@@ -416,7 +481,7 @@ def encode_values(values: Column, max_distinct: int | None = None) -> tuple[np.n
     """
     text = _text_codes(values)  # text first: the usual attribute, and never numbers (no max_distinct)
     if text is not None:
-        return _in_report_order(*text, None)
+        return text
     array = values if isinstance(values, np.ndarray) else None
     if array is None and values.dtype.kind in "iu" and not isinstance(values.dtype, pd.api.extensions.ExtensionDtype):
         array = values.to_numpy()
@@ -446,18 +511,18 @@ def encode_values(values: Column, max_distinct: int | None = None) -> tuple[np.n
 
 
 def _text_codes(values: Column) -> tuple[np.ndarray, list[str]] | None:
-    """Codes in order of first occurrence and the names of a text column without missing values: a
-    NumPy ``U`` or ``S`` array (:func:`_text_array_codes`), an Arrow-backed one
-    (:func:`_arrow_text_codes`) or an object array of str (:func:`_string_codes`); None for others."""
+    """Codes in report order and the group names of a text column without missing values: a NumPy
+    ``U`` or ``S`` array (:func:`_text_array_codes`), an Arrow-backed one (:func:`_arrow_text_codes`)
+    or an object array of str (:func:`_string_codes`); None for others."""
     if not isinstance(values, np.ndarray):
-        return _arrow_text_codes(values)  # str values, named as they are
+        return _arrow_text_codes(values)
     kind = values.dtype.kind
-    if kind == "U":
-        return _text_array_codes(values)  # str values
-    if kind == "S" or (kind == "O" and len(values) and isinstance(values[0], str)):
-        text = _text_array_codes(values) if kind == "S" else _string_codes(values)
-        if text is not None:  # bytes ("b'F'") and str values named as pandas.factorize's would be
-            return text[0], [group_name(value) for value in text[1]]
+    if kind in "US":
+        return _text_array_codes(values)
+    if kind == "O" and len(values) and isinstance(values[0], str):
+        text = _string_codes(values)
+        if text is not None:  # str values, named as pandas.factorize's would be
+            return _in_report_order(text[0], [group_name(value) for value in text[1]], None)
     return None
 
 
