@@ -6,7 +6,7 @@ import pickle
 import numpy as np
 import pandas as pd
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fairmedfm_fast as fm
@@ -330,3 +330,75 @@ def test_a_rejected_batch_changes_nothing_and_a_change_of_kind_is_refused():
     expected = fm.evaluate(y, scores, {"sex": sex})
     pd.testing.assert_frame_equal(report.summary, expected.summary, rtol=1e-12)
     assert list(report.by_group.loc["sex"].index) == ["F", "M"]  # no group "X" from the rejected batch
+
+
+TEXT_FORMS = {
+    "pandas str": lambda columns: pd.DataFrame(columns),
+    "string[pyarrow]": lambda columns: pd.DataFrame({k: pd.array(v, dtype="string[pyarrow]")
+                                                     for k, v in columns.items()}),
+    "pyarrow arrays": lambda columns: {k: __import__("pyarrow").array(v) for k, v in columns.items()},
+    "U arrays": lambda columns: dict(columns),
+}
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(40, 400), cuts=st.lists(st.integers(1, 399), max_size=10),
+       forms=st.lists(st.sampled_from(sorted(TEXT_FORMS)), min_size=1, max_size=4), settle=st.sampled_from([0, 50]),
+       compact=st.sampled_from([0, 60]), weighted=st.booleans(), intersectional=st.booleans(),
+       wide=st.integers(0, 11), pickled=st.integers(0, 11), merged=st.booleans())
+def test_text_batches_coded_together_equal_evaluate(seed, n, cuts, forms, settle, compact, weighted, intersectional,
+                                                   wide, pickled, merged):
+    # batches of text without missing values wait uncoded and are coded together (when enough wait, at a
+    # compaction, a pickle, a merge, a change of form or of the scores' type, and for the report): the
+    # report is evaluate's on the concatenated batches, whatever the forms and the moments of coding
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    scores = (rng.random(n) * 0.7 + 0.3 * y).astype(np.float32)
+    columns = {"sex": rng.choice(["F", "M", "", "é"], n), "site": rng.choice(["A", "B  ", "B", "hospital 12"], n)}
+    w = rng.random(n) * 3 if weighted else None
+    batches = split(n, [c for c in cuts if c < n])
+    saved = accumulator.COMPACT_FROM, accumulator.SETTLE_FROM
+    accumulator.COMPACT_FROM, accumulator.SETTLE_FROM = compact or saved[0], settle or saved[1]
+    try:
+        acc, other = FairnessAccumulator(intersectional=intersectional), None
+        for k, (a, b) in enumerate(batches):
+            part = {name: values[a:b] for name, values in columns.items()}
+            batch_scores = scores[a:b].astype(np.float64) if k == wide else scores[a:b]  # a wider type: promoted
+            target = other if merged and k % 2 else acc
+            if target is None:
+                target = other = FairnessAccumulator(intersectional=intersectional)
+            target.update(y[a:b], batch_scores, TEXT_FORMS[forms[k % len(forms)]](part),
+                          sample_weight=None if w is None else w[a:b])
+            if k == pickled:
+                acc = pickle.loads(pickle.dumps(acc))
+        if other is not None:
+            acc.merge(other)
+        report = acc.result()
+    finally:
+        accumulator.COMPACT_FROM, accumulator.SETTLE_FROM = saved
+    if len(set(y)) < 2:
+        return
+    wide_scores = scores.astype(np.float64) if wide < len(batches) else scores
+    expected = fm.evaluate(y, wide_scores, columns, sample_weight=w, intersectional=intersectional)
+    assert acc.n_samples == n
+    assert_same(report, expected, weighted)
+
+
+def test_text_batches_after_a_categorical_one_and_a_rejected_batch():
+    # uncoded batches of plain text after a categorical first batch drop its category order, as a
+    # concatenation does; a batch that raises after uncoded ones leaves them as they were
+    rng = np.random.default_rng(8)
+    y, scores = rng.integers(0, 2, 900), rng.random(900)
+    sex = rng.choice(["M", "F"], 900)
+    acc = FairnessAccumulator()
+    acc.update(y[:300], scores[:300], pd.DataFrame({"sex": pd.Categorical(sex[:300], categories=["M", "F"])}))
+    acc.update(y[300:600], scores[300:600], pd.DataFrame({"sex": sex[300:600]}))
+    assert acc._uncoded  # waiting uncoded
+    with pytest.raises(ValueError, match=r"sensitive_features\['sex'\] holds integer values in this batch but text"):
+        acc.update(y[600:], scores[600:], {"sex": (sex[600:] == "F").astype(int)})
+    acc.update(y[600:], scores[600:], {"sex": sex[600:]})
+    assert acc.n_samples == 900
+    report = acc.result()
+    expected = fm.evaluate(y, scores, {"sex": sex})
+    assert list(report.by_group.loc["sex"].index) == ["F", "M"]
+    assert_same(report, expected)

@@ -27,8 +27,11 @@ from .accumulator_batches import (
     PLURAL,
     batch_weights,
     categorical_names,
+    joined_columns,
     reads_as_other,
     require_rows_sum_to_one,
+    text_columns,
+    text_form,
     widest,
 )
 from .accumulator_state import SegmentState
@@ -53,6 +56,10 @@ COMPACT_FROM = 1 << 17
 #: are kept as they come from then on (no count column: 8 bytes a float32 sample), and the report
 #: takes them as ``evaluate`` takes its samples.
 DISTINCT_SCORES = 1 << 16
+#: Batches of text attributes (without missing values) wait uncoded, kept as they came, until this many
+#: samples wait, a compaction or the report: their text is then coded at once, as ``evaluate`` codes the
+#: concatenated batches (coding a small batch alone costs more in fixed costs than its values).
+SETTLE_FROM = 1 << 19
 
 
 class FairnessAccumulator(SegmentState):
@@ -127,7 +134,9 @@ class FairnessAccumulator(SegmentState):
         self._counts: np.ndarray | None = None  # int64; None: every row is one sample
         self._weights: np.ndarray | None = None  # summed sample weights, with sample_weight
         self._waiting: list[tuple[np.ndarray, np.ndarray, np.ndarray | None, np.ndarray | None]] = []
-        self._n_waiting = 0  # rows waiting
+        self._n_waiting = 0  # rows waiting (the uncoded ones too)
+        self._uncoded: list[tuple] = []  # batches of text waiting to be coded (scores, labels, weights, columns)
+        self._n_uncoded = 0
         self._next = COMPACT_FROM
         self._dense = False  # whether a compaction found more distinct scores than 16 bits hold
 
@@ -146,15 +155,33 @@ class FairnessAccumulator(SegmentState):
         except BaseException:
             self._restore(saved)
             raise
-        for note in notes:
-            if note not in self._notes:
-                self._notes.append(note)
+        self._count_notes(notes)
         if scores.dtype != self._dtype:
             if self._n:
                 self._promote(np.result_type(scores.dtype, self._dtype))
             else:
                 self._dtype = scores.dtype
         scores = scores.astype(self._dtype, copy=False)
+        if isinstance(keys, tuple):  # text to be coded later: (labels, columns)
+            if self._uncoded and text_form(self._uncoded[0][3]) != text_form(keys[1]):
+                self._settle()  # (batches are joined by column: of one form)
+            self._uncoded.append((scores, keys[0], weights, keys[1]))
+            self._n_uncoded += len(scores)
+            self._n += len(scores)
+            self._n_waiting += len(scores)
+            if self._n_waiting >= max(self._next, len(self._scores)):
+                self._compact()
+            elif self._n_uncoded >= SETTLE_FROM:
+                self._settle()
+            return
+        self._add_batch(scores, keys, weights)
+
+    def _count_notes(self, notes: list[str]) -> None:
+        for note in notes:
+            if note not in self._notes:
+                self._notes.append(note)
+
+    def _add_batch(self, scores: np.ndarray, keys: np.ndarray, weights: np.ndarray | None) -> None:
         if self._journal is not None:
             self._journal.append((scores, keys, weights))
         self._add_rows(scores, keys, weights)
@@ -180,6 +207,12 @@ class FairnessAccumulator(SegmentState):
             raise ValueError(f"y_true has {n} samples but y_score has {len(scores)}; pass one label and one "
                              "score per sample")
         weights = batch_weights(paired[3], n) if weighted else None
+        if self._journal is None and self._names is not None and self._kinds == ["text"] * len(self._names):
+            text = text_columns(paired[2], self._names, n)  # text of the attributes, as the first batch's
+            if text is not None:
+                self._weighted = weighted
+                self._categories = [None] * len(self._names)  # (what reading them would find)
+                return scores, (labels, text), weights, notes
         cells = self._read_cells(paired[2], n)
         self._weighted = weighted
         keys = np.left_shift(cells, 1, dtype=np.uint32, casting="unsafe")  # cells < 2**31: one pass, not two
@@ -260,7 +293,20 @@ class FairnessAccumulator(SegmentState):
         self._matrix = matrix
         return scores + 0.0  # a copy (-0.0 becomes 0.0)
 
+    def _settle(self) -> None:
+        """Code the batches of text waiting uncoded, joined, into rows waiting for the table."""
+        if not self._uncoded:
+            return
+        batches, self._uncoded, self._n_uncoded = self._uncoded, [], 0
+        n = sum(len(batch[0]) for batch in batches)
+        cells = self._read_cells(joined_columns([batch[3] for batch in batches], self._names), n)
+        keys = np.left_shift(cells, 1, dtype=np.uint32, casting="unsafe")
+        keys |= np.concatenate([batch[1] for batch in batches])
+        weights = np.concatenate([batch[2] for batch in batches]) if self._weighted else None
+        self._waiting.append((np.concatenate([batch[0] for batch in batches]), keys, weights, None))
+
     def _promote(self, dtype: np.dtype) -> None:
+        self._settle()
         self._dtype = np.dtype(dtype)
         self._scores = self._scores.astype(dtype)
         self._waiting = [(part[0].astype(dtype), *part[1:]) for part in self._waiting]
@@ -367,6 +413,7 @@ class FairnessAccumulator(SegmentState):
     def _compact(self) -> None:
         """Merge the waiting rows into the table: sorted by (score, key), one row per distinct pair
         with its count and summed weight."""
+        self._settle()
         if not self._waiting:
             return
         scores, keys, counts, weights = self._joined()
@@ -409,6 +456,7 @@ class FairnessAccumulator(SegmentState):
         """The waiting rows into the table: merged with it when it already merges repeated rows
         (16-bit scores: the table stays bounded), else joined as they are (the engine sorts them
         anyway); a pickled state is then one set of arrays."""
+        self._settle()
         if not self._waiting:
             return
         if self._counts is not None and not self._dense:
@@ -424,6 +472,8 @@ class FairnessAccumulator(SegmentState):
         received pickled); returns self. The order of merging does not change the result."""
         if not isinstance(other, FairnessAccumulator):
             raise ValueError(f"other must be a FairnessAccumulator, got {type(other).__name__}")
+        self._settle()
+        other._settle()
         mine = (self.pos_label, self.score_type, self.score_column, self.intersectional, self.metrics, self.bins)
         theirs = (other.pos_label, other.score_type, other.score_column, other.intersectional, other.metrics,
                   other.bins)
@@ -471,35 +521,6 @@ class FairnessAccumulator(SegmentState):
                 mapped = (cell_map[(keys >> np.uint32(1)).astype(np.intp)].astype(np.uint32) << np.uint32(1))
                 self._add_rows(scores.astype(self._dtype), mapped | (keys & np.uint32(1)), weights, counts)
         return self
-
-    def _merge_kinds(self, theirs: list[str | None]) -> None:
-        mine = getattr(self, "_kinds", None) or [None] * len(self._names)
-        for k, kind in enumerate(theirs):
-            if kind is not None and mine[k] is not None and kind != mine[k]:
-                raise ValueError(f"attribute {self._names[k]!r} holds {kind} values in the other accumulator but "
-                                 f"{mine[k]} values in this one; pass its values as one kind to both")
-            mine[k] = mine[k] or kind
-        self._kinds = mine
-
-    def _cells_of(self, other: FairnessAccumulator) -> np.ndarray:
-        """``other``'s group ids and cells in this accumulator's numbering (its new groups and cells added
-        here): other's cell i is this one's ``cell_map[i]``."""
-        group_maps = []
-        for k, known in enumerate(other._groups):
-            mapping = np.empty(len(known) + 1, np.int64)
-            mapping[-1] = -1
-            for group, i in known.items():
-                mapping[i] = self._groups[k].setdefault(group, len(self._groups[k]))
-            group_maps.append(mapping)
-            self._numeric[k] = self._numeric[k] or other._numeric[k]
-            seen, theirs_k = self._categories[k], other._categories[k]
-            self._categories[k] = (theirs_k if seen is True else seen if theirs_k is True or seen == theirs_k
-                                   else None)
-        cell_map = np.empty(len(other._cells), np.int64)
-        for cell, i in other._cells.items():
-            mapped = tuple(int(group_maps[k][g]) for k, g in enumerate(cell))
-            cell_map[i] = self._cells.setdefault(mapped, len(self._cells))
-        return cell_map
 
     def _conversion(self) -> dict[str, Any]:
         """What :func:`evaluate` would know of a sigmoid conversion of all the batches' scores, for

@@ -1,6 +1,7 @@
 """What :class:`~fairmedfm_fast._backends.accumulator.FairnessAccumulator` reads of one batch beside
-its samples: the batch's weights, the category names of its categorical columns, and the checks that a
-later batch reads as the first did (scores of one type, rows of probabilities).
+its samples: the batch's weights, the category names of its categorical columns, the checks that a
+later batch reads as the first did (scores of one type, rows of probabilities), and the text columns
+whose coding waits for more batches (:func:`text_columns`, :func:`joined_columns`).
 """
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from .._inputs import arrays as _inputs
+from .._inputs import groups as _groups
 from .._inputs import value_codes as _codes
 from .checks import sample_weights
 
@@ -40,6 +42,49 @@ def categorical_names(sensitive_features: Any, names: list[str]) -> list[list[st
         else:
             out.append(None)
     return out
+
+
+def text_columns(sensitive_features: Any, names: list[str], n: int) -> list[Any] | None:
+    """A batch's attribute columns as text that coding cannot reject, to be coded later with other
+    batches' (:func:`joined_columns`): when the batch is a DataFrame or a dict of the attributes
+    ``names``, in order, each column ``n`` values of text without a missing value (an Arrow-backed
+    pandas column or a pyarrow string array, kept as the pyarrow array, which cannot change; a NumPy
+    ``U`` or ``S`` array, copied). None for any other batch, which is read at once (and raises there
+    if it must)."""
+    if not (isinstance(sensitive_features, dict) or _inputs.is_pandas(sensitive_features, "DataFrame")):
+        return None
+    columns = _groups.attribute_columns(sensitive_features)
+    if [name for name, _ in columns] != names:
+        return None
+    kept = []
+    for _, values in columns:
+        if len(values) != n:
+            return None
+        if isinstance(values, np.ndarray):
+            if values.dtype.kind not in "US" or values.ndim != 1:
+                return None
+            kept.append(values.copy())
+            continue
+        array = _codes.arrow_text(values)
+        if array is None:
+            return None
+        kept.append(array)
+    return kept
+
+
+def text_form(columns: list[Any]) -> tuple:
+    """What :func:`joined_columns` needs alike in the batches it joins: each column's NumPy kind, or
+    Arrow's type."""
+    return tuple(column.dtype.kind if isinstance(column, np.ndarray) else column.type for column in columns)
+
+
+def joined_columns(batches: list[list[Any]], names: list[str]) -> dict[str, Any]:
+    """The columns of several batches' :func:`text_columns` (of one :func:`text_form`), joined:
+    attribute name -> one array."""
+    import pyarrow as pa
+
+    return {name: np.concatenate(pieces) if isinstance(pieces[0], np.ndarray) else pa.concat_arrays(pieces)
+            for name, pieces in zip(names, zip(*batches))}
 
 
 def require_rows_sum_to_one(y_score: Any) -> None:

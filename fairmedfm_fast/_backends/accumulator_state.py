@@ -56,11 +56,13 @@ class Segment:
 
 class SegmentState:
     """The methods of :class:`~fairmedfm_fast.FairnessAccumulator` that give its state as segments and
-    take it back."""
+    take it back, and read another accumulator's groups and cells in its own numbering (for
+    :meth:`~fairmedfm_fast.FairnessAccumulator.merge`)."""
 
     def mark(self) -> tuple:
         """How many groups (per attribute) and cells are known, and a key of how batches are read:
         where the next :meth:`segment` starts."""
+        self._settle()
         return tuple(len(known) for known in self._groups), len(self._cells), self._reading_key()
 
     def _reading_key(self) -> tuple:
@@ -72,6 +74,7 @@ class SegmentState:
 
     def keep_journal(self) -> None:
         """Keep the rows of every batch added from now on, for the next :meth:`segment` since a mark."""
+        self._settle()  # (a batch is then coded as it comes: its rows join the journal)
         self._journal = []
 
     def _journaled(self) -> tuple:
@@ -144,3 +147,34 @@ class SegmentState:
                 self._promote(dtype)
             else:
                 self._dtype = dtype
+
+    # -- another state's groups and cells in this one's numbering (merge) ---------------------------
+
+    def _merge_kinds(self, theirs: list[str | None]) -> None:
+        mine = getattr(self, "_kinds", None) or [None] * len(self._names)
+        for k, kind in enumerate(theirs):
+            if kind is not None and mine[k] is not None and kind != mine[k]:
+                raise ValueError(f"attribute {self._names[k]!r} holds {kind} values in the other accumulator but "
+                                 f"{mine[k]} values in this one; pass its values as one kind to both")
+            mine[k] = mine[k] or kind
+        self._kinds = mine
+
+    def _cells_of(self, other: SegmentState) -> np.ndarray:
+        """``other``'s group ids and cells in this accumulator's numbering (its new groups and cells added
+        here): other's cell i is this one's ``cell_map[i]``."""
+        group_maps = []
+        for k, known in enumerate(other._groups):
+            mapping = np.empty(len(known) + 1, np.int64)
+            mapping[-1] = -1
+            for group, i in known.items():
+                mapping[i] = self._groups[k].setdefault(group, len(self._groups[k]))
+            group_maps.append(mapping)
+            self._numeric[k] = self._numeric[k] or other._numeric[k]
+            seen, theirs_k = self._categories[k], other._categories[k]
+            self._categories[k] = (theirs_k if seen is True else seen if theirs_k is True or seen == theirs_k
+                                   else None)
+        cell_map = np.empty(len(other._cells), np.int64)
+        for cell, i in other._cells.items():
+            mapped = tuple(int(group_maps[k][g]) for k, g in enumerate(cell))
+            cell_map[i] = self._cells.setdefault(mapped, len(self._cells))
+        return cell_map

@@ -125,6 +125,13 @@ def _columns(sensitive_features: Any) -> list[tuple[str, Column]]:
                      f"got shape {array.shape}")
 
 
+def attribute_columns(sensitive_features: Any) -> list[tuple[str, Column]]:
+    """(attribute name, values) of each column, as :func:`encode_attributes` names and reads them
+    before coding: a DataFrame's Arrow-backed text as its pandas array, a mapping's values as NumPy
+    arrays or as the pyarrow and polars columns they are."""
+    return _columns(sensitive_features)
+
+
 def _frame_columns(frame: pd.DataFrame) -> list[tuple[str, Column]]:
     """(name, values) of each column of a DataFrame: numbers, booleans and Arrow-backed text as the
     column's own array (``DataFrame._get_column_array``, where pandas has it), every other column as
