@@ -119,6 +119,9 @@ SIGNATURES: dict[str, list[tuple]] = {
         (A(T.uint64, 2, readonly=True), T.int64, A(T.int8)),
         (A(T.uint8, 2, readonly=True), T.int64, A(T.int8)),
     ],
+    'coding.split_keys': [
+        (A(T.uint32), A(T.int8, 2), A(T.uint8), A(T.int8, 2)),
+    ],
     'coding.text_codes': [
         (A(T.int32), A(T.uint8), T.int64, A(T.int8)),
         (A(T.int64), A(T.uint8), T.int64, A(T.int8)),

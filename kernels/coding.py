@@ -280,3 +280,25 @@ def more_distinct_than(values, limit):
                 break
             slot = (slot + 1) & mask
     return False
+
+
+@kernel
+def split_keys(keys, cell_codes, labels, codes):
+    """The accumulator's rows (``key = cell * 2 + label``) as labels and group codes, in one pass:
+    ``labels[i] = keys[i] & 1`` and ``codes[k, i] = cell_codes[k, keys[i] >> 1]``.
+
+    Parameters
+    ----------
+    keys : uint32 array of shape (n,)
+    cell_codes : int8 array of shape (K, n_cells), each cell's code in each grouping
+    labels : uint8 array of shape (n,), written
+    codes : int8 array of shape (K, n), written
+    """
+    n_groupings = cell_codes.shape[0]
+    one = np.uint32(1)
+    for i in range(keys.shape[0]):
+        key = keys[i]
+        labels[i] = np.uint8(key & one)
+        cell = key >> one
+        for k in range(n_groupings):
+            codes[k, i] = cell_codes[k, cell]

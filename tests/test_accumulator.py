@@ -402,3 +402,17 @@ def test_text_batches_after_a_categorical_one_and_a_rejected_batch():
     expected = fm.evaluate(y, scores, {"sex": sex})
     assert list(report.by_group.loc["sex"].index) == ["F", "M"]
     assert_same(report, expected)
+
+
+def test_many_groups_and_intersections_read_back_from_the_keys():
+    # rows read back from the keys in one pass where every attribute's codes are int8, else by gathers:
+    # 200 sites (int16 codes), and the intersection of 60 sites and sex (up to 120 cells)
+    rng = np.random.default_rng(9)
+    y, scores = rng.integers(0, 2, 4000), rng.random(4000)
+    for n_sites, intersectional in ((200, False), (60, True)):
+        columns = {"site": np.array([f"s{i}" for i in range(n_sites)])[rng.integers(0, n_sites, 4000)],
+                   "sex": rng.choice(["F", "M"], 4000)}
+        acc = FairnessAccumulator(intersectional=intersectional)
+        for a in range(0, 4000, 500):
+            acc.update(y[a:a + 500], scores[a:a + 500], {k: v[a:a + 500] for k, v in columns.items()})
+        assert_same(acc.result(), fm.evaluate(y, scores, columns, intersectional=intersectional))

@@ -290,3 +290,15 @@ def _check_pieces(data, form):
     assert names == expected_names
     np.testing.assert_array_equal(codes, expected)
     assert codes.dtype == np.dtype(np.int8 if len(names) <= 127 else np.int16)
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.data(), n_groupings=st.integers(1, 4), n_cells=st.integers(1, 40))
+def test_split_keys_against_numpy(data, n_groupings, n_cells):
+    # the accumulator's keys (cell * 2 + label) as labels and each grouping's code of the cell (-1 missing)
+    keys = data.draw(hnp.arrays(np.uint32, st.integers(0, 300), elements=st.integers(0, 2 * n_cells - 1)))
+    cell_codes = data.draw(hnp.arrays(np.int8, (n_groupings, n_cells), elements=st.integers(-1, 127)))
+    labels, codes = np.empty(len(keys), np.uint8), np.empty((n_groupings, len(keys)), np.int8)
+    coding.split_keys(keys, cell_codes, labels, codes)
+    np.testing.assert_array_equal(labels, keys & 1)
+    np.testing.assert_array_equal(codes, cell_codes[:, (keys >> 1).astype(np.intp)])

@@ -571,8 +571,8 @@ class FairnessAccumulator(SegmentState):
             raise ValueError("no batch was added: call update(y_true, y_score, sensitive_features) first")
         self._flush()
         n = self._n
-        labels = (self._keys & np.uint32(1)).astype(np.uint8)
-        cells = (self._keys >> np.uint32(1)).astype(np.intp)
+        per_cell, problem = self._cell_attributes()
+        labels, attributes = _split_rows(self._keys, per_cell)
         counts = self._counts
         positives = int(counts[labels == 1].sum()) if counts is not None else int(np.count_nonzero(labels))
         label_info: dict[str, Any] = {}
@@ -589,7 +589,8 @@ class FairnessAccumulator(SegmentState):
                              "both positive and negative samples")
         if self._weighted and not self._weights.any():
             raise ValueError("sample_weight is zero for every sample; at least one sample needs weight")
-        attributes = self._attributes(cells)
+        if problem:
+            raise ValueError(problem)
         check_resampling(attributes, n_boot, n_permutations, _resample.RESAMPLED_PER_GROUP)
         weights = self._weights if self._weighted else None if counts is None else counts.astype(np.float64)
         extra = _metric_registry.optional_keys(self.metrics)
@@ -615,8 +616,9 @@ class FairnessAccumulator(SegmentState):
                          warnings=warnings, extra=extra, seed=seed, interval=interval)
         return report
 
-    def _attributes(self, cells: np.ndarray) -> list[_groups.Attribute]:
-        """The attributes over the table's rows (codes in report order), made once per cell."""
+    def _cell_attributes(self) -> tuple[list[_groups.Attribute], str | None]:
+        """The attributes over the cells (codes in report order), and why the report cannot be made
+        (an attribute that looks continuous) or None."""
         cell_ids = np.array(list(self._cells), np.int64).reshape(len(self._cells), len(self._names))
         per_cell = []
         for k, name in enumerate(self._names):
@@ -628,16 +630,29 @@ class FairnessAccumulator(SegmentState):
             ordered = _codes.report_order(names, bin_labels=None if spec is None else cut_point_groups(spec, name),
                                            categories=categories, has_missing=has_missing)
             if self._numeric[k] and spec is None and len(ordered) > _groups.MAX_NUMERIC_GROUPS:
-                raise ValueError(
-                    f"attribute {name!r} looks continuous (more than {_groups.MAX_NUMERIC_GROUPS} distinct numbers "
-                    f"over the batches); group it with bins={{{name!r}: [40, 60]}} (cut points)")
+                return [], (f"attribute {name!r} looks continuous (more than {_groups.MAX_NUMERIC_GROUPS} distinct "
+                            f"numbers over the batches); group it with bins={{{name!r}: [40, 60]}} (cut points)")
             rank = {group: i for i, group in enumerate(ordered)}
             lookup = np.array([*(rank[group] for group in names), -1], np.intp)
             codes = lookup[cell_ids[:, k]]
             per_cell.append(_groups.Attribute(name, _codes.narrowest(codes, len(ordered)), ordered))
         if self.intersectional and len(per_cell) > 1:
             per_cell.append(_groups.combine(per_cell))
-        return [_groups.Attribute(a.name, a.codes[cells], a.groups) for a in per_cell]
+        return per_cell, None
+
+
+def _split_rows(keys: np.ndarray, per_cell: list[_groups.Attribute]) -> tuple[np.ndarray, list[_groups.Attribute]]:
+    """The table's labels, and the attributes over its rows, from the keys (``cell * 2 + label``) and
+    the attributes over the cells: in one pass (``kernels.coding.split_keys``) where every attribute's
+    codes are int8."""
+    if len(keys) and per_cell and all(a.codes.dtype == np.int8 for a in per_cell):
+        labels = np.empty(len(keys), np.uint8)
+        codes = np.empty((len(per_cell), len(keys)), np.int8)
+        _codes.split_keys(keys, np.stack([a.codes for a in per_cell]), labels, codes)
+        return labels, [_groups.Attribute(a.name, row, a.groups) for a, row in zip(per_cell, codes)]
+    labels = (keys & np.uint32(1)).astype(np.uint8)
+    cells = (keys >> np.uint32(1)).astype(np.intp)
+    return labels, [_groups.Attribute(a.name, a.codes[cells], a.groups) for a in per_cell]
 
 
 def _assess(scores: np.ndarray, labels: np.ndarray, attributes: list[_groups.Attribute], weights, counts,

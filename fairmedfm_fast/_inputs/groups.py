@@ -32,6 +32,7 @@ from .value_codes import (
     list_codes,
     narrowest,
     order_key,
+    read_column,
 )
 
 Bins = Mapping[str, int | Sequence[float]]
@@ -76,9 +77,11 @@ class CodedAttributes:
 
 
 def _deferred(values: Any) -> bool:
-    """Whether a column is converted in :func:`_attribute` (on the coding threads: the conversion
-    releases the GIL) rather than at once: pyarrow and polars columns."""
-    return is_arrow(values) or is_polars(values)
+    """Whether a column is converted in :func:`_attribute` (on the coding threads) rather than at once:
+    pyarrow and polars columns (whose conversion releases the GIL), and lists of str (whose coding by
+    pandas' hash table releases it in part)."""
+    return is_arrow(values) or is_polars(values) or (type(values) is list and bool(values)
+                                                     and isinstance(values[0], str))
 
 
 def _columns(sensitive_features: Any) -> list[tuple[str, Column]]:
@@ -93,8 +96,8 @@ def _columns(sensitive_features: Any) -> list[tuple[str, Column]]:
         return [(str(features.name) if features.name else "sensitive", features)]
     if isinstance(features, Mapping):
         # Values of a mapping are taken as plain arrays (as a DataFrame built from them would be),
-        # except pyarrow and polars columns, which keep their own types (and are converted later, on
-        # the coding threads: :func:`_deferred`).
+        # except pyarrow and polars columns, which keep their own types, and lists of str (converted
+        # later, on the coding threads: :func:`_deferred`).
         columns = []
         for key, value in features.items():
             if not (isinstance(value, np.ndarray) and value.ndim == 1):
@@ -163,7 +166,7 @@ def _mapping_value(value: Any, where: str) -> Any:
     """One value of a mapping of attributes: pyarrow and polars columns and lists of strings as they
     are (see :func:`column_values`), a bare pandas Categorical by its codes (:func:`_recoded`), anything
     else as a 1-D NumPy array."""
-    if _deferred(value) or (type(value) is list and value and isinstance(value[0], str)):
+    if _deferred(value):
         return value
     recoded = _recoded(value)
     return recoded if recoded is not None else to_numpy(value, where).ravel()
@@ -376,7 +379,13 @@ def encode_attributes(sensitive_features: Any, n_samples: int, bins: Bins | None
 def _attribute(name: str, values: Column, bins: Any) -> Attribute:
     """One attribute column coded: cut at ``bins`` when given, else by its distinct values."""
     if not isinstance(values, np.ndarray) and _deferred(values):
-        values = column_values(values, name)
+        text, values = read_column(values)
+        if text is None:  # (a list comes from a mapping: named as its value)
+            values = column_values(values, f"sensitive_features[{name!r}]" if type(values) is list else name)
+        elif bins is None:  # coded as read: in report order already
+            return Attribute(name, *text)
+        else:  # (cut into bins as the strings would be: they are not numbers)
+            values = pd.Series(coded_text(*text), name=name, copy=False)
     edges: list[float] = []
     if bins is not None:
         codes, groups, note = _binned(values, bins, name, edges)

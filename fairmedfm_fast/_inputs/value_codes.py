@@ -73,14 +73,30 @@ def column_values(values: Any, name: str) -> Column:
     (:func:`coded_text`), which codes, names and cuts into bins as the strings would."""
     if is_pandas(values, "Series"):
         return values.reset_index(drop=True)
+    text, values = read_column(values)
+    if text is not None:
+        return pd.Series(coded_text(*text), name=name, copy=False)
+    if is_arrow(values):
+        return pd.Series(pd.arrays.ArrowExtensionArray(values), name=name, copy=False)
+    array = to_numpy(values, name)
+    if array.ndim != 1:
+        array = array.reshape(len(array), -1)
+        if array.shape[1] != 1:
+            raise ValueError(f"{name} must hold one value per sample, got shape {array.shape}")
+        array = array[:, 0]
+    return array
+
+
+def read_column(values: Any) -> tuple[tuple[np.ndarray, list[str]] | None, Any]:
+    """Codes in report order and the group names of text that is coded as it is read (a list of str,
+    a polars Categorical, Arrow string views: see :func:`column_values`), else None; and the values,
+    as a pyarrow array (one chunk) where they were polars or pyarrow."""
     if type(values) is list:
-        text = list_codes(values)
-        if text is not None:
-            return pd.Series(coded_text(*text), name=name, copy=False)
+        return list_codes(values), values
     if is_polars(values):
         text = _polars_category_codes(values)
         if text is not None:
-            return pd.Series(coded_text(*text), name=name, copy=False)
+            return text, values
         values = _polars_arrow(values)
     if is_arrow(values):
         import pyarrow as pa
@@ -90,16 +106,9 @@ def column_values(values: Any, name: str) -> Column:
         if pa.types.is_string_view(values.type):
             text = _view_codes(values)
             if text is not None:
-                return pd.Series(coded_text(*text), name=name, copy=False)
+                return text, values
             values = values.cast(pa.large_string())
-        return pd.Series(pd.arrays.ArrowExtensionArray(values), name=name, copy=False)
-    array = to_numpy(values, name)
-    if array.ndim != 1:
-        array = array.reshape(len(array), -1)
-        if array.shape[1] != 1:
-            raise ValueError(f"{name} must hold one value per sample, got shape {array.shape}")
-        array = array[:, 0]
-    return array
+    return None, values
 
 
 def _polars_arrow(values: Any) -> Any:
@@ -177,7 +186,8 @@ def list_codes(values: list) -> tuple[np.ndarray, list[str]] | None:
     coded = _string_codes(array)
     if coded is None or any(value.endswith("\x00") for value in coded[1]):
         return None
-    return _in_report_order(*coded, None)
+    codes, ordered = _in_report_order(*coded, None)
+    return narrowest(codes, len(ordered)), ordered
 
 
 def coded_text(codes: np.ndarray, ordered: list[str]) -> pd.Categorical:
@@ -315,6 +325,12 @@ def _kernel_codes(n: int, code_piece, names_at) -> tuple[np.ndarray, list[str]]:
     for start, (a, b) in zip(starts, parts):  # each piece's codes index its names among all of them
         coding.remap_codes(codes[a:b], lookup[start:], out[a:b])
     return out, ordered
+
+
+def split_keys(keys: np.ndarray, cell_codes: np.ndarray, labels: np.ndarray, codes: np.ndarray) -> None:
+    """``kernels.coding.split_keys``: the accumulator's keys (``cell * 2 + label``, uint32) as labels and
+    each grouping's int8 code, ``cell_codes`` (K, cells) giving each cell's."""
+    _kernels().split_keys(keys, cell_codes, labels, codes)
 
 
 def _room_for(n: int) -> int:
