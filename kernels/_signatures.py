@@ -110,6 +110,7 @@ SIGNATURES: dict[str, list[tuple]] = {
         (A(T.uint64), T.int64),
     ],
     'coding.remap_codes': [
+        (A(T.int16), A(T.int32), A(T.int32)),
         (A(T.int32), A(T.int16, readonly=True), A(T.int16)),
         (A(T.int8), A(T.int8, readonly=True), A(T.int8)),
     ],

@@ -235,7 +235,7 @@ def remap_codes(codes, lookup, out):
 
     Parameters
     ----------
-    codes : int8 or int32 array of shape (n,), each in ``0 .. len(lookup) - 1``
+    codes : int8, int16 or int32 array of shape (n,), each in ``0 .. len(lookup) - 1``
     lookup : int8, int16 or int32 array
     out : array of shape (n,) and the type of ``lookup``, written; may be ``codes`` itself
     """

@@ -233,7 +233,7 @@ def test_tables_of_any_size_are_rounded_up():
 
 
 @settings(max_examples=40, deadline=None)
-@given(data=st.data(), code_type=st.sampled_from([np.int8, np.int32]), out_type=st.sampled_from([np.int8, np.int16,
+@given(data=st.data(), code_type=st.sampled_from([np.int8, np.int16, np.int32]), out_type=st.sampled_from([np.int8, np.int16,
                                                                                                  np.int32]))
 def test_remap_codes_against_take(data, code_type, out_type):
     # codes in order of first occurrence to report order, into a new array or (same types) in place

@@ -354,11 +354,11 @@ class FairnessAccumulator(SegmentState):
             present, inverse = np.unique(combined, return_inverse=True)
             cell_of = np.array([self._cell(value, attributes) for value in present.tolist()], np.int64)
             return cell_of[inverse.ravel()]
-        cells = np.take(lookup, combined)
+        cells = _codes.remapped(combined, lookup)
         if cells.min(initial=0) < 0:  # combinations not met before
             for value in np.unique(combined[cells < 0]).tolist():
                 lookup[value] = self._cell(value, attributes)
-            cells = np.take(lookup, combined)
+            cells = _codes.remapped(combined, lookup)
         return cells
 
     def _check_kinds(self, sensitive_features: Any, attributes: list[_groups.Attribute]) -> None:

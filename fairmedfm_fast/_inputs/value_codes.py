@@ -327,6 +327,16 @@ def _kernel_codes(n: int, code_piece, names_at) -> tuple[np.ndarray, list[str]]:
     return out, ordered
 
 
+def remapped(codes: np.ndarray, lookup: np.ndarray) -> np.ndarray:
+    """``np.take(lookup, codes)`` of non-negative codes: by ``kernels.coding.remap_codes`` on large int16
+    or int32 codes into an int32 lookup (np.take first widens the codes to intp: three times as long)."""
+    if len(codes) < TABLE_CODES_BELOW or codes.dtype not in (np.int16, np.int32) or lookup.dtype != np.int32:
+        return np.take(lookup, codes)
+    out = np.empty(len(codes), np.int32)
+    _kernels().remap_codes(codes, lookup, out)
+    return out
+
+
 def split_keys(keys: np.ndarray, cell_codes: np.ndarray, labels: np.ndarray, codes: np.ndarray) -> None:
     """``kernels.coding.split_keys``: the accumulator's keys (``cell * 2 + label``, uint32) as labels and
     each grouping's int8 code, ``cell_codes`` (K, cells) giving each cell's."""
