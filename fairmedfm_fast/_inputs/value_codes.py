@@ -270,8 +270,12 @@ def _text_array_codes(array: np.ndarray) -> tuple[np.ndarray, list]:
     rows = array.view(word).reshape(n, size // word.itemsize)
     rows.flags.writeable = False  # one signature, whether the user's array is read-only or not
 
-    def names_at(firsts: list[int]) -> list:
-        return [group_name(value) for value in array[firsts].tolist()]
+    if array.dtype.kind == "U":
+        def names_at(firsts: list[int]) -> list:
+            return array[firsts].tolist()  # str, named as they are
+    else:
+        def names_at(firsts: list[int]) -> list:
+            return [group_name(value) for value in array[firsts].tolist()]
 
     return _kernel_codes(n, _rows_coder(rows), names_at)
 
@@ -293,34 +297,48 @@ def _kernel_codes(n: int, code_piece, names_at) -> tuple[np.ndarray, list[str]]:
     release the GIL); every piece's codes are then mapped to report order, the position of their
     names among all the pieces' names sorted, by ``kernels.coding.remap_codes`` (in place where the
     types allow)."""
-    n_pieces = max(1, min(resolve_n_jobs(), n // (PIECES_FROM // 2))) if n >= PIECES_FROM else 1
+    if n < PIECES_FROM:  # one piece, on this thread
+        codes = np.empty(n, np.int8)
+        firsts = code_piece(0, n, TEXT_TABLE_SLOTS, codes)
+        if n and not len(firsts):  # more values than int8 codes (or the table) hold
+            codes = np.empty(n, np.int32)
+            firsts = code_piece(0, n, _room_for(n), codes)
+        return _report_codes(codes, [(0, n)], names_at(firsts.tolist()), [0])
+    n_pieces = max(1, min(resolve_n_jobs(), n // (PIECES_FROM // 2)))
     bounds = [n * j // n_pieces for j in range(n_pieces + 1)]
     parts = list(zip(bounds[:-1], bounds[1:]))
     for wide in (False, True):  # int8 codes; when they do not hold the values, int32
         codes = np.empty(n, np.int32 if wide else np.int8)
         tasks = [lambda a=a, b=b, wide=wide, codes=codes: code_piece(
                      a, b, _room_for(b - a) if wide else TEXT_TABLE_SLOTS, codes[a:b]) for a, b in parts]
-        firsts = on_threads(tasks, len(tasks)) if len(tasks) > 1 else [tasks[0]()]
+        firsts = on_threads(tasks, len(tasks))
         if all(len(first) or a == b for first, (a, b) in zip(firsts, parts)):
             break
     names: list = []  # the pieces' names one after the other (a name met by several pieces repeats)
     starts = []
     for first, (a, _) in zip(firsts, parts):
         starts.append(len(names))
-        names.extend(names_at((first + a).tolist() if a else first.tolist()))
+        names.extend(names_at((first + a).tolist()))
+    return _report_codes(codes, parts, names, starts)
+
+
+def _report_codes(codes: np.ndarray, parts: list[tuple[int, int]], names: list, starts: list[int]
+                  ) -> tuple[np.ndarray, list[str]]:
+    """:func:`_kernel_codes`' codes of the pieces ``parts`` (each into the names ``names[starts[j]:]``)
+    as codes in report order, and the group names."""
     if len(names) <= _REMEMBERED_NAMES:  # the same names again (batches, repeated calls)
         ordered, lookup = _sorted_lookup(tuple(names))
         ordered = list(ordered)
     else:
         ordered = _sorted_names(names)
         lookup = _lookup(names, ordered)
-    out_type = np.dtype(_narrowest_type(len(ordered)))
+    out_type = _narrowest_type(len(ordered))
     if lookup is None:  # every name at its own position: one piece (or pieces of disjoint names)
-        if len(parts) == 1 and out_type == codes.dtype:
+        if len(parts) == 1 and codes.dtype == out_type:
             return codes, ordered  # first occurrence is report order already
         lookup = np.arange(len(names), dtype=out_type)
         lookup.flags.writeable = False  # as the remembered lookups: one kernel signature
-    out = codes if out_type == codes.dtype else np.empty(n, out_type)
+    out = codes if codes.dtype == out_type else np.empty(len(codes), out_type)
     coding = _kernels()
     for start, (a, b) in zip(starts, parts):  # each piece's codes index its names among all of them
         coding.remap_codes(codes[a:b], lookup[start:], out[a:b])
