@@ -416,3 +416,18 @@ def test_many_groups_and_intersections_read_back_from_the_keys():
         for a in range(0, 4000, 500):
             acc.update(y[a:a + 500], scores[a:a + 500], {k: v[a:a + 500] for k, v in columns.items()})
         assert_same(acc.result(), fm.evaluate(y, scores, columns, intersectional=intersectional))
+
+
+def test_a_state_pickled_before_uncoded_batches_still_takes_batches():
+    # a state without the fields of the uncoded batches (pickled by an earlier version) reads on
+    rng = np.random.default_rng(10)
+    y, scores, sex = rng.integers(0, 2, 900), rng.random(900), rng.choice(["F", "M"], 900)
+    acc = FairnessAccumulator()
+    acc.update(y[:300], scores[:300], {"sex": sex[:300]})
+    state = acc.__getstate__()
+    del state["_uncoded"], state["_n_uncoded"]
+    restored = FairnessAccumulator.__new__(FairnessAccumulator)
+    restored.__setstate__(state)
+    for a in (300, 600):
+        restored.update(y[a:a + 300], scores[a:a + 300], {"sex": sex[a:a + 300]})
+    assert_same(restored.result(), fm.evaluate(y, scores, {"sex": sex}))

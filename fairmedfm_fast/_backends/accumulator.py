@@ -155,7 +155,9 @@ class FairnessAccumulator(SegmentState):
         except BaseException:
             self._restore(saved)
             raise
-        self._count_notes(notes)
+        for note in notes:
+            if note not in self._notes:
+                self._notes.append(note)
         if scores.dtype != self._dtype:
             if self._n:
                 self._promote(np.result_type(scores.dtype, self._dtype))
@@ -174,14 +176,6 @@ class FairnessAccumulator(SegmentState):
             elif self._n_uncoded >= SETTLE_FROM:
                 self._settle()
             return
-        self._add_batch(scores, keys, weights)
-
-    def _count_notes(self, notes: list[str]) -> None:
-        for note in notes:
-            if note not in self._notes:
-                self._notes.append(note)
-
-    def _add_batch(self, scores: np.ndarray, keys: np.ndarray, weights: np.ndarray | None) -> None:
         if self._journal is not None:
             self._journal.append((scores, keys, weights))
         self._add_rows(scores, keys, weights)
@@ -529,6 +523,11 @@ class FairnessAccumulator(SegmentState):
         if span is None:
             return {}
         return range_conversion(self.score_type, *span)
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self.__dict__.setdefault("_uncoded", [])  # (a state pickled before batches waited uncoded)
+        self.__dict__.setdefault("_n_uncoded", 0)
 
     def __getstate__(self) -> dict:
         self._flush()
