@@ -294,10 +294,11 @@ class FairnessAccumulator(SegmentState):
         batches, self._uncoded, self._n_uncoded = self._uncoded, [], 0
         n = sum(len(batch[0]) for batch in batches)
         cells = self._read_cells(joined_columns([batch[3] for batch in batches], self._names), n)
-        keys = np.left_shift(cells, 1, dtype=np.uint32, casting="unsafe")
-        keys |= np.concatenate([batch[1] for batch in batches])
-        weights = np.concatenate([batch[2] for batch in batches]) if self._weighted else None
-        self._waiting.append((np.concatenate([batch[0] for batch in batches]), keys, weights, None))
+        keys, start = np.left_shift(cells, 1, dtype=np.uint32, casting="unsafe"), 0
+        for scores, labels, weights, _ in batches:  # each batch's rows as they are (joined once, later)
+            keys[start:start + len(scores)] |= labels
+            self._waiting.append((scores, keys[start:start + len(scores)], weights, None))
+            start += len(scores)
 
     def _promote(self, dtype: np.dtype) -> None:
         self._settle()
