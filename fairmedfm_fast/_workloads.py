@@ -187,11 +187,19 @@ def _text_forms(y, scores, text) -> None:
     fm.evaluate(y, scores, pa.table(text))
     fm.evaluate(y, scores, pa.table({name: pa.array(values).dictionary_encode() for name, values in text.items()}))
     fm.evaluate(y, scores, {name: pa.array(values, pa.string_view()) for name, values in text.items()})
+    # more than 127 values: int32 codes from every text kernel; and, in pieces of a long column, each piece
+    # of at most 127 values but more in all (int8 codes remapped into int16 ones)
+    n = len(y)
+    many = _groups_of(n, 200)
+    halves = np.char.add(np.where(np.arange(n) < n // 2, "a", "b"), _groups_of(n, 100))
+    fm.evaluate(y, scores, {"many": many, "halves": halves})
+    fm.evaluate(y, scores, pa.table({"many": many, "long": pa.array(many, pa.large_string())}))
+    fm.evaluate(y, scores, {f"w{width}": np.char.encode(np.char.ljust(many, width, "x"), "ascii") for width in (5, 8)})
     try:
         import polars as pl
     except ImportError:
         return
-    frame = pl.DataFrame({name: values.tolist() for name, values in text.items()})
+    frame = pl.DataFrame({name: values.tolist() for name, values in {**text, "many": many}.items()})
     fm.evaluate(y, scores, frame)
     fm.evaluate(y, scores, frame.with_columns(pl.all().cast(pl.Categorical)))
 
@@ -256,6 +264,13 @@ def _accumulator(n: int) -> None:
             merged.result(threshold=0.4, n_boot=2, random_state=0)
             if w is None:
                 merged.result(interval="analytic")
+        # two attributes of 200 groups (int16 codes; their 40,401 combinations take int32 keys)
+        many = fm.FairnessAccumulator()
+        for start in range(0, n, max(1, n // 4)):
+            stop = min(n, start + max(1, n // 4))
+            many.update(y[start:stop], scores[start:stop], {"a": _groups_of(n, 200)[start:stop],
+                                                            "b": _groups_of(n, 199)[start:stop]})
+        many.result()
 
 
 def _segmentation_scores(n: int) -> None:

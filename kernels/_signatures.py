@@ -112,19 +112,25 @@ SIGNATURES: dict[str, list[tuple]] = {
     'coding.remap_codes': [
         (A(T.int16), A(T.int32), A(T.int32)),
         (A(T.int32), A(T.int16, readonly=True), A(T.int16)),
+        (A(T.int32), A(T.int32), A(T.int32)),
+        (A(T.int8), A(T.int16, readonly=True), A(T.int16)),
         (A(T.int8), A(T.int8, readonly=True), A(T.int8)),
     ],
     'coding.row_codes': [
         (A(T.uint32, 2, readonly=True), T.int64, A(T.int32)),
         (A(T.uint32, 2, readonly=True), T.int64, A(T.int8)),
+        (A(T.uint64, 2, readonly=True), T.int64, A(T.int32)),
         (A(T.uint64, 2, readonly=True), T.int64, A(T.int8)),
+        (A(T.uint8, 2, readonly=True), T.int64, A(T.int32)),
         (A(T.uint8, 2, readonly=True), T.int64, A(T.int8)),
     ],
     'coding.split_keys': [
         (A(T.uint32), A(T.int8, 2), A(T.uint8), A(T.int8, 2)),
     ],
     'coding.text_codes': [
+        (A(T.int32), A(T.uint8), T.int64, A(T.int32)),
         (A(T.int32), A(T.uint8), T.int64, A(T.int8)),
+        (A(T.int64), A(T.uint8), T.int64, A(T.int32)),
         (A(T.int64), A(T.uint8), T.int64, A(T.int8)),
     ],
     'delong.placement_sums': [

@@ -444,3 +444,43 @@ def test_categorical_codes_order_like_oracle(name):
     fast, oracle = check("evaluate", y, s, features)
     if fast.error is None:
         assert list(fast.value.by_group.index) == list(oracle.value.by_group.index)
+
+
+TEXT_FORMS = ("U arrays", "S arrays", "pyarrow Table", "pandas string[pyarrow]", "lists", "polars Utf8",
+              "polars Categorical")
+
+
+@examples(0.5)
+@given(data=api_cases(max_n=120, max_attributes=2, max_groups=6), form=st.sampled_from(TEXT_FORMS),
+       n_jobs=st.integers(1, 3))
+def test_text_coded_in_pieces_matches_oracle(data, form, n_jobs):
+    # text attributes coded as long columns are (in pieces on threads, from 8 values here, by tables
+    # of 2 slots that fill at once), in every text form, beside the oracle reading the same strings as
+    # NumPy arrays (bytes for S arrays)
+    from fairmedfm_fast._inputs import value_codes
+
+    frame = data["sensitive_features"]
+    if frame.isna().to_numpy().any():
+        return
+    text = {name: np.array([str(value) for value in frame[name]]) for name in frame.columns}
+    if form == "S arrays":
+        text = {name: np.char.encode(values, "utf-8") for name, values in text.items()}
+    if form.startswith("polars"):
+        pl = pytest.importorskip("polars")
+        features = pl.DataFrame({name: values.tolist() for name, values in text.items()})
+        if form == "polars Categorical":
+            features = features.with_columns(pl.all().cast(pl.Categorical))
+    else:
+        import pyarrow as pa
+
+        features = {"U arrays": lambda: text, "S arrays": lambda: text, "pyarrow Table": lambda: pa.table(text),
+                    "pandas string[pyarrow]": lambda: pd.DataFrame({k: pd.array(v, dtype="string[pyarrow]")
+                                                                    for k, v in text.items()}),
+                    "lists": lambda: {k: v.tolist() for k, v in text.items()}}[form]()
+    y, scores = data["y_true"], data["y_score"]
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(value_codes, "PIECES_FROM", 8)
+        patch.setattr(value_codes, "TEXT_TABLE_SLOTS", 2)
+        patch.setenv("FAIRMEDFM_FAST_N_JOBS", str(n_jobs))
+        fast, oracle = both("evaluate", y, scores, features, oracle_args=((y, scores, text), {}))
+    assert_same(fast, oracle)

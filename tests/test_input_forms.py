@@ -242,3 +242,16 @@ def test_polars_categoricals_and_enums_from_their_physical_codes():
         arrow = _groups.encode_attributes({"g": series.to_arrow()}, len(values))[0]
         assert fast.groups == arrow.groups == ["2", "10", "x", "y"]
         np.testing.assert_array_equal(fast.codes, arrow.codes)
+
+
+def test_a_pyarrow_scalar_is_not_an_attribute():
+    # a pyarrow scalar where a column belongs names the argument, as a length mismatch does (it raised
+    # TypeError from len()); a ragged list in a mapping (read on the coding threads) names its key
+    y = np.array([0, 1] * 30)
+    scores = np.linspace(0, 1, 60)
+    with pytest.raises(ValueError, match=r"sensitive_features\['g'\] is a pyarrow StringScalar"):
+        _report(y, scores, {"g": pa.scalar("x")})
+    with pytest.raises(ValueError, match=r"^sensitive_features is a pyarrow StringScalar"):
+        _report(y, scores, pa.scalar("x"))
+    with pytest.raises(ValueError, match=r"sensitive_features\['g'\] could not be read as an array"):
+        _report(y, scores, {"g": ["a", ["b"]] * 30})

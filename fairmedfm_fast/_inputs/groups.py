@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from .._util.lazy_pandas import is_pandas, pd
-from .._util.threads import on_threads, resolve_n_jobs
+from .._util.threads import cores_shared, on_threads, resolve_n_jobs
 from .arrays import check_memory, is_arrow, is_polars, shown, to_numpy
 from .value_codes import (
     Column,
@@ -118,7 +118,7 @@ def _columns(sensitive_features: Any) -> list[tuple[str, Column]]:
     if is_arrow(features) and hasattr(features, "column_names"):  # Table / RecordBatch
         return [(str(name), features.column(i)) for i, name in enumerate(features.column_names)]
     if is_arrow(features):
-        return [("sensitive", features)]
+        return [("sensitive", _arrow_column(features, "sensitive_features"))]
     array = to_numpy(features, "sensitive_features")
     if array.ndim == 1:
         return [("sensitive", array)]
@@ -162,12 +162,20 @@ def _column_names(index: pd.Index) -> list:
 
 
 
+def _arrow_column(value: Any, where: str) -> Any:
+    """A pyarrow column as it is; a ValueError naming ``where`` for another pyarrow object (a scalar)."""
+    if not hasattr(value, "__len__"):
+        raise ValueError(f"{where} is a pyarrow {type(value).__name__}, not one value per sample; pass a pyarrow "
+                         "Array or ChunkedArray (or a NumPy array, a list, ...)")
+    return value
+
+
 def _mapping_value(value: Any, where: str) -> Any:
     """One value of a mapping of attributes: pyarrow and polars columns and lists of strings as they
     are (see :func:`column_values`), a bare pandas Categorical by its codes (:func:`_recoded`), anything
     else as a 1-D NumPy array."""
     if _deferred(value):
-        return value
+        return _arrow_column(value, where) if is_arrow(value) else value
     recoded = _recoded(value)
     return recoded if recoded is not None else to_numpy(value, where).ravel()
 
@@ -367,8 +375,16 @@ def encode_attributes(sensitive_features: Any, n_samples: int, bins: Bins | None
     # first failing column, as coding them in turn would.
     n_threads = resolve_n_jobs() if n_samples >= PARALLEL_FROM and len(columns) > 1 else 1
     if n_threads > 1:
-        attributes = on_threads([lambda name=name, values=values: _attribute(name, values, bins.get(name))
-                                 for name, values in columns], n_threads)
+        # each column's share of the threads for its pieces (value_codes._kernel_codes): at least 2, which
+        # balances 3 columns on 2 cores, and no more than the cores over the columns on a large machine
+        share = max(2, -(-n_threads // len(columns)))
+
+        def coded(name: str, values: Column) -> Attribute:
+            with cores_shared(share):
+                return _attribute(name, values, bins.get(name))
+
+        attributes = on_threads([lambda name=name, values=values: coded(name, values) for name, values in columns],
+                                n_threads)
     else:
         attributes = [_attribute(name, values, bins.get(name)) for name, values in columns]
     if intersectional and len(attributes) > 1:

@@ -428,7 +428,7 @@ def arrow_text(values: Any) -> Any:
             if not is_arrow(values) or not hasattr(values, "type"):
                 return None
             array = values
-    if array.type.id not in (_TEXT_OFFSETS or _text_offsets()) or array.null_count:
+    if not is_arrow_text(array) or array.null_count:
         return None
     if getattr(array, "num_chunks", None) is not None:  # a ChunkedArray
         array = array.chunk(0) if array.num_chunks == 1 else array.combine_chunks()
