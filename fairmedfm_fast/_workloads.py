@@ -271,6 +271,19 @@ def _accumulator(n: int) -> None:
             many.update(y[start:stop], scores[start:stop], {"a": _groups_of(n, 200)[start:stop],
                                                             "b": _groups_of(n, 199)[start:stop]})
         many.result()
+    # batches of Arrow text (string and large_string offsets), keyed by the tables of the groups known
+    import pyarrow as pa
+
+    for text_type in (pa.string(), pa.large_string()):
+        for journal in (False, True):
+            arrow = fm.FairnessAccumulator()
+            if journal:
+                arrow.keep_journal()  # (the torch metric's: each batch keyed as it comes)
+            for start in range(0, n, max(1, n // 4)):
+                stop = min(n, start + max(1, n // 4))
+                arrow.update(y[start:stop], p[start:stop].astype(np.float32),
+                             {k: pa.array(v[start:stop], text_type) for k, v in text.items()})
+            arrow.result()
 
 
 def _segmentation_scores(n: int) -> None:

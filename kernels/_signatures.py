@@ -102,8 +102,18 @@ SIGNATURES: dict[str, list[tuple]] = {
         (A(T.float64), A(T.int8, 2), A(T.int64), T.Omitted(None)),
         (A(T.float64), A(T.int8, 2), A(T.int64), T.none),
     ],
+    'coding.add_text': [
+        (A(T.uint8), T.int64, T.int64, T.int64, A(T.int32), A(T.uint64), A(T.int64), A(T.int64)),
+    ],
+    'coding.cell_keys': [
+        (A(T.int32), A(T.int32), A(T.uint8), T.int64, A(T.uint32)),
+    ],
     'coding.code_counts': [
         (A(T.int8, readonly=True), T.int64),
+    ],
+    'coding.known_text': [
+        (A(T.int32), A(T.uint8), T.int64, T.int64, A(T.int32), A(T.uint64), A(T.int64), A(T.int64), A(T.uint8), A(T.int32)),
+        (A(T.int64), A(T.uint8), T.int64, T.int64, A(T.int32), A(T.uint64), A(T.int64), A(T.int64), A(T.uint8), A(T.int32)),
     ],
     'coding.more_distinct_than': [
         (A(T.uint32), T.int64),
@@ -125,7 +135,7 @@ SIGNATURES: dict[str, list[tuple]] = {
         (A(T.uint8, 2, readonly=True), T.int64, A(T.int8)),
     ],
     'coding.split_keys': [
-        (A(T.uint32), A(T.int8, 2), A(T.uint8), A(T.int8, 2)),
+        (A(T.uint32), A(T.int8, 2), A(T.uint8), A(T.int8, 2), T.int64, T.int64),
     ],
     'coding.text_codes': [
         (A(T.int32), A(T.uint8), T.int64, A(T.int32)),

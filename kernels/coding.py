@@ -1,7 +1,7 @@
 """Group codes from raw attribute columns: how often each code occurs."""
 import numpy as np
 
-from ._jit import kernel
+from ._jit import inline_kernel, kernel
 
 #: Up to this many codes, each is counted in a pass of its own (a vectorized comparison).
 FEW_CODES = 8
@@ -34,6 +34,53 @@ def code_counts(codes, n_codes):
     return counts[:n_codes]
 
 
+@inline_kernel
+def _word_masks():
+    """``masks[k]``: the low ``k`` bytes of a word (k = 0 .. 8)."""
+    masks = np.empty(9, np.uint64)
+    masks[0] = np.uint64(0)
+    for k in range(1, 9):
+        masks[k] = ((np.uint64(1) << np.uint64(8 * k - 1)) << np.uint64(1)) - np.uint64(1)
+    return masks
+
+
+@inline_kernel
+def _head(words, n_words, masks, data, start, length):
+    """The first 8 bytes of the string ``data[start:start + length]`` as a little-endian word, zeros
+    past its end: from two aligned loads of ``words`` (``data`` viewed as ``n_words`` words) and a
+    mask chosen by the length from ``masks`` (no branch on the length: attributes such as "Asian",
+    "Hispanic" or "18-39", "80+" mix lengths at random, and a branch on them is mispredicted once in a
+    few samples); byte by byte near the end of ``data``."""
+    q = np.uint64(start) >> np.uint64(3)  # unsigned indices: no wraparound check
+    if q + np.uint64(1) < n_words:  # byte b of the string is bits 8b.. of the word
+        at = np.uint64(8) * (np.uint64(start) & np.uint64(7))
+        word = (words[q] >> at) | ((words[q + np.uint64(1)] << np.uint64(1)) << (np.uint64(63) - at))
+        return word & masks[np.uint64(min(length, 8))]
+    word = np.uint64(0)
+    for b in range(start, start + min(length, 8)):
+        word |= np.uint64(data[b]) << np.uint64(8 * (b - start))
+    return word
+
+
+@inline_kernel
+def _mixed(word, length, data, start, end):
+    """The hash of the string ``data[start:end]`` whose first 8 bytes are ``word``: the word and the
+    length, then FNV-1a over the bytes after the eighth, multiplied so that its top bits (a table's
+    slot) depend on every bit."""
+    h = word ^ np.uint64(length)
+    for b in range(start + 8, end):
+        h = (h ^ np.uint64(data[b])) * np.uint64(1099511628211)
+    return h * np.uint64(0x9E3779B97F4A7C15)
+
+
+@inline_kernel
+def _word_and_slot(words, n_words, masks, data, start, end, shift):
+    """The first 8 bytes of the string ``data[start:end]`` (:func:`_head`) and its slot in a table of
+    ``2 ** (64 - shift)`` slots (:func:`_mixed`)."""
+    word = _head(words, n_words, masks, data, start, end - start)
+    return word, _mixed(word, end - start, data, start, end) >> shift
+
+
 @kernel
 def text_codes(offsets, data, capacity, codes):
     """Code strings given as Arrow's ``offsets`` (n + 1 positions into ``data``) and ``data`` (their
@@ -42,10 +89,7 @@ def text_codes(offsets, data, capacity, codes):
     A hash table of ``capacity`` slots (a power of two; a number between is rounded up to one), each
     slot holding its string's code, length and first 8 bytes (packed in one word), so that a string
     met before is found by one probe of three arrays at one index. Strings of up to 8 bytes are told
-    apart by length and word alone; longer ones are then compared byte by byte. The word comes from
-    two aligned loads and a mask chosen by the length from a table, with no branch on the length
-    (attributes such as "Asian", "Hispanic" or "18-39", "80+" mix lengths at random: a branch on them
-    is mispredicted once in a few samples).
+    apart by length and word alone; longer ones are then compared byte by byte.
 
     Parameters
     ----------
@@ -80,28 +124,13 @@ def text_codes(offsets, data, capacity, codes):
     mask = np.uint64(capacity - 1)
     n_words = np.uint64(data.shape[0] // 8)
     words = data[:n_words * 8].view(np.uint64)  # the first 8 bytes of a string from two aligned loads
-    masks = np.empty(9, np.uint64)  # the low `length` bytes of a word
-    masks[0] = np.uint64(0)
-    for k in range(1, 9):
-        masks[k] = ((np.uint64(1) << np.uint64(8 * k - 1)) << np.uint64(1)) - np.uint64(1)
+    masks = _word_masks()
     end = np.int64(offsets[0]) if n >= 0 else 0
     for i in range(n):
         start = end
         end = np.int64(offsets[i + 1])
         length = end - start
-        q = np.uint64(start) >> np.uint64(3)  # unsigned indices: no wraparound check
-        if q + np.uint64(1) < n_words:  # byte b of the string is bits 8b.. of the word (little-endian)
-            at = np.uint64(8) * (np.uint64(start) & np.uint64(7))
-            word = (words[q] >> at) | ((words[q + np.uint64(1)] << np.uint64(1)) << (np.uint64(63) - at))
-            word &= masks[np.uint64(min(length, 8))]
-        else:  # near the end of the bytes
-            word = np.uint64(0)
-            for b in range(start, start + min(length, 8)):
-                word |= np.uint64(data[b]) << np.uint64(8 * (b - start))
-        h = word ^ np.uint64(length)
-        for b in range(start + 8, end):  # the bytes after the eighth: FNV-1a
-            h = (h ^ np.uint64(data[b])) * np.uint64(1099511628211)
-        slot = (h * np.uint64(0x9E3779B97F4A7C15)) >> shift
+        word, slot = _word_and_slot(words, n_words, masks, data, start, end, shift)
         if slot_word[slot] == word and slot_length[slot] == length and length <= 8:
             codes[i] = slot_code[slot]  # the usual case, a short string met before at its first slot
             continue
@@ -129,6 +158,121 @@ def text_codes(offsets, data, capacity, codes):
                     break
             slot = (slot + np.uint64(1)) & mask
     return firsts[:n_distinct]
+
+
+
+@kernel
+def known_text(offsets, data, first, stride, slot_group, slot_word, slot_length, slot_at, pool, combined):
+    """Add ``stride`` times the group of each string, from sample ``first`` on, to ``combined``, the
+    groups being those of a table of the strings met before (a hash table kept between calls, filled
+    by :func:`add_text`); stops at the first string the table does not hold.
+
+    The accumulator's text batches: with every attribute's groups known, a batch's combination of
+    groups (in mixed radix) comes from its Arrow columns in a pass each, without coding them anew.
+
+    Parameters
+    ----------
+    offsets : int32 or int64 array of shape (n + 1,), positions into ``data`` (Arrow's)
+    data : uint8 array, the strings' UTF-8 bytes
+    first : int, the first sample to read
+    stride : int, the attribute's place value in ``combined``
+    slot_group, slot_word, slot_length, slot_at : arrays of the table's ``capacity`` slots (a power of
+        two): each slot's group (int32), string's first 8 bytes (uint64), length (int64) and where its
+        bytes start in ``pool`` (int64); an empty slot has group -1 and length -1
+    pool : uint8 array, the bytes of the table's strings
+    combined : int32 array of shape (n,), added to
+
+    Returns
+    -------
+    int: the first sample from ``first`` whose string is not in the table; n when every one is.
+    """
+    n = offsets.shape[0] - 1
+    capacity = slot_group.shape[0]
+    bits = 0
+    while (1 << bits) < capacity:
+        bits += 1
+    shift = np.uint64(64 - bits)
+    mask = np.uint64(capacity - 1)
+    n_words = np.uint64(data.shape[0] // 8)
+    words = data[:n_words * 8].view(np.uint64)
+    masks = _word_masks()
+    step = np.int32(stride)
+    end = np.int64(offsets[first]) if first <= n else 0
+    for i in range(first, n):
+        start = end
+        end = np.int64(offsets[i + 1])
+        length = end - start
+        word, slot = _word_and_slot(words, n_words, masks, data, start, end, shift)
+        if slot_word[slot] == word and slot_length[slot] == length and length <= 8:
+            combined[i] += slot_group[slot] * step  # the usual case: a short string at its first slot
+            continue
+        while True:
+            group = slot_group[slot]
+            if group < 0:
+                return i
+            if slot_word[slot] == word and slot_length[slot] == length:
+                same = True
+                other = slot_at[slot]
+                for b in range(8, length):
+                    if pool[other + b] != data[start + b]:
+                        same = False
+                        break
+                if same:
+                    combined[i] += group * step
+                    break
+            slot = (slot + np.uint64(1)) & mask
+    return n
+
+
+@kernel
+def add_text(pool, start, length, group, slot_group, slot_word, slot_length, slot_at):
+    """Put the string ``pool[start:start + length]`` in a :func:`known_text` table as ``group`` (the
+    string is not in it yet; the table has an empty slot).
+
+    Parameters
+    ----------
+    pool : uint8 array, the bytes of the table's strings
+    start, length, group : int
+    slot_group, slot_word, slot_length, slot_at : the table's arrays (see :func:`known_text`), written
+    """
+    capacity = slot_group.shape[0]
+    bits = 0
+    while (1 << bits) < capacity:
+        bits += 1
+    words = pool[:0].view(np.uint64)  # none: the word is read byte by byte
+    word = _head(words, np.uint64(0), _word_masks(), pool, start, length)
+    slot = _mixed(word, length, pool, start, start + length) >> np.uint64(64 - bits)
+    while slot_group[slot] >= 0:
+        slot = (slot + np.uint64(1)) & np.uint64(capacity - 1)
+    slot_group[slot] = group
+    slot_word[slot] = word
+    slot_length[slot] = length
+    slot_at[slot] = start
+
+
+@kernel
+def cell_keys(combined, cell_of, labels, first, keys):
+    """The accumulator's keys, ``keys[i] = cell_of[combined[i]] * 2 + labels[i]``, from sample
+    ``first`` on; stops at the first combination without a cell (``cell_of`` negative there).
+
+    Parameters
+    ----------
+    combined : int32 array of shape (n,), each in ``0 .. len(cell_of) - 1``
+    cell_of : int32 array, each combination's cell (-1: none yet)
+    labels : uint8 array of shape (n,), 0 or 1
+    first : int
+    keys : uint32 array of shape (n,), written
+
+    Returns
+    -------
+    int: the first sample from ``first`` whose combination has no cell; n when every one has.
+    """
+    for i in range(first, combined.shape[0]):
+        cell = cell_of[np.uint32(combined[i])]
+        if cell < 0:
+            return i
+        keys[i] = (np.uint32(cell) << np.uint32(1)) | np.uint32(labels[i])
+    return combined.shape[0]
 
 
 @kernel
@@ -283,9 +427,9 @@ def more_distinct_than(values, limit):
 
 
 @kernel
-def split_keys(keys, cell_codes, labels, codes):
-    """The accumulator's rows (``key = cell * 2 + label``) as labels and group codes, in one pass:
-    ``labels[i] = keys[i] & 1`` and ``codes[k, i] = cell_codes[k, keys[i] >> 1]``.
+def split_keys(keys, cell_codes, labels, codes, start, stop):
+    """The accumulator's rows (``key = cell * 2 + label``) ``start:stop`` as labels and group codes, in
+    one pass: ``labels[i] = keys[i] & 1`` and ``codes[k, i] = cell_codes[k, keys[i] >> 1]``.
 
     Parameters
     ----------
@@ -293,10 +437,11 @@ def split_keys(keys, cell_codes, labels, codes):
     cell_codes : int8 array of shape (K, n_cells), each cell's code in each grouping
     labels : uint8 array of shape (n,), written
     codes : int8 array of shape (K, n), written
+    start, stop : int, the rows to split (threads take a range each)
     """
     n_groupings = cell_codes.shape[0]
     one = np.uint32(1)
-    for i in range(keys.shape[0]):
+    for i in range(start, stop):
         key = keys[i]
         labels[i] = np.uint8(key & one)
         cell = key >> one

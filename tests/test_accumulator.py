@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 import fairmedfm_fast as fm
 from fairmedfm_fast._backends import accumulator
+from fairmedfm_fast._inputs import known_text
 from fairmedfm_fast.accumulator import FairnessAccumulator
 
 EXACT = ["n", "auc", "tp@best_f1", "fp@best_f1", "tn@best_f1", "fn@best_f1", "tp", "fp", "tn", "fn"]
@@ -337,6 +338,8 @@ TEXT_FORMS = {
     "string[pyarrow]": lambda columns: pd.DataFrame({k: pd.array(v, dtype="string[pyarrow]")
                                                      for k, v in columns.items()}),
     "pyarrow arrays": lambda columns: {k: __import__("pyarrow").array(v) for k, v in columns.items()},
+    "pyarrow large_string": lambda columns: {k: __import__("pyarrow").array(v, __import__("pyarrow").large_string())
+                                             for k, v in columns.items()},
     "U arrays": lambda columns: dict(columns),
 }
 
@@ -345,22 +348,28 @@ TEXT_FORMS = {
 @given(seed=st.integers(0, 2**32 - 1), n=st.integers(40, 400), cuts=st.lists(st.integers(1, 399), max_size=10),
        forms=st.lists(st.sampled_from(sorted(TEXT_FORMS)), min_size=1, max_size=4), settle=st.sampled_from([0, 50]),
        compact=st.sampled_from([0, 60]), weighted=st.booleans(), intersectional=st.booleans(),
-       wide=st.integers(0, 11), pickled=st.integers(0, 11), merged=st.booleans())
+       wide=st.integers(0, 11), pickled=st.integers(0, 11), merged=st.booleans(), journal=st.booleans(),
+       threads=st.sampled_from([0, 100]))
 def test_text_batches_coded_together_equal_evaluate(seed, n, cuts, forms, settle, compact, weighted, intersectional,
-                                                   wide, pickled, merged):
+                                                   wide, pickled, merged, journal, threads):
     # batches of text without missing values wait uncoded and are coded together (when enough wait, at a
-    # compaction, a pickle, a merge, a change of form or of the scores' type, and for the report): the
-    # report is evaluate's on the concatenated batches, whatever the forms and the moments of coding
+    # compaction, a pickle, a merge, a change of form or of the scores' type, and for the report); Arrow
+    # text by the tables of the groups known, side by side on threads (from `threads` samples), or one by
+    # one as they come under a journal (the torch metric's): the report is evaluate's on the concatenated
+    # batches, whatever the forms and the moments of coding
     rng = np.random.default_rng(seed)
     y = rng.integers(0, 2, n)
     scores = (rng.random(n) * 0.7 + 0.3 * y).astype(np.float32)
     columns = {"sex": rng.choice(["F", "M", "", "é"], n), "site": rng.choice(["A", "B  ", "B", "hospital 12"], n)}
     w = rng.random(n) * 3 if weighted else None
     batches = split(n, [c for c in cuts if c < n])
-    saved = accumulator.COMPACT_FROM, accumulator.SETTLE_FROM
+    saved = accumulator.COMPACT_FROM, accumulator.SETTLE_FROM, known_text.THREADS_FROM
     accumulator.COMPACT_FROM, accumulator.SETTLE_FROM = compact or saved[0], settle or saved[1]
+    known_text.THREADS_FROM = threads or saved[2]
     try:
         acc, other = FairnessAccumulator(intersectional=intersectional), None
+        if journal:
+            acc.keep_journal()
         for k, (a, b) in enumerate(batches):
             part = {name: values[a:b] for name, values in columns.items()}
             batch_scores = scores[a:b].astype(np.float64) if k == wide else scores[a:b]  # a wider type: promoted
@@ -375,7 +384,7 @@ def test_text_batches_coded_together_equal_evaluate(seed, n, cuts, forms, settle
             acc.merge(other)
         report = acc.result()
     finally:
-        accumulator.COMPACT_FROM, accumulator.SETTLE_FROM = saved
+        accumulator.COMPACT_FROM, accumulator.SETTLE_FROM, known_text.THREADS_FROM = saved
     if len(set(y)) < 2:
         return
     wide_scores = scores.astype(np.float64) if wide < len(batches) else scores
@@ -431,3 +440,51 @@ def test_a_state_pickled_before_uncoded_batches_still_takes_batches():
     for a in (300, 600):
         restored.update(y[a:a + 300], scores[a:a + 300], {"sex": sex[a:a + 300]})
     assert_same(restored.result(), fm.evaluate(y, scores, {"sex": sex}))
+
+
+@pytest.mark.parametrize("most", [known_text.MOST_COMBINATIONS, 32])
+def test_arrow_text_keyed_by_the_groups_known(monkeypatch, most):
+    # batches of Arrow text keyed by tables of the groups known: new names in later batches (the tables
+    # and the combinations' place values grow mid-batch), long and non-ASCII names, a rejected batch, a
+    # merge of an accumulator that met the groups in another order, a pickle; with room for 32
+    # combinations only, the tables give way to the usual coding. The report is evaluate's.
+    import pyarrow as pa
+
+    monkeypatch.setattr(known_text, "MOST_COMBINATIONS", most)
+    monkeypatch.setattr(known_text, "THREADS_FROM", 500)
+    rng = np.random.default_rng(11)
+    n = 6000
+    names = np.array([f"site {i}" if i % 3 else f"hôpital numéro {i}" for i in range(60)])
+    site = names[np.minimum(rng.integers(0, 60, n), np.arange(n) // 50)]  # names appear as batches come
+    sex = rng.choice(["F", "M", ""], n)
+    y, scores = rng.integers(0, 2, n), rng.random(n).astype(np.float32)
+    acc, other = FairnessAccumulator(), FairnessAccumulator()
+    for k, a in enumerate(range(0, n, 400)):
+        b = a + 400
+        batch = {"site": pa.array(site[a:b]), "sex": pa.array(sex[a:b], pa.large_string())}
+        (other if k % 4 == 3 else acc).update(y[a:b], scores[a:b], batch)
+        if k == 5:
+            with pytest.raises(ValueError, match="sensitive_features"):
+                acc.update(y[a:b], scores[a:b], {"site": pa.array(["new"] * 400), "sex": pa.array(sex[a:a + 399])})
+        if k == 8:
+            acc = pickle.loads(pickle.dumps(acc))
+    acc.merge(other)
+    assert_same(acc.result(), fm.evaluate(y, scores, {"site": site, "sex": sex}))
+    assert acc._text.usable == (most > 32)
+
+
+def test_keys_of_known_text_name_the_rows_groups():
+    # a slow reference: each key is the cell of its row's names (in the accumulator's numbering) and its label
+    import pyarrow as pa
+
+    rng = np.random.default_rng(12)
+    groups, cells = [{}, {}], {}
+    tables = known_text.KnownText(groups, cells)
+    for size in (5, 300, 40):
+        a = rng.choice(["x", "", "long name over eight", "ü", "y "], size)
+        b = rng.choice([f"g{i}" for i in range(30)], size)
+        labels = rng.integers(0, 2, size).astype(np.uint8)
+        keys = tables.keys([pa.array(a), pa.array(b)], labels)
+        cell_names = {cell: (list(groups[0])[ids[0]], list(groups[1])[ids[1]]) for ids, cell in cells.items()}
+        assert [cell_names[int(key) >> 1] for key in keys] == list(zip(a, b))
+        np.testing.assert_array_equal(keys & 1, labels)

@@ -299,6 +299,76 @@ def test_split_keys_against_numpy(data, n_groupings, n_cells):
     keys = data.draw(hnp.arrays(np.uint32, st.integers(0, 300), elements=st.integers(0, 2 * n_cells - 1)))
     cell_codes = data.draw(hnp.arrays(np.int8, (n_groupings, n_cells), elements=st.integers(-1, 127)))
     labels, codes = np.empty(len(keys), np.uint8), np.empty((n_groupings, len(keys)), np.int8)
-    coding.split_keys(keys, cell_codes, labels, codes)
+    coding.split_keys(keys, cell_codes, labels, codes, 0, len(keys))
+    np.testing.assert_array_equal(labels, keys & 1)
+    np.testing.assert_array_equal(codes, cell_codes[:, (keys >> 1).astype(np.intp)])
+
+
+def _table_of(names: list[str], capacity: int):
+    """A ``known_text`` table holding ``names`` (group = position), filled by ``add_text``."""
+    pool = np.frombuffer("".join(names).encode(), np.uint8).copy()
+    slots = (np.full(capacity, -1, np.int32), np.zeros(capacity, np.uint64), np.full(capacity, -1, np.int64),
+             np.zeros(capacity, np.int64))
+    at = 0
+    for group, name in enumerate(names):
+        size = len(name.encode())
+        coding.add_text(pool, at, size, group, *slots)
+        at += size
+    return slots, pool
+
+
+_TABLE_TEXT = st.text(st.sampled_from(["a", "b", " ", "é", "中", "\x00", "x"]), max_size=19)
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data(), names=st.lists(_TABLE_TEXT, min_size=1, max_size=12, unique=True),
+       large=st.booleans(), sliced=st.booleans(), stride=st.integers(1, 50))
+def test_known_text_finds_each_string_of_its_table_and_stops_at_others(data, names, large, sliced, stride):
+    # strings that differ only in trailing spaces or NULs, past the eighth byte, or not at all in their first
+    # 8 bytes are told apart; a string outside the table stops the pass there, after the rows before it
+    known = names[:data.draw(st.integers(1, len(names)))]
+    values = data.draw(st.lists(st.sampled_from(names), max_size=60))
+    slots, pool = _table_of(known, 4 * len(known))
+    array = pa.array(["pad", *values] if sliced else values, pa.large_string() if large else pa.string())
+    if sliced:
+        array = array.slice(1)
+    offsets, text = _codes.text_buffers(array)
+    first = data.draw(st.integers(0, len(values)))
+    combined = np.full(len(values), 7, np.int32)
+    stop = coding.known_text(offsets, text, first, stride, *slots, pool, combined)
+    unknown = [i for i in range(first, len(values)) if values[i] not in known]
+    assert stop == (unknown[0] if unknown else len(values))
+    expected = np.full(len(values), 7, np.int32)
+    for i in range(first, stop):
+        expected[i] += stride * known.index(values[i])
+    np.testing.assert_array_equal(combined, expected)
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.data(), n_combinations=st.integers(1, 30))
+def test_cell_keys_against_numpy(data, n_combinations):
+    # keys = cell * 2 + label until the first combination without a cell
+    cell_of = data.draw(hnp.arrays(np.int32, n_combinations, elements=st.integers(-1, 1000)))
+    combined = data.draw(hnp.arrays(np.int32, st.integers(0, 200), elements=st.integers(0, n_combinations - 1)))
+    labels = data.draw(hnp.arrays(np.uint8, len(combined), elements=st.integers(0, 1)))
+    first = data.draw(st.integers(0, len(combined)))
+    keys = np.full(len(combined), 99, np.uint32)
+    stop = coding.cell_keys(combined, cell_of, labels, first, keys)
+    missing = [i for i in range(first, len(combined)) if cell_of[combined[i]] < 0]
+    assert stop == (missing[0] if missing else len(combined))
+    expected = np.full(len(combined), 99, np.uint32)
+    expected[first:stop] = cell_of[combined[first:stop]].astype(np.uint32) * 2 + labels[first:stop]
+    np.testing.assert_array_equal(keys, expected)
+
+
+def test_split_keys_in_pieces_on_threads(monkeypatch):
+    # the report's keys split in pieces on threads equal one pass
+    rng = np.random.default_rng(3)
+    keys = rng.integers(0, 2 * 12, 5000).astype(np.uint32)
+    cell_codes = rng.integers(-1, 5, (2, 12)).astype(np.int8)
+    monkeypatch.setattr(_codes, "PIECES_FROM", 64)
+    monkeypatch.setattr(_codes, "resolve_n_jobs", lambda: 3)
+    labels, codes = np.empty(5000, np.uint8), np.empty((2, 5000), np.int8)
+    _codes.split_keys(keys, cell_codes, labels, codes)
     np.testing.assert_array_equal(labels, keys & 1)
     np.testing.assert_array_equal(codes, cell_codes[:, (keys >> 1).astype(np.intp)])

@@ -7,6 +7,7 @@ from hypothesis.extra import numpy as hnp
 from strategies import SPECIAL_FLOAT64
 
 from fairmedfm_fast._engine import classification as _engine
+from fairmedfm_fast._engine import sorting as engine_sorting
 from fairmedfm_fast.kernels import sorting
 
 
@@ -158,3 +159,20 @@ def test_pack_payload_matches_shifts(n, widths, span, seed):
         sorting.pack_payload(labels, codes, shifts, start, stop, pays)
         np.testing.assert_array_equal(pays[start:stop], expected[start:stop].astype(dtype))
         assert (pays[:start] == 7).all() and (pays[stop:] == 7).all()
+
+
+def test_sort_carrying_takes_the_rows_of_one_array_as_they_are():
+    # rows of one (K, n) int8 array, in order (the accumulator's report), are sorted without a copy; rows in
+    # another order, or of several arrays, are copied first: the same sorted codes either way
+    rng = np.random.default_rng(4)
+    n = engine_sorting.RADIX_FROM + 5
+    codes = rng.integers(-1, 5, (2, n)).astype(np.int8)
+    assert engine_sorting._stacked(list(codes), codes.shape) is codes
+    assert engine_sorting._stacked(list(codes[::-1]), codes.shape) is None
+    assert engine_sorting._stacked([codes[0], codes[1].copy()], codes.shape) is None
+    scores, labels = rng.random(n).astype(np.float32), rng.integers(0, 2, n).astype(np.uint8)
+    order = np.argsort(scores, kind="stable")
+    for rows in (list(codes), [codes[1], codes[0]]):
+        _, sorted_labels, sorted_codes = engine_sorting.sort_carrying(scores, labels, rows)
+        np.testing.assert_array_equal(sorted_labels, labels[order])
+        np.testing.assert_array_equal(sorted_codes, np.stack(rows)[:, order])

@@ -35,6 +35,7 @@ from .accumulator_batches import (
     widest,
 )
 from .accumulator_state import SegmentState
+from .accumulator_text import batch_keys, settled_keys, split_rows
 from .assess import as_python, attribute_result, range_conversion, transform_note, with_default
 from .checks import (
     check_count,
@@ -57,8 +58,10 @@ COMPACT_FROM = 1 << 17
 #: takes them as ``evaluate`` takes its samples.
 DISTINCT_SCORES = 1 << 16
 #: Batches of text attributes (without missing values) wait uncoded, kept as they came, until this many
-#: samples wait, a compaction or the report: their text is then coded at once, as ``evaluate`` codes the
-#: concatenated batches (coding a small batch alone costs more in fixed costs than its values).
+#: samples wait, a compaction or the report: Arrow text is then keyed by the tables of the groups known
+#: (:mod:`.accumulator_text`, the batches side by side on threads), other text joined and coded at once
+#: as ``evaluate`` codes the concatenated batches (a small batch alone costs more in fixed costs than
+#: its values).
 SETTLE_FROM = 1 << 19
 
 
@@ -201,12 +204,13 @@ class FairnessAccumulator(SegmentState):
             raise ValueError(f"y_true has {n} samples but y_score has {len(scores)}; pass one label and one "
                              "score per sample")
         weights = batch_weights(paired[3], n) if weighted else None
-        if self._journal is None and self._names is not None and self._kinds == ["text"] * len(self._names):
+        if self._names is not None and self._kinds == ["text"] * len(self._names):
             text = text_columns(paired[2], self._names, n)  # text of the attributes, as the first batch's
-            if text is not None:
+            keys = None if text is None or self._journal is None else batch_keys(self, text, labels)
+            if keys is not None or text is not None and self._journal is None:  # (journal: rows at once)
                 self._weighted = weighted
                 self._categories = [None] * len(self._names)  # (what reading them would find)
-                return scores, (labels, text), weights, notes
+                return scores, (labels, text) if keys is None else keys, weights, notes
         cells = self._read_cells(paired[2], n)
         self._weighted = weighted
         keys = np.left_shift(cells, 1, dtype=np.uint32, casting="unsafe")  # cells < 2**31: one pass, not two
@@ -292,6 +296,10 @@ class FairnessAccumulator(SegmentState):
         if not self._uncoded:
             return
         batches, self._uncoded, self._n_uncoded = self._uncoded, [], 0
+        keyed = settled_keys(self, batches)  # (Arrow text: by the groups known, without coding it anew)
+        if keyed is not None:
+            self._waiting.extend((batch[0], keys, batch[2], None) for batch, keys in zip(batches, keyed))
+            return
         n = sum(len(batch[0]) for batch in batches)
         cells = self._read_cells(joined_columns([batch[3] for batch in batches], self._names), n)
         keys, start = np.left_shift(cells, 1, dtype=np.uint32, casting="unsafe"), 0
@@ -533,7 +541,7 @@ class FairnessAccumulator(SegmentState):
     def __getstate__(self) -> dict:
         self._flush()
         state = self.__dict__.copy()
-        state["_lookups"] = {}  # made again as batches come
+        state["_lookups"], state["_text"] = {}, None  # made again as batches come
         return state
 
     # -- the report -------------------------------------------------------------------------------
@@ -572,7 +580,7 @@ class FairnessAccumulator(SegmentState):
         self._flush()
         n = self._n
         per_cell, problem = self._cell_attributes()
-        labels, attributes = _split_rows(self._keys, per_cell)
+        labels, attributes = split_rows(self._keys, per_cell)
         counts = self._counts
         positives = int(counts[labels == 1].sum()) if counts is not None else int(np.count_nonzero(labels))
         label_info: dict[str, Any] = {}
@@ -639,20 +647,6 @@ class FairnessAccumulator(SegmentState):
         if self.intersectional and len(per_cell) > 1:
             per_cell.append(_groups.combine(per_cell))
         return per_cell, None
-
-
-def _split_rows(keys: np.ndarray, per_cell: list[_groups.Attribute]) -> tuple[np.ndarray, list[_groups.Attribute]]:
-    """The table's labels, and the attributes over its rows, from the keys (``cell * 2 + label``) and
-    the attributes over the cells: in one pass (``kernels.coding.split_keys``) where every attribute's
-    codes are int8."""
-    if len(keys) and per_cell and all(a.codes.dtype == np.int8 for a in per_cell):
-        labels = np.empty(len(keys), np.uint8)
-        codes = np.empty((len(per_cell), len(keys)), np.int8)
-        _codes.split_keys(keys, np.stack([a.codes for a in per_cell]), labels, codes)
-        return labels, [_groups.Attribute(a.name, row, a.groups) for a, row in zip(per_cell, codes)]
-    labels = (keys & np.uint32(1)).astype(np.uint8)
-    cells = (keys >> np.uint32(1)).astype(np.intp)
-    return labels, [_groups.Attribute(a.name, a.codes[cells], a.groups) for a in per_cell]
 
 
 def _assess(scores: np.ndarray, labels: np.ndarray, attributes: list[_groups.Attribute], weights, counts,

@@ -103,14 +103,30 @@ def sort_carrying(scores: np.ndarray, labels: np.ndarray, code_rows: list[np.nda
 
     n = len(scores)
     shape = (len(code_rows), n)
-    held = lend("codes", shape[0] * n)  # within memory.reusing: kept from an earlier call
-    codes = np.empty(shape, np.int8) if held is None else held.view(np.int8).reshape(shape)
-    for k, row in enumerate(code_rows):
-        codes[k] = row
+    codes = _stacked(code_rows, shape)
+    if codes is None:
+        held = lend("codes", shape[0] * n)  # within memory.reusing: kept from an earlier call
+        codes = np.empty(shape, np.int8) if held is None else held.view(np.int8).reshape(shape)
+        for k, row in enumerate(code_rows):
+            codes[k] = row
     scores = np.ascontiguousarray(scores)
     sorted_bits, sorted_labels, sorted_codes = sorting.sort_carrying(
         key_bits(scores), labels, codes, n_threads(n), lend("sort", sorting.MEMORY_BYTES * n))
     return sorted_bits.view(scores.dtype), sorted_labels, sorted_codes
+
+
+def _stacked(code_rows: list[np.ndarray], shape: tuple[int, int]) -> np.ndarray | None:
+    """The (K, n) int8 array whose rows, in order, are ``code_rows`` (as the accumulator's report hands
+    them over: no copy to make), or None."""
+    base = code_rows[0].base if code_rows else None
+    if not (isinstance(base, np.ndarray) and base.dtype == np.int8 and base.shape == shape
+            and base.flags.c_contiguous):
+        return None
+    start = base.__array_interface__["data"][0]
+    for k, row in enumerate(code_rows):
+        if row.base is not base or row.__array_interface__["data"][0] != start + k * shape[1]:
+            return None
+    return base
 
 
 def carries(n: int, labels: np.ndarray, code_type: np.dtype, n_rows: int, weights) -> bool:

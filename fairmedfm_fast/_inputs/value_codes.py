@@ -357,8 +357,13 @@ def remapped(codes: np.ndarray, lookup: np.ndarray) -> np.ndarray:
 
 def split_keys(keys: np.ndarray, cell_codes: np.ndarray, labels: np.ndarray, codes: np.ndarray) -> None:
     """``kernels.coding.split_keys``: the accumulator's keys (``cell * 2 + label``, uint32) as labels and
-    each grouping's int8 code, ``cell_codes`` (K, cells) giving each cell's."""
-    _kernels().split_keys(keys, cell_codes, labels, codes)
+    each grouping's int8 code, ``cell_codes`` (K, cells) giving each cell's; in pieces on threads
+    from ``PIECES_FROM`` keys."""
+    n, coding = len(keys), _kernels()
+    n_pieces = max(1, min(resolve_n_jobs(), n // (PIECES_FROM // 2))) if n >= PIECES_FROM else 1
+    bounds = [n * j // n_pieces for j in range(n_pieces + 1)]
+    on_threads([lambda a=a, b=b: coding.split_keys(keys, cell_codes, labels, codes, a, b)
+                for a, b in zip(bounds[:-1], bounds[1:])], n_pieces)
 
 
 def _room_for(n: int) -> int:
@@ -444,10 +449,7 @@ def _arrow_text_codes(values: Column) -> tuple[np.ndarray, list[str]] | None:
     if array is None:
         return None
     coding = _kernels()
-    _, offsets, data = array.buffers()
-    offset_type = _TEXT_OFFSETS[array.type.id]
-    offsets = np.frombuffer(offsets, offset_type)[array.offset:array.offset + len(array) + 1]
-    data = np.frombuffer(data, np.uint8) if data is not None else np.empty(0, np.uint8)
+    offsets, data = text_buffers(array)
 
     def code_piece(start: int, stop: int, capacity: int, codes: np.ndarray) -> np.ndarray:
         return coding.text_codes(offsets[start:stop + 1], data, capacity, codes)
@@ -456,6 +458,14 @@ def _arrow_text_codes(values: Column) -> tuple[np.ndarray, list[str]] | None:
         return [data[offsets[i]:offsets[i + 1]].tobytes().decode() for i in firsts]
 
     return _kernel_codes(len(offsets) - 1, code_piece, names_at)
+
+
+def text_buffers(array: Any) -> tuple[np.ndarray, np.ndarray]:
+    """The offsets (int32 or int64, ``len(array) + 1`` of them) and the UTF-8 bytes of a pyarrow string
+    array (one chunk), as NumPy views."""
+    _, offsets, data = array.buffers()
+    offsets = np.frombuffer(offsets, (_TEXT_OFFSETS or _text_offsets())[array.type.id])[array.offset:array.offset + len(array) + 1]
+    return offsets, np.frombuffer(data, np.uint8) if data is not None else np.empty(0, np.uint8)
 
 
 _coding = None

@@ -1,0 +1,58 @@
+"""The accumulator's keys (``cell * 2 + label``): made from batches of Arrow text by the tables of
+the groups known (:class:`~fairmedfm_fast._inputs.known_text.KnownText`: no coding of a batch anew,
+no combination arrays), and read back as labels and group codes for the report (:func:`split_rows`).
+
+The tables are derived from the accumulator's groups and cells: they follow them as those grow
+(batches of other forms, merges, segments) and are made again when those are replaced (a rejected
+batch, a reset, an unpickled state); they are not pickled.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .._inputs import groups as _groups
+from .._inputs import value_codes as _codes
+from .._inputs.known_text import KnownText
+
+
+def _tables(owner) -> KnownText:
+    """The :class:`KnownText` of :class:`~fairmedfm_fast.FairnessAccumulator` ``owner`` (made when
+    missing or stale)."""
+    tables = owner.__dict__.get("_text")
+    if tables is None or not tables.follows(owner._groups, owner._cells):
+        tables = owner._text = KnownText(owner._groups, owner._cells)
+    return tables
+
+
+def _arrow(columns: list) -> bool:
+    return not any(isinstance(column, np.ndarray) for column in columns)
+
+
+def batch_keys(owner, columns: list, labels: np.ndarray) -> np.ndarray | None:
+    """The keys of one batch of ``owner`` whose attributes are all text, from its
+    :func:`~fairmedfm_fast._backends.accumulator_batches.text_columns` and labels; None where a column
+    is not Arrow text or the tables cannot serve."""
+    return _tables(owner).keys(columns, labels) if _arrow(columns) else None
+
+
+def settled_keys(owner, batches: list[tuple]) -> list[np.ndarray] | None:
+    """The keys of ``owner``'s batches of text waiting uncoded (scores, labels, weights, columns),
+    side by side on threads; None where a batch's columns are not Arrow text or the tables cannot
+    serve."""
+    if not all(_arrow(batch[3]) for batch in batches):
+        return None
+    return _tables(owner).keys_of([(batch[3], batch[1]) for batch in batches])
+
+
+def split_rows(keys: np.ndarray, per_cell: list[_groups.Attribute]) -> tuple[np.ndarray, list[_groups.Attribute]]:
+    """The table's labels, and the attributes over its rows, from the keys (``cell * 2 + label``) and
+    the attributes over the cells: in one pass (``kernels.coding.split_keys``) where every attribute's
+    codes are int8."""
+    if len(keys) and per_cell and all(a.codes.dtype == np.int8 for a in per_cell):
+        labels = np.empty(len(keys), np.uint8)
+        codes = np.empty((len(per_cell), len(keys)), np.int8)
+        _codes.split_keys(keys, np.stack([a.codes for a in per_cell]), labels, codes)
+        return labels, [_groups.Attribute(a.name, row, a.groups) for a, row in zip(per_cell, codes)]
+    labels = (keys & np.uint32(1)).astype(np.uint8)
+    cells = (keys >> np.uint32(1)).astype(np.intp)
+    return labels, [_groups.Attribute(a.name, a.codes[cells], a.groups) for a in per_cell]
