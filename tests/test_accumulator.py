@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import fairmedfm_fast as fm
-from fairmedfm_fast._backends import accumulator
+from fairmedfm_fast._backends import accumulator, accumulator_text
 from fairmedfm_fast._inputs import known_text
 from fairmedfm_fast.accumulator import FairnessAccumulator
 
@@ -349,23 +349,23 @@ TEXT_FORMS = {
        forms=st.lists(st.sampled_from(sorted(TEXT_FORMS)), min_size=1, max_size=4), settle=st.sampled_from([0, 50]),
        compact=st.sampled_from([0, 60]), weighted=st.booleans(), intersectional=st.booleans(),
        wide=st.integers(0, 11), pickled=st.integers(0, 11), merged=st.booleans(), journal=st.booleans(),
-       threads=st.sampled_from([0, 100]))
+       threads=st.sampled_from([0, 100]), keyed=st.booleans())
 def test_text_batches_coded_together_equal_evaluate(seed, n, cuts, forms, settle, compact, weighted, intersectional,
-                                                   wide, pickled, merged, journal, threads):
+                                                   wide, pickled, merged, journal, threads, keyed):
     # batches of text without missing values wait uncoded and are coded together (when enough wait, at a
     # compaction, a pickle, a merge, a change of form or of the scores' type, and for the report); Arrow
-    # text by the tables of the groups known, side by side on threads (from `threads` samples), or one by
-    # one as they come under a journal (the torch metric's): the report is evaluate's on the concatenated
-    # batches, whatever the forms and the moments of coding
+    # text by the tables of the groups known (`keyed`: whatever the batches' sizes), side by side on threads
+    # (from `threads` samples), or one by one as they come under a journal (the torch metric's): the report
+    # is evaluate's on the concatenated batches, whatever the forms and the moments of coding
     rng = np.random.default_rng(seed)
     y = rng.integers(0, 2, n)
     scores = (rng.random(n) * 0.7 + 0.3 * y).astype(np.float32)
     columns = {"sex": rng.choice(["F", "M", "", "é"], n), "site": rng.choice(["A", "B  ", "B", "hospital 12"], n)}
     w = rng.random(n) * 3 if weighted else None
     batches = split(n, [c for c in cuts if c < n])
-    saved = accumulator.COMPACT_FROM, accumulator.SETTLE_FROM, known_text.THREADS_FROM
+    saved = accumulator.COMPACT_FROM, accumulator.SETTLE_FROM, known_text.THREADS_FROM, accumulator_text.KEYED_FROM
     accumulator.COMPACT_FROM, accumulator.SETTLE_FROM = compact or saved[0], settle or saved[1]
-    known_text.THREADS_FROM = threads or saved[2]
+    known_text.THREADS_FROM, accumulator_text.KEYED_FROM = threads or saved[2], 1 if keyed else saved[3]
     try:
         acc, other = FairnessAccumulator(intersectional=intersectional), None
         if journal:
@@ -384,7 +384,8 @@ def test_text_batches_coded_together_equal_evaluate(seed, n, cuts, forms, settle
             acc.merge(other)
         report = acc.result()
     finally:
-        accumulator.COMPACT_FROM, accumulator.SETTLE_FROM, known_text.THREADS_FROM = saved
+        (accumulator.COMPACT_FROM, accumulator.SETTLE_FROM, known_text.THREADS_FROM,
+         accumulator_text.KEYED_FROM) = saved
     if len(set(y)) < 2:
         return
     wide_scores = scores.astype(np.float64) if wide < len(batches) else scores
@@ -452,6 +453,7 @@ def test_arrow_text_keyed_by_the_groups_known(monkeypatch, most):
 
     monkeypatch.setattr(known_text, "MOST_COMBINATIONS", most)
     monkeypatch.setattr(known_text, "THREADS_FROM", 500)
+    monkeypatch.setattr(accumulator_text, "KEYED_FROM", 100)
     rng = np.random.default_rng(11)
     n = 6000
     names = np.array([f"site {i}" if i % 3 else f"hôpital numéro {i}" for i in range(60)])
