@@ -31,7 +31,7 @@ def _empty_table(capacity: int) -> tuple[np.ndarray, ...]:
 
 
 class KnownText:
-    """Tables of an accumulator's groups and cells for :func:`keys` (see the module notes)."""
+    """Tables of an accumulator's groups and cells for :meth:`keys` (see the module notes)."""
 
     def __init__(self, groups: list[dict[str, int]], cells: dict[tuple[int, ...], int]):
         self.groups, self.cells = groups, cells  # the accumulator's, followed as they grow
