@@ -177,7 +177,7 @@ def known_text(offsets, data, first, stride, slot_group, slot_word, slot_length,
     first : int, the first sample to read
     stride : int, the attribute's place value in ``combined``
     slot_group, slot_word, slot_length, slot_at : arrays of the table's ``capacity`` slots (a power of
-        two): each slot's group (int32), string's first 8 bytes (uint64), length (int64) and where its
+        two, at least 2): each slot's group (int32), string's first 8 bytes (uint64), length (int64) and where its
         bytes start in ``pool`` (int64); an empty slot has group -1 and length -1
     pool : uint8 array, the bytes of the table's strings
     combined : int32 array of shape (n,), added to
@@ -188,7 +188,7 @@ def known_text(offsets, data, first, stride, slot_group, slot_word, slot_length,
     """
     n = offsets.shape[0] - 1
     capacity = slot_group.shape[0]
-    bits = 0
+    bits = 1  # (a shift by 64 bits would be undefined)
     while (1 << bits) < capacity:
         bits += 1
     shift = np.uint64(64 - bits)
@@ -236,7 +236,7 @@ def add_text(pool, start, length, group, slot_group, slot_word, slot_length, slo
     slot_group, slot_word, slot_length, slot_at : the table's arrays (see :func:`known_text`), written
     """
     capacity = slot_group.shape[0]
-    bits = 0
+    bits = 1  # (a shift by 64 bits would be undefined)
     while (1 << bits) < capacity:
         bits += 1
     words = pool[:0].view(np.uint64)  # none: the word is read byte by byte
