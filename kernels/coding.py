@@ -177,7 +177,7 @@ def known_text(offsets, data, first, stride, slot_group, slot_word, slot_length,
     first : int, the first sample to read
     stride : int, the attribute's place value in ``combined``
     slot_group, slot_word, slot_length, slot_at : arrays of the table's ``capacity`` slots (a power of
-        two, at least 2): each slot's group (int32), string's first 8 bytes (uint64), length (int64) and where its
+        two, at least 2; of another length, the largest power of two within it is used): each slot's group (int32), string's first 8 bytes (uint64), length (int64) and where its
         bytes start in ``pool`` (int64); an empty slot has group -1 and length -1
     pool : uint8 array, the bytes of the table's strings
     combined : int32 array of shape (n,), added to
@@ -188,11 +188,11 @@ def known_text(offsets, data, first, stride, slot_group, slot_word, slot_length,
     """
     n = offsets.shape[0] - 1
     capacity = slot_group.shape[0]
-    bits = 1  # (a shift by 64 bits would be undefined)
-    while (1 << bits) < capacity:
+    bits = 1  # log2(capacity), rounded down (never past the arrays); a shift by 64 would be undefined
+    while (2 << bits) <= capacity:
         bits += 1
     shift = np.uint64(64 - bits)
-    mask = np.uint64(capacity - 1)
+    mask = np.uint64((1 << bits) - 1)
     n_words = np.uint64(data.shape[0] // 8)
     words = data[:n_words * 8].view(np.uint64)
     masks = _word_masks()
@@ -236,14 +236,14 @@ def add_text(pool, start, length, group, slot_group, slot_word, slot_length, slo
     slot_group, slot_word, slot_length, slot_at : the table's arrays (see :func:`known_text`), written
     """
     capacity = slot_group.shape[0]
-    bits = 1  # (a shift by 64 bits would be undefined)
-    while (1 << bits) < capacity:
+    bits = 1  # log2(capacity), rounded down (never past the arrays); a shift by 64 would be undefined
+    while (2 << bits) <= capacity:
         bits += 1
     words = pool[:0].view(np.uint64)  # none: the word is read byte by byte
     word = _head(words, np.uint64(0), _word_masks(), pool, start, length)
     slot = _mixed(word, length, pool, start, start + length) >> np.uint64(64 - bits)
     while slot_group[slot] >= 0:
-        slot = (slot + np.uint64(1)) & np.uint64(capacity - 1)
+        slot = (slot + np.uint64(1)) & np.uint64((1 << bits) - 1)
     slot_group[slot] = group
     slot_word[slot] = word
     slot_length[slot] = length

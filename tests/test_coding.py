@@ -305,7 +305,8 @@ def test_split_keys_against_numpy(data, n_groupings, n_cells):
 
 
 def _table_of(names: list[str], capacity: int):
-    """A ``known_text`` table holding ``names`` (group = position), filled by ``add_text``."""
+    """A ``known_text`` table of ``capacity`` slots (a power of two) holding ``names`` (group = position),
+    filled by ``add_text``."""
     pool = np.frombuffer("".join(names).encode(), np.uint8).copy()
     slots = (np.full(capacity, -1, np.int32), np.zeros(capacity, np.uint64), np.full(capacity, -1, np.int64),
              np.zeros(capacity, np.int64))
@@ -328,7 +329,7 @@ def test_known_text_finds_each_string_of_its_table_and_stops_at_others(data, nam
     # 8 bytes are told apart; a string outside the table stops the pass there, after the rows before it
     known = names[:data.draw(st.integers(1, len(names)))]
     values = data.draw(st.lists(st.sampled_from(names), max_size=60))
-    slots, pool = _table_of(known, 4 * len(known))
+    slots, pool = _table_of(known, 1 << (4 * len(known) - 1).bit_length())  # a power of two, at most half full
     array = pa.array(["pad", *values] if sliced else values, pa.large_string() if large else pa.string())
     if sliced:
         array = array.slice(1)
