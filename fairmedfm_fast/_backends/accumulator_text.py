@@ -16,7 +16,7 @@ from .._inputs.known_text import KnownText
 
 #: Waiting batches are keyed by the tables when they hold this many samples on average; smaller ones
 #: are joined and coded at once (a batch of 2,000 samples costs the tables as much in fixed costs as
-#: in its values: 100 such batches took 2-5% longer keyed than joined).
+#: in its values: 100 such batches took 10.4-11.0 ms keyed, 10.1-10.5 ms joined).
 KEYED_FROM = 1 << 13
 
 
