@@ -484,3 +484,41 @@ def test_text_coded_in_pieces_matches_oracle(data, form, n_jobs):
         patch.setenv("FAIRMEDFM_FAST_N_JOBS", str(n_jobs))
         fast, oracle = both("evaluate", y, scores, features, oracle_args=((y, scores, text), {}))
     assert_same(fast, oracle)
+
+
+@examples(0.5)
+@given(data=api_cases(max_n=150, max_attributes=2, max_groups=8), cuts=st.lists(st.integers(1, 149), max_size=6),
+       large=st.booleans())
+def test_accumulated_arrow_text_matches_oracle(data, cuts, large):
+    # batches of Arrow text keyed by the accumulator's tables of the groups known (whatever the batches'
+    # sizes, side by side on threads from 20 samples), beside the oracle's evaluate on the whole data
+    import warnings
+
+    import pyarrow as pa
+    from compare import Outcome, call
+
+    from fairmedfm_fast._backends import accumulator, accumulator_text
+    from fairmedfm_fast._inputs import known_text
+
+    frame = data["sensitive_features"]
+    if frame.isna().to_numpy().any():
+        return
+    text = {name: np.array([str(value) for value in frame[name]]) for name in frame.columns}
+    y, scores = data["y_true"], data["y_score"]
+    bounds = [0, *sorted({c for c in cuts if c < len(y)}), len(y)]
+    fast = Outcome()
+    with pytest.MonkeyPatch.context() as patch, warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        patch.setattr(accumulator_text, "KEYED_FROM", 1)
+        patch.setattr(known_text, "THREADS_FROM", 20)
+        patch.setattr(accumulator, "SETTLE_FROM", 40)
+        acc = fm.FairnessAccumulator()
+        try:
+            for a, b in zip(bounds[:-1], bounds[1:]):
+                acc.update(y[a:b], scores[a:b], {name: pa.array(values[a:b], pa.large_string() if large else None)
+                                                 for name, values in text.items()})
+            fast.value = acc.result()
+        except ValueError as error:
+            fast.error = error
+    fast.warnings = [(w.category, str(w.message)) for w in caught]
+    assert_same(fast, call("fairmedfm", "evaluate", y, scores, text), warning_categories=())

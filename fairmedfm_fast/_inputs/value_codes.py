@@ -304,9 +304,7 @@ def _kernel_codes(n: int, code_piece, names_at) -> tuple[np.ndarray, list[str]]:
             codes = np.empty(n, np.int32)
             firsts = code_piece(0, n, _room_for(n), codes)
         return _report_codes(codes, [(0, n)], names_at(firsts.tolist()), [0])
-    n_pieces = max(1, min(resolve_n_jobs(), n // (PIECES_FROM // 2)))
-    bounds = [n * j // n_pieces for j in range(n_pieces + 1)]
-    parts = list(zip(bounds[:-1], bounds[1:]))
+    parts = _pieces(n)
     for wide in (False, True):  # int8 codes; when they do not hold the values, int32
         codes = np.empty(n, np.int32 if wide else np.int8)
         tasks = [lambda a=a, b=b, wide=wide, codes=codes: code_piece(
@@ -320,6 +318,13 @@ def _kernel_codes(n: int, code_piece, names_at) -> tuple[np.ndarray, list[str]]:
         starts.append(len(names))
         names.extend(names_at((first + a).tolist()))
     return _report_codes(codes, parts, names, starts)
+
+
+def _pieces(n: int) -> list[tuple[int, int]]:
+    """``n`` values as pieces of at least ``PIECES_FROM // 2``, one per thread at most: (start, stop) each."""
+    n_pieces = max(1, min(resolve_n_jobs(), n // (PIECES_FROM // 2)))
+    bounds = [n * j // n_pieces for j in range(n_pieces + 1)]
+    return list(zip(bounds[:-1], bounds[1:]))
 
 
 def _report_codes(codes: np.ndarray, parts: list[tuple[int, int]], names: list, starts: list[int]
@@ -359,11 +364,10 @@ def split_keys(keys: np.ndarray, cell_codes: np.ndarray, labels: np.ndarray, cod
     """``kernels.coding.split_keys``: the accumulator's keys (``cell * 2 + label``, uint32) as labels and
     each grouping's int8 code, ``cell_codes`` (K, cells) giving each cell's; in pieces on threads
     from ``PIECES_FROM`` keys."""
-    n, coding = len(keys), _kernels()
-    n_pieces = max(1, min(resolve_n_jobs(), n // (PIECES_FROM // 2))) if n >= PIECES_FROM else 1
-    bounds = [n * j // n_pieces for j in range(n_pieces + 1)]
-    on_threads([lambda a=a, b=b: coding.split_keys(keys, cell_codes, labels, codes, a, b)
-                for a, b in zip(bounds[:-1], bounds[1:])], n_pieces)
+    coding = _kernels()
+    parts = _pieces(len(keys)) if len(keys) >= PIECES_FROM else [(0, len(keys))]
+    on_threads([lambda a=a, b=b: coding.split_keys(keys, cell_codes, labels, codes, a, b) for a, b in parts],
+               len(parts))
 
 
 def _room_for(n: int) -> int:
