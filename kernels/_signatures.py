@@ -313,6 +313,7 @@ SIGNATURES: dict[str, list[tuple]] = {
         (A(T.uint32), A(T.uint32), T.int64, T.int64, T.uint64, T.uint64, T.int64, T.uint64, A(T.int64), A(T.uint64)),
         (A(T.uint32, readonly=True), A(T.uint16), T.int64, T.int64, T.uint64, T.uint64, T.int64, T.uint64, A(T.int64), A(T.uint64)),
         (A(T.uint64), A(T.uint16), T.int64, T.int64, T.uint64, T.uint64, T.int64, T.uint64, A(T.int64), A(T.uint64)),
+        (A(T.uint64), A(T.uint32), T.int64, T.int64, T.uint64, T.uint64, T.int64, T.uint64, A(T.int64), A(T.uint64)),
         (A(T.uint64, readonly=True), A(T.uint16), T.int64, T.int64, T.uint64, T.uint64, T.int64, T.uint64, A(T.int64), A(T.uint64)),
     ],
     'sorting._sort_buckets': [
@@ -341,6 +342,10 @@ SIGNATURES: dict[str, list[tuple]] = {
         (A(T.uint32, readonly=True), T.int64, T.int64),
         (A(T.uint64), T.int64, T.int64),
         (A(T.uint64, readonly=True), T.int64, T.int64),
+    ],
+    'sorting.pack_keyed': [
+        (A(T.uint32), A(T.uint16), T.int64, T.int64, A(T.uint16)),
+        (A(T.uint32), A(T.uint32), T.int64, T.int64, A(T.uint32)),
     ],
     'sorting.pack_payload': [
         (A(T.uint8), A(T.int8, 2), A(T.uint64), T.int64, T.int64, A(T.uint16)),

@@ -563,18 +563,25 @@ def _payload_type(pay_bits):
     return np.uint16 if pay_bits <= 16 else np.uint32 if pay_bits <= 32 else np.uint64
 
 
-def _sort_words(score_bits, labels, codes, n_threads, memory=None):
-    """:func:`sort_carrying` by 64-bit words (see :func:`sort_bucket`), or None when a word cannot hold
-    a sample's label and codes beside its key's bits below the first digit."""
-    n = score_bits.shape[0]
-    n_groupings = codes.shape[0]
-    code_shifts = np.empty(n_groupings, np.uint64)
+def _code_shifts(largest):
+    """Each grouping's place in a payload (a code + 1 takes as many bits as the grouping's largest
+    code + 1 needs; the label takes bit 0), and the payload's width in bits."""
+    code_shifts = np.empty(len(largest), np.uint64)
     pay_bits = 1
-    for k in range(n_groupings):  # code + 1 in as many bits as the largest code needs
+    for k, top in enumerate(largest):
         code_shifts[k] = pay_bits
-        pay_bits += (int(codes[k].max()) + 1).bit_length() if n else 1
-    if codes.dtype != np.int8:
-        return None
+        pay_bits += (int(top) + 1).bit_length()
+    return code_shifts, pay_bits
+
+
+def _sort_words(score_bits, largest, pack, n_threads, memory=None):
+    """:func:`sort_carrying` by 64-bit words (see :func:`sort_bucket`), or None when a word cannot hold
+    a sample's label and codes beside its key's bits below the first digit. ``largest``: each
+    grouping's largest code (-1 where all are missing); ``pack(code_shifts, start, stop, pays)`` fills the payloads
+    of samples start:stop (as :func:`pack_payload`)."""
+    n = score_bits.shape[0]
+    n_groupings = len(largest)
+    code_shifts, pay_bits = _code_shifts(largest)
     # The payloads are dead once scattered: their bytes then hold the sorted labels and codes.
     pay_type = np.dtype(_payload_type(pay_bits))
     size = max(n * pay_type.itemsize, n * (1 + n_groupings))
@@ -582,7 +589,7 @@ def _sort_words(score_bits, labels, codes, n_threads, memory=None):
     pays = carried[:n * pay_type.itemsize].view(pay_type)
 
     def scatter(start, stop, low, shift, bits, starts, words):
-        pack_payload(labels, codes, code_shifts, start, stop, pays)
+        pack(code_shifts, start, stop, pays)
         _scatter_payload(score_bits, pays, start, stop, low, shift, bits, np.uint64(pay_bits), starts, words)
 
     scattered = bucket_words(score_bits, pay_bits, n_threads, scatter,
@@ -597,6 +604,38 @@ def _sort_words(score_bits, labels, codes, n_threads, memory=None):
     run_tasks([(_unpack_buckets, words, first, begin, end, low_key, shift, np.uint64(pay_bits), code_shifts, out_bits,
                 out_labels, out_codes) for begin, end in cuts])
     return out_bits, out_labels, out_codes
+
+
+@kernel
+def pack_keyed(keys, cell_pays, start, stop, pays):
+    """``pays[start:stop]`` from keys ``cell * 2 + label``: the cell's payload (``cell_pays``: its codes
+    placed as :func:`pack_payload` places them) with the label in bit 0."""
+    one = keys.dtype.type(1)
+    for i in range(start, stop):
+        key = keys[i]
+        pays[i] = cell_pays[key >> one] | (key & one)
+
+
+def sort_keyed(score_bits, keys, cell_codes, n_threads=1, memory=None):
+    """:func:`sort_carrying` of samples given by keys ``cell * 2 + label`` (uint32) and the int8 codes
+    of each cell (``cell_codes``, shape (K, cells)) rather than by a label and K codes each: the
+    payloads are looked up by cell, with no label and code rows to write and read first.
+
+    Returns what :func:`sort_carrying` returns for the labels ``keys & 1`` and the codes
+    ``cell_codes[:, keys >> 1]``, or None when a 64-bit word cannot hold a sample's label and codes
+    (then split the keys and call :func:`sort_carrying`)."""
+    largest = [int(row.max()) if row.size else 0 for row in cell_codes]  # (as sort_carrying's, by cell)
+    code_shifts, pay_bits = _code_shifts(largest)
+    cell_pays = np.zeros(cell_codes.shape[1], np.uint64)
+    for k, row in enumerate(cell_codes):  # (a few groupings over a few cells)
+        cell_pays |= (np.maximum(row, -1).astype(np.int64) + 1).astype(np.uint64) << code_shifts[k]
+    cell_pays = cell_pays.astype(_payload_type(pay_bits))
+
+    def pack(_, start, stop, pays):
+        pack_keyed(keys, cell_pays, start, stop, pays)
+
+    n = score_bits.shape[0]
+    return _sort_words(score_bits, largest, pack, _threads_for(n, n_threads), memory)
 
 
 def sort_carrying(score_bits, labels, codes, n_threads=1, memory=None):
@@ -626,10 +665,16 @@ def sort_carrying(score_bits, labels, codes, n_threads=1, memory=None):
     ``code + 1`` in as many bits as the row's largest code needs) when that fits; otherwise as a key
     and a separate payload, the outputs then sharing one buffer that served the sort as scratch.
     """
-    sorted_words = _sort_words(score_bits, labels, codes, _threads_for(score_bits.shape[0], n_threads), memory)
+    n = score_bits.shape[0]
+    sorted_words = None
+    if codes.dtype == np.int8:
+        def pack(code_shifts, start, stop, pays):
+            pack_payload(labels, codes, code_shifts, start, stop, pays)
+
+        largest = [int(row.max()) if n else 0 for row in codes]
+        sorted_words = _sort_words(score_bits, largest, pack, _threads_for(n, n_threads), memory)
     if sorted_words is not None:
         return sorted_words
-    n = score_bits.shape[0]
     n_groupings = codes.shape[0]
     width = score_bits.itemsize
     payload = np.uint32 if n_groupings <= 3 else np.uint64  # label and codes, a byte each

@@ -490,3 +490,33 @@ def test_keys_of_known_text_name_the_rows_groups():
         cell_names = {cell: (list(groups[0])[ids[0]], list(groups[1])[ids[1]]) for ids, cell in cells.items()}
         assert [cell_names[int(key) >> 1] for key in keys] == list(zip(a, b))
         np.testing.assert_array_equal(keys & 1, labels)
+
+
+@pytest.mark.parametrize("dtype, intersectional, missing", [(np.float32, False, False), (np.float64, True, False),
+                                                            (np.float32, True, True)])
+def test_a_large_table_is_sorted_by_its_keys_as_evaluate_sorts_its_samples(monkeypatch, dtype, intersectional,
+                                                                           missing):
+    """From the radix sort's size on, the report's one sort reads each row's codes by its cell (no label
+    and code rows first) where no code is missing: evaluate's report, intervals and p-values (the
+    same sorted samples), as splitting the keys gives them."""
+    from fairmedfm_fast._engine import sorting as engine_sorting
+
+    n = engine_sorting.RADIX_FROM + 3001
+    y, scores, features, _ = dataset(13, n, missing=missing)
+    scores = np.round(scores, 4).astype(dtype)  # ties, yet too many distinct scores to merge rows
+    real, used = accumulator_text._engine.keyed_and_measured, []
+    monkeypatch.setattr(accumulator_text._engine, "keyed_and_measured",
+                        lambda *a, **k: used.append(real(*a, **k)) or used[-1])
+    acc = FairnessAccumulator(intersectional=intersectional)
+    for a in range(0, n, 4000):
+        acc.update(y[a:a + 4000], scores[a:a + 4000], features.iloc[a:a + 4000])
+    options = dict(n_boot=20, n_permutations=20, random_state=1)
+    got = acc.result(**options)
+    assert [result is not None for result in used] == [not missing]
+    want = fm.evaluate(y, scores, features, intersectional=intersectional, **options)
+    monkeypatch.setattr(accumulator_text._engine, "keyed_and_measured", lambda *a, **k: None)
+    split_keys = acc.result(**options)
+    for other in (want, split_keys):
+        assert_same(got, other)
+        pd.testing.assert_frame_equal(got.ci["by_group"], other.ci["by_group"])
+        pd.testing.assert_frame_equal(got.p_values, other.p_values)

@@ -176,3 +176,84 @@ def test_sort_carrying_takes_the_rows_of_one_array_as_they_are():
         _, sorted_labels, sorted_codes = engine_sorting.sort_carrying(scores, labels, rows)
         np.testing.assert_array_equal(sorted_labels, labels[order])
         np.testing.assert_array_equal(sorted_codes, np.stack(rows)[:, order])
+
+
+def _keyed(rng, n, n_cells, widths):
+    """Keys ``cell * 2 + label`` over ``n_cells`` cells, and each cell's codes: row k in [-1, 2**w - 2]."""
+    cell_codes = np.array([rng.integers(-1, (1 << w) - 1, n_cells) for w in widths], np.int8).reshape(
+        len(widths), n_cells)
+    keys = (rng.integers(0, n_cells, n) * 2 + rng.integers(0, 2, n)).astype(np.uint32)
+    return keys, cell_codes
+
+
+@settings(max_examples=80, deadline=None)
+@given(n=st.integers(0, 3000), n_cells=st.integers(1, 40), widths=st.lists(st.integers(0, 7), max_size=7),
+       float64=st.booleans(), ties=st.booleans(), n_threads=st.sampled_from([1, 2]), seed=st.integers(0, 2**16))
+def test_sort_keyed_is_sort_carrying_of_the_split_keys(n, n_cells, widths, float64, ties, n_threads, seed):
+    """Looking each sample's codes up by its cell sorts as splitting the keys into labels and code rows
+    first; probabilities in float32 with codes of up to 20 bits always travel as words."""
+    rng = np.random.default_rng(seed)
+    keys, cell_codes = _keyed(rng, n, n_cells, widths)
+    scores = rng.random(n)
+    if ties:
+        scores = np.round(scores, 2)
+    scores = scores.astype(np.float64 if float64 else np.float32)
+    labels, codes = (keys & 1).astype(np.uint8), cell_codes[:, keys >> 1]
+    want = sorting.sort_carrying(_bits(scores), labels, codes, n_threads)
+    got = sorting.sort_keyed(_bits(scores), keys, cell_codes, n_threads)
+    if not float64 and sum(widths) <= 20:
+        assert got is not None
+    if got is None:
+        return
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a, b)
+    memory = np.full(sorting.MEMORY_BYTES * n + 3, 0xA5, np.uint8)  # old bytes: the outputs there, equal
+    for a, b in zip(sorting.sort_keyed(_bits(scores), keys, cell_codes, n_threads, memory), want):
+        np.testing.assert_array_equal(a, b)
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(0, 2000), n_cells=st.integers(1, 300), span=st.tuples(st.integers(0, 2000), st.integers(0, 2000)),
+       dtype=st.sampled_from([np.uint16, np.uint32, np.uint64]), seed=st.integers(0, 2**16))
+def test_pack_keyed_looks_each_payload_up_by_its_cell(n, n_cells, span, dtype, seed):
+    rng = np.random.default_rng(seed)
+    top = np.iinfo(dtype).max // 2
+    cell_pays = (rng.integers(0, min(top, 2**62), n_cells, dtype=np.uint64) * 2).astype(dtype)  # bit 0 free
+    keys = (rng.integers(0, n_cells, n) * 2 + rng.integers(0, 2, n)).astype(np.uint32)
+    start, stop = sorted(min(x, n) for x in span)
+    pays = np.full(n, 7, dtype)
+    sorting.pack_keyed(keys, cell_pays, start, stop, pays)
+    expected = [int(cell_pays[int(key) >> 1]) | (int(key) & 1) for key in keys[start:stop]]  # one by one
+    assert pays[start:stop].tolist() == expected
+    assert (pays[:start] == 7).all() and (pays[stop:] == 7).all()
+
+
+def test_keyed_and_measured_is_arrange_and_measure_of_the_split_keys():
+    """The engine's keyed entry: the same arranged samples and metrics as splitting the keys first;
+    it declines (None) where its sort does not apply, and the caller splits."""
+    rng = np.random.default_rng(5)
+    n = engine_sorting.RADIX_FROM + 77
+    keys, cell_codes = _keyed(rng, n, 12, [1, 2, 3])
+    cell_codes = np.abs(cell_codes)  # no missing codes: every grouping's "all" slot is every sample
+    sizes = [int(row.max()) + 1 for row in cell_codes]
+    scores = rng.random(n).astype(np.float32)
+    labels, rows = (keys & 1).astype(np.uint8), list(cell_codes[:, keys >> 1])
+    for wanted, threshold in ((None, None), ({"auc", "ece"}, 0.3)):
+        got = _engine.keyed_and_measured(scores, keys, cell_codes, sizes, wanted, threshold, curves=True)
+        want = _engine.arrange_and_measure(scores, labels, rows, sizes, None, wanted, threshold, curves=True)
+        assert got is not None and got[0].is_sorted
+        for field in ("scores", "labels", "codes", "sizes"):
+            np.testing.assert_array_equal(getattr(got[0], field), getattr(want[0], field))
+        for a, b in zip(got[1], want[1]):
+            np.testing.assert_array_equal(a.count, b.count)
+            assert a.threshold == b.threshold or np.isnan(a.threshold) and np.isnan(b.threshold)
+            assert a.values.keys() == b.values.keys()
+            for key in a.values:
+                np.testing.assert_array_equal(a.values[key], b.values[key])
+    missing = cell_codes.copy()
+    missing[0, 3] = -1
+    assert _engine.keyed_and_measured(scores, keys, missing, sizes) is None
+    assert _engine.keyed_and_measured(scores[:100], keys[:100], cell_codes, sizes) is None  # small: NumPy's sort
+    assert _engine.keyed_and_measured(scores, keys, np.tile(cell_codes, (3, 1)), sizes * 3) is None  # 9 rows
+    assert _engine.keyed_and_measured(scores, keys, cell_codes, sizes, {"bce", "acc"}) is None  # no sort
+    assert _engine.keyed_and_measured(scores, keys, cell_codes, [200, 2, 3]) is None  # int16 codes

@@ -35,7 +35,7 @@ from .accumulator_batches import (
     widest,
 )
 from .accumulator_state import SegmentState
-from .accumulator_text import batch_keys, settled_keys, split_rows
+from .accumulator_text import batch_keys, settled_keys, table_rows
 from .assess import as_python, attribute_result, range_conversion, transform_note, with_default
 from .checks import (
     check_count,
@@ -580,16 +580,16 @@ class FairnessAccumulator(SegmentState):
         self._flush()
         n = self._n
         per_cell, problem = self._cell_attributes()
-        labels, attributes = split_rows(self._keys, per_cell)
+        extra = _metric_registry.optional_keys(self.metrics)
         counts = self._counts
+        scores, labels, attributes, measured = table_rows(self, per_cell, with_default(extra), threshold, problem)
         positives = int(counts[labels == 1].sum()) if counts is not None else int(np.count_nonzero(labels))
         label_info: dict[str, Any] = {}
         if self.pos_label is not None:
             if not positives:
                 raise ValueError(f"pos_label={_inputs.shown(self.pos_label)} does not occur in y_true, whose values "
                                  f"include {_inputs.preview(self._labels_seen)}; pass one of those")
-            label = self.pos_label
-            label_info["pos_label"] = label.item() if isinstance(label, np.generic) else label
+            label_info["pos_label"] = self.pos_label.item() if isinstance(self.pos_label, np.generic) else self.pos_label
             if len(self._labels_seen) > 2:
                 label_info["one_vs_rest"] = True
         if positives == 0 or positives == n:
@@ -601,12 +601,12 @@ class FairnessAccumulator(SegmentState):
             raise ValueError(problem)
         check_resampling(attributes, n_boot, n_permutations, _resample.RESAMPLED_PER_GROUP)
         weights = self._weights if self._weighted else None if counts is None else counts.astype(np.float64)
-        extra = _metric_registry.optional_keys(self.metrics)
         warnings = list(self._notes)
         metadata = {**label_info, **self._score_info, "n_samples": n}
         warnings.extend(transform_note(metadata, self._conversion()))
-        results, overall, arranged, rows = _assess(self._scores, labels, attributes, weights, counts, warnings,
-                                                   with_default(extra), threshold, min_group_size, not self._weighted)
+        results, overall, arranged, rows = _assess(scores, labels, attributes, weights, counts, warnings,
+                                                   with_default(extra), threshold, min_group_size, not self._weighted,
+                                                   measured)
         metadata.update(asked(threshold, self._weighted, min_group_size, self.metrics if extra else ()))
         seed = _resample.seed_from(random_state) if n_boot or n_permutations else None
         report, flagged = assemble(results, overall, warnings, metadata, attributes=attributes, settings=dict(
@@ -615,10 +615,10 @@ class FairnessAccumulator(SegmentState):
             metrics=list(self.metrics or []), n_samples=n), bins=self.bins)
         samples = arranged
         if weights is not None and (n_boot or n_permutations):  # one row per sample
-            samples = _expanded(self._scores, labels, rows, arranged.sizes, counts, weights)
+            samples = _expanded(scores, labels, rows, arranged.sizes, counts, weights)
         # the placement values of the analytic intervals count samples: one row per sample, unweighted
         with_uncertainty(report, results, flagged, samples, lambda: arranged if counts is None else _expanded(
-                             self._scores, labels, rows, arranged.sizes, counts, None),
+                             scores, labels, rows, arranged.sizes, counts, None),
                          n_boot=n_boot, ci=ci, n_permutations=n_permutations, random_state=random_state,
                          threshold=threshold, stratify=stratify, p_adjust=p_adjust, progress=progress,
                          warnings=warnings, extra=extra, seed=seed, interval=interval)
@@ -650,9 +650,11 @@ class FairnessAccumulator(SegmentState):
 
 
 def _assess(scores: np.ndarray, labels: np.ndarray, attributes: list[_groups.Attribute], weights, counts,
-            warnings: list[str], wanted, threshold, min_group_size, integer: bool):
+            warnings: list[str], wanted, threshold, min_group_size, integer: bool, measured=None):
     """:func:`fairmedfm_fast._assess.assess` over the table: each grouping's ``count`` is samples
-    (the rows' counts summed) and, without sample weights, the confusion counts are integers."""
+    (the rows' counts summed) and, without sample weights, the confusion counts are integers.
+    ``measured``: the engine's (arranged, groupings) of these rows where the caller has them (no
+    code is negative there)."""
     rows = [attribute.codes for attribute in attributes]
     sizes = [attribute.n_groups for attribute in attributes]
     complete = next((k for k, attribute in enumerate(attributes) if attribute.codes.min(initial=0) >= 0), None)
@@ -660,8 +662,8 @@ def _assess(scores: np.ndarray, labels: np.ndarray, attributes: list[_groups.Att
         rows.append(np.zeros(len(labels), np.intp))
         sizes.append(1)
         complete = len(rows) - 1
-    arranged, groupings = _engine.arrange_and_measure(scores, labels, rows, sizes, weights, wanted, threshold,
-                                                      curves=True)
+    arranged, groupings = measured or _engine.arrange_and_measure(scores, labels, rows, sizes, weights, wanted,
+                                                                  threshold, curves=True)
     n_samples = len(labels) if counts is None else int(counts.sum())
     if weights is not None:
         for grouping, codes, size in zip(groupings, rows, sizes):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._engine import classification as _engine
 from .._inputs import groups as _groups
 from .._inputs import value_codes as _codes
 from .._inputs.known_text import KnownText
@@ -62,3 +63,24 @@ def split_rows(keys: np.ndarray, per_cell: list[_groups.Attribute]) -> tuple[np.
     labels = (keys & np.uint32(1)).astype(np.uint8)
     cells = (keys >> np.uint32(1)).astype(np.intp)
     return labels, [_groups.Attribute(a.name, a.codes[cells], a.groups) for a in per_cell]
+
+
+def table_rows(owner, per_cell: list[_groups.Attribute], wanted, threshold, problem: str | None
+               ) -> tuple[np.ndarray, np.ndarray, list[_groups.Attribute], tuple | None]:
+    """The scores, labels and attributes over the rows of the table of
+    :class:`~fairmedfm_fast.FairnessAccumulator` ``owner`` (flushed), and the engine's (arranged,
+    groupings) of them or None. With a row per sample and no weights (and no ``problem`` that stops
+    the report), one sort reads each row's codes by its cell and the engine measures the sorted rows
+    (:func:`~fairmedfm_fast._engine.classification.keyed_and_measured`: no label and code rows are
+    written first); otherwise, or where that sort does not apply, the keys are split
+    (:func:`split_rows`) and the rows are left to be measured."""
+    scores, keys = owner._scores, owner._keys
+    measured = None
+    if problem is None and per_cell and owner._counts is None and not owner._weighted:
+        measured = _engine.keyed_and_measured(scores, keys, np.stack([a.codes for a in per_cell]),
+                                              [a.n_groups for a in per_cell], wanted, threshold, curves=True)
+    if measured is None:
+        return scores, *split_rows(keys, per_cell), None
+    arranged = measured[0]
+    return (arranged.scores, arranged.labels,
+            [_groups.Attribute(a.name, row, a.groups) for a, row in zip(per_cell, arranged.codes)], measured)

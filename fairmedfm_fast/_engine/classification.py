@@ -28,6 +28,7 @@ from .sorting import (
     key_bits,
     n_threads,
     sort_carrying,
+    sort_keyed,
     sort_scores,
 )
 
@@ -269,6 +270,24 @@ def arrange_and_measure(scores: np.ndarray, labels: np.ndarray, code_rows: list[
     if groupings is not None:
         return arrange(scores, labels, code_rows, n_groups, weights, sort=False), groupings
     arranged = arrange(scores, labels, code_rows, n_groups, weights, needs_sort(wanted, fixed_best), presort)
+    return arranged, measure(arranged, wanted, fixed_best=fixed_best, curves=curves)
+
+
+def keyed_and_measured(scores: np.ndarray, keys: np.ndarray, cell_codes: np.ndarray, n_groups: list[int],
+                       wanted: set[str] | None = None, fixed_best: float | None = None, curves: bool = False
+                       ) -> tuple[Arranged, list[Grouping]] | None:
+    """:func:`arrange_and_measure` of samples given as keys ``cell * 2 + label`` and each cell's int8
+    codes ((K, cells), none negative), as the accumulator keeps them: one sort that looks each
+    sample's codes up by its cell (:func:`~.sorting.sort_keyed`), so no label and code rows are made
+    first. The arranged samples are sorted. None where that sort does not apply (then split the keys
+    and call :func:`arrange_and_measure`)."""
+    if not needs_sort(wanted, fixed_best) or code_dtype(int(max(n_groups, default=1))) != np.int8 or \
+            cell_codes.min(initial=0) < 0:
+        return None
+    carried = sort_keyed(scores, keys, cell_codes)
+    if carried is None:
+        return None
+    arranged = Arranged(*carried, np.asarray(n_groups, dtype=np.int64), None, True)
     return arranged, measure(arranged, wanted, fixed_best=fixed_best, curves=curves)
 
 

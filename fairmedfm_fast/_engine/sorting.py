@@ -115,6 +115,27 @@ def sort_carrying(scores: np.ndarray, labels: np.ndarray, code_rows: list[np.nda
     return sorted_bits.view(scores.dtype), sorted_labels, sorted_codes
 
 
+def sort_keyed(scores: np.ndarray, keys: np.ndarray, cell_codes: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """:func:`sort_carrying` of samples given as keys ``cell * 2 + label`` (uint32, every cell a column
+    of ``cell_codes``) and the int8 codes of each cell (shape (K, cells)), as the accumulator keeps
+    them: the sort looks each sample's codes up by its cell, so no label and code rows are written
+    first (``kernels.sorting.sort_keyed``). None where :func:`carries` would not carry them."""
+    n = len(scores)
+    if not (RADIX_FROM <= n < 1 << 32 and cell_codes.dtype == np.int8 and len(cell_codes) <= 7
+            and keys.dtype == np.uint32 and len(keys) == n):
+        return None
+    from ..kernels import sorting
+
+    scores = np.ascontiguousarray(scores)
+    done = sorting.sort_keyed(key_bits(scores), np.ascontiguousarray(keys), np.ascontiguousarray(cell_codes),
+                              n_threads(n), lend("sort", sorting.MEMORY_BYTES * n))
+    if done is None:
+        return None
+    sorted_bits, sorted_labels, sorted_codes = done
+    return sorted_bits.view(scores.dtype), sorted_labels, sorted_codes
+
+
 def _stacked(code_rows: list[np.ndarray], shape: tuple[int, int]) -> np.ndarray | None:
     """The (K, n) int8 array whose rows, in order, are ``code_rows`` (as the accumulator's report hands
     them over: no copy to make), or None."""
