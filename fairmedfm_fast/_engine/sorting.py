@@ -120,7 +120,8 @@ def sort_keyed(scores: np.ndarray, keys: np.ndarray, cell_codes: np.ndarray
     """:func:`sort_carrying` of samples given as keys ``cell * 2 + label`` (uint32, every cell a column
     of ``cell_codes``) and the int8 codes of each cell (shape (K, cells)), as the accumulator keeps
     them: the sort looks each sample's codes up by its cell, so no label and code rows are written
-    first (``kernels.sorting.sort_keyed``). None where :func:`carries` would not carry them."""
+    first (``kernels.sorting.sort_keyed``). None where :func:`carries` would not carry them (size,
+    types, more than 7 groupings) or a 64-bit word cannot hold a sample's label and codes."""
     n = len(scores)
     if not (RADIX_FROM <= n < 1 << 32 and cell_codes.dtype == np.int8 and len(cell_codes) <= 7
             and keys.dtype == np.uint32 and len(keys) == n):
