@@ -115,6 +115,10 @@ SIGNATURES: dict[str, list[tuple]] = {
         (A(T.int32), A(T.uint8), T.int64, T.int64, A(T.int32), A(T.uint64), A(T.int64), A(T.int64), A(T.uint8), A(T.int32)),
         (A(T.int64), A(T.uint8), T.int64, T.int64, A(T.int32), A(T.uint64), A(T.int64), A(T.int64), A(T.uint8), A(T.int32)),
     ],
+    'coding.latin_row_codes': [
+        (A(T.uint32, 2, readonly=True), T.int64, A(T.int32)),
+        (A(T.uint32, 2, readonly=True), T.int64, A(T.int8)),
+    ],
     'coding.more_distinct_than': [
         (A(T.uint32), T.int64),
         (A(T.uint64), T.int64),

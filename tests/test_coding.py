@@ -195,6 +195,53 @@ def test_row_codes_of_any_words(data, dtype, width):
     assert [keys[i] for i in firsts] == list(dict.fromkeys(keys))
 
 
+latin = st.text(st.characters(max_codepoint=255), max_size=16)  # (NUL, "\xa0", "é", "ÿ" included)
+
+
+@settings(max_examples=80, deadline=None)
+@given(values=st.lists(st.one_of(latin, st.sampled_from(["", "F", "12345678", "123456789", "123456780", "\x00"])),
+                       min_size=1, max_size=60),
+       repeat=st.integers(1, 90), spoil=st.sampled_from([None, "ş", "中", "x" * 17]), at=st.integers(0, 10**6),
+       capacity=st.sampled_from([2, 4, 64, 256]), dtype=st.sampled_from([np.int8, np.int32]))
+def test_latin_row_codes_is_row_codes_where_every_code_point_is_below_256(values, repeat, spoil, at, capacity,
+                                                                          dtype):
+    """``U`` rows of 1 to 16 code points below 256 narrowed to bytes give row_codes' codes and firsts
+    (over several blocks of rows: ``repeat``); a code point of 256 or more anywhere (``spoil``), or rows
+    wider than 16, give no codes (narrow False); a full table gives no firsts, as row_codes."""
+    values = values * repeat
+    if spoil is not None:
+        values.insert(at % (len(values) + 1), spoil)
+    array = np.array(values)
+    rows = _rows(array)
+    got_codes, (got_firsts, narrow) = _coded(coding.latin_row_codes, rows, capacity, dtype=dtype)
+    assert narrow == (spoil is None)
+    if not narrow:
+        return
+    codes, firsts = _coded(coding.row_codes, rows, capacity, dtype=dtype)
+    np.testing.assert_array_equal(got_firsts, firsts)
+    if len(firsts):
+        np.testing.assert_array_equal(got_codes, codes)
+        stored = array.tolist()  # (NumPy drops trailing NULs: "\x00" is stored as "")
+        expected = list(dict.fromkeys(stored))  # first occurrences, one by one
+        assert array[got_firsts].tolist() == expected
+        assert [expected[code] for code in got_codes] == stored
+
+
+def test_latin_rows_read_each_narrowed_row_whole():
+    # rows that differ only in their last code point, in their first, or past the eighth; an "ş" (351) in
+    # the last block of rows turns the narrowing down, so the coder falls back to row_codes
+    values = ["abcdefgh" + tail for tail in ["", "i", "j", "ij", "ji", "ijklmnop"]] + ["bbcdefgh", "abcdefgi"]
+    array = np.array(values * 700)
+    rows = _rows(array)
+    codes, (firsts, narrow) = _coded(coding.latin_row_codes, rows, 64)
+    assert narrow and firsts.tolist() == list(range(len(values)))
+    np.testing.assert_array_equal(codes, np.tile(np.arange(len(values)), 700))
+    mixed = np.append(array, "ş")
+    assert not coding.latin_row_codes(_rows(mixed), 64, np.empty(len(mixed), np.int32))[1]
+    got, names = _codes.encode_values(mixed)
+    assert names == sorted(set(mixed.tolist())) and [names[c] for c in got] == mixed.tolist()
+
+
 def test_text_arrays_of_every_size_and_many_values(monkeypatch):
     # a table of 4 slots that fills: the coder makes one with room for every value (NumPy and Arrow text)
     monkeypatch.setattr(_codes, "TEXT_TABLE_SLOTS", 4)

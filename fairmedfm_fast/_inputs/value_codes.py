@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime
 import math
+import sys
 from functools import lru_cache
 from typing import Any
 
@@ -277,12 +278,25 @@ def _text_array_codes(array: np.ndarray) -> tuple[np.ndarray, list]:
         def names_at(firsts: list[int]) -> list:
             return [group_name(value) for value in array[firsts].tolist()]
 
-    return _kernel_codes(n, _rows_coder(rows), names_at)
+    return _kernel_codes(n, _rows_coder(rows, array.dtype.kind == "U"), names_at)
 
 
-def _rows_coder(rows: np.ndarray):
-    """:func:`_kernel_codes`' coder of a piece of ``rows`` (read-only) by ``kernels.coding.row_codes``."""
+#: ``U`` values of this many code points (at most 16) are coded by ``kernels.coding.latin_row_codes``
+#: first (1M values, one thread: 3.7 -> 2.6 ms for ``U8``, 2.9 -> 2.2 ms for ``U5``; ``U1`` took 1.1 ms
+#: by ``row_codes``, 2.0 ms narrowed).
+LATIN_WIDTHS = range(3, 17)
+
+
+def _rows_coder(rows: np.ndarray, code_points: bool = False):
+    """:func:`_kernel_codes`' coder of a piece of ``rows`` (read-only) by ``kernels.coding.row_codes``;
+    rows of ``code_points`` (a ``U`` array) of :data:`LATIN_WIDTHS` are narrowed to bytes first, where
+    every code point is below 256 (``latin_row_codes``; the bytes are read as little-endian words)."""
     coding = _kernels()
+    if code_points and rows.shape[1] in LATIN_WIDTHS and sys.byteorder == "little":
+        def code(start: int, stop: int, capacity: int, codes: np.ndarray) -> np.ndarray:
+            firsts, narrowed = coding.latin_row_codes(rows[start:stop], capacity, codes)
+            return firsts if narrowed else coding.row_codes(rows[start:stop], capacity, codes)
+        return code
     return lambda start, stop, capacity, codes: coding.row_codes(rows[start:stop], capacity, codes)
 
 
