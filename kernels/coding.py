@@ -275,6 +275,22 @@ def cell_keys(combined, cell_of, labels, first, keys):
     return combined.shape[0]
 
 
+@inline_kernel
+def _row_table(capacity, codes):
+    """:func:`row_codes`' hash table: ``capacity`` rounded up to a power of two (``bits`` its log2),
+    each slot's code (-1: empty), key and second word, and room for the first row of each code (the
+    most distinct rows: half the slots, and at most 127 for int8 ``codes``)."""
+    bits = 1
+    while (1 << bits) < capacity:
+        bits += 1
+    capacity = 1 << bits
+    most = capacity // 2
+    if codes.itemsize == 1:
+        most = min(most, 127)
+    return (bits, np.full(capacity, -1, codes.dtype), np.zeros(capacity, np.uint64), np.zeros(capacity, np.uint64),
+            np.empty(most, np.int64))
+
+
 @kernel
 def row_codes(rows, capacity, codes):
     """Code the rows of a 2-D array of unsigned words (fixed-width text: a NumPy ``U`` or ``S`` array
@@ -302,19 +318,11 @@ def row_codes(rows, capacity, codes):
     """
     n = rows.shape[0]
     width = rows.shape[1]
-    bits = 1  # log2(capacity), rounded up: the slot is the mixed key's top bits
-    while (1 << bits) < capacity:
-        bits += 1
-    capacity = 1 << bits
-    shift = np.uint64(64 - bits)
-    slot_code = np.full(capacity, -1, codes.dtype)
-    slot_key = np.zeros(capacity, np.uint64)
-    slot_second = np.zeros(capacity, np.uint64)  # rows of two words: the second
+    bits, slot_code, slot_key, slot_second, firsts = _row_table(capacity, codes)  # (second: of two-word rows)
+    capacity = slot_code.shape[0]
+    shift = np.uint64(64 - bits)  # the slot is the mixed key's top bits
     slot_exact = np.zeros(capacity, np.bool_)  # whether the slot's key is its row
-    most = capacity // 2
-    if codes.itemsize == 1:
-        most = min(most, 127)
-    firsts = np.empty(most, np.int64)
+    most = firsts.shape[0]
     copies = np.empty((most, width), rows.dtype)  # each code's row (no gather from its first sample)
     n_distinct = 0
     mask = np.uint64(capacity - 1)
@@ -414,18 +422,10 @@ def latin_row_codes(rows, capacity, codes):
     width = rows.shape[1]
     if width == 0 or width > 16:
         return np.empty(0, np.int64), False
-    bits = 1  # log2(capacity), rounded up, as row_codes
-    while (1 << bits) < capacity:
-        bits += 1
-    capacity = 1 << bits
+    bits, slot_code, slot_key, slot_second, firsts = _row_table(capacity, codes)
+    capacity = slot_code.shape[0]
     shift = np.uint64(64 - bits)
-    slot_code = np.full(capacity, -1, codes.dtype)
-    slot_key = np.zeros(capacity, np.uint64)
-    slot_second = np.zeros(capacity, np.uint64)
-    most = capacity // 2
-    if codes.itemsize == 1:
-        most = min(most, 127)
-    firsts = np.empty(most, np.int64)
+    most = firsts.shape[0]
     n_distinct = 0
     mask = np.uint64(capacity - 1)
     flat = rows.reshape(n * width)
