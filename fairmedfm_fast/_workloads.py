@@ -272,11 +272,10 @@ def _accumulator(n: int) -> None:
                                                             "b": _groups_of(n, 199)[start:stop]})
         many.result()
         # int8 codes of 100, 60 and 5 groups: the keyed sort's payloads take 17 bits (uint32)
-        wide = fm.FairnessAccumulator()
+        wide, columns = fm.FairnessAccumulator(), {f"a{k}": _groups_of(n, size) for k, size in enumerate((100, 60, 5))}
         for start in range(0, n, max(1, n // 4)):
             stop = min(n, start + max(1, n // 4))
-            wide.update(y[start:stop], scores[start:stop], {f"a{k}": _groups_of(n, size)[start:stop]
-                                                            for k, size in enumerate((100, 60, 5))})
+            wide.update(y[start:stop], scores[start:stop], {k: v[start:stop] for k, v in columns.items()})
         wide.result()
     # batches of Arrow text (string and large_string offsets), keyed by the tables of the groups known
     import pyarrow as pa
