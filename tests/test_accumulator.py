@@ -503,7 +503,7 @@ def test_a_large_table_is_sorted_by_its_keys_as_evaluate_sorts_its_samples(monke
 
     n = engine_sorting.RADIX_FROM + 3001
     y, scores, features, _ = dataset(13, n, missing=missing)
-    scores = np.round(scores, 4).astype(dtype)  # ties, yet too many distinct scores to merge rows
+    scores = np.round(scores, 4).astype(dtype)  # ties; a row per sample (fewer than a compaction waits for)
     real, used = accumulator_text._engine.keyed_and_measured, []
     monkeypatch.setattr(accumulator_text._engine, "keyed_and_measured",
                         lambda *a, **k: used.append(real(*a, **k)) or used[-1])
