@@ -488,16 +488,19 @@ def test_text_coded_in_pieces_matches_oracle(data, form, n_jobs):
 
 @examples(0.5)
 @given(data=api_cases(max_n=150, max_attributes=2, max_groups=8), cuts=st.lists(st.integers(1, 149), max_size=6),
-       large=st.booleans())
-def test_accumulated_arrow_text_matches_oracle(data, cuts, large):
+       large=st.booleans(), keyed_sort=st.booleans())
+def test_accumulated_arrow_text_matches_oracle(data, cuts, large, keyed_sort):
     # batches of Arrow text keyed by the accumulator's tables of the groups known (whatever the batches'
-    # sizes, side by side on threads from 20 samples), beside the oracle's evaluate on the whole data
+    # sizes, side by side on threads from 20 samples), beside the oracle's evaluate on the whole data;
+    # with ``keyed_sort``, the report's sort reads each row's codes by its key at any size (from 16,384
+    # rows otherwise), and does so wherever the scores are probabilities
     import warnings
 
     import pyarrow as pa
     from compare import Outcome, call
 
     from fairmedfm_fast._backends import accumulator, accumulator_text
+    from fairmedfm_fast._engine import sorting as engine_sorting
     from fairmedfm_fast._inputs import known_text
 
     frame = data["sensitive_features"]
@@ -512,6 +515,11 @@ def test_accumulated_arrow_text_matches_oracle(data, cuts, large):
         patch.setattr(accumulator_text, "KEYED_FROM", 1)
         patch.setattr(known_text, "THREADS_FROM", 20)
         patch.setattr(accumulator, "SETTLE_FROM", 40)
+        real, sorted_by_keys = accumulator_text._engine.keyed_and_measured, []
+        patch.setattr(accumulator_text._engine, "keyed_and_measured",
+                      lambda *a, **k: sorted_by_keys.append(real(*a, **k)) or sorted_by_keys[-1])
+        if keyed_sort:
+            patch.setattr(engine_sorting, "RADIX_FROM", 1)
         acc = fm.FairnessAccumulator()
         try:
             for a, b in zip(bounds[:-1], bounds[1:]):
@@ -521,4 +529,6 @@ def test_accumulated_arrow_text_matches_oracle(data, cuts, large):
         except ValueError as error:
             fast.error = error
     fast.warnings = [(w.category, str(w.message)) for w in caught]
+    if keyed_sort and fast.error is None and np.all((np.asarray(scores) >= 0) & (np.asarray(scores) <= 1)):
+        assert sorted_by_keys and sorted_by_keys[-1] is not None
     assert_same(fast, call("fairmedfm", "evaluate", y, scores, text), warning_categories=())

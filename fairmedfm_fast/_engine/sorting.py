@@ -123,8 +123,7 @@ def sort_keyed(scores: np.ndarray, keys: np.ndarray, cell_codes: np.ndarray
     first (``kernels.sorting.sort_keyed``). None where :func:`carries` would not carry them (size,
     types, more than 7 groupings) or a 64-bit word cannot hold a sample's label and codes."""
     n = len(scores)
-    if not (RADIX_FROM <= n < 1 << 32 and cell_codes.dtype == np.int8 and len(cell_codes) <= 7
-            and keys.dtype == np.uint32 and len(keys) == n):
+    if not (_fits_words(n, cell_codes.dtype, len(cell_codes)) and keys.dtype == np.uint32 and len(keys) == n):
         return None
     from ..kernels import sorting
 
@@ -153,5 +152,10 @@ def _stacked(code_rows: list[np.ndarray], shape: tuple[int, int]) -> np.ndarray 
 
 def carries(n: int, labels: np.ndarray, code_type: np.dtype, n_rows: int, weights) -> bool:
     """Whether the labels and codes fit the carrying sort's 64-bit payload."""
-    return (RADIX_FROM <= n < 1 << 32 and weights is None and labels.dtype == np.uint8
-            and code_type == np.int8 and n_rows <= 7)
+    return weights is None and labels.dtype == np.uint8 and _fits_words(n, code_type, n_rows)
+
+
+def _fits_words(n: int, code_type: np.dtype, n_rows: int) -> bool:
+    """Whether ``n`` samples with ``n_rows`` groupings of ``code_type`` codes are for the carrying sort
+    (:func:`carries`, :func:`sort_keyed`): a radix sort's size, and a label and codes that fit a payload."""
+    return RADIX_FROM <= n < 1 << 32 and code_type == np.int8 and n_rows <= 7
